@@ -1,0 +1,149 @@
+/*
+ * The SQLite store: the broker's checkpoint and the answer to every query.
+ *
+ * One writer (the broker), any number of readers (clients with --db, while the
+ * broker runs or not). WAL, busy_timeout, parameterised statements only.
+ * The schema is the numbered migrations in schema/ (embedded at build time),
+ * applied at open and recorded in schema_version.
+ *
+ * Opening refuses, with a reason and without writing a byte, a file that is
+ * not an nq DB (application_id), one from a newer nq (schema_version above
+ * what this build knows), or a damaged one (quick_check fails).
+ *
+ * Results follow invariant 1 of DESIGN.md: the first result per shard wins; a
+ * later duplicate is compared: equal raises confirmations, unequal marks the
+ * shard CONFLICT (and the job cannot finish while a conflict stands).
+ */
+#ifndef NQ_STORE_H
+#define NQ_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sqlite3.h>
+
+#include "proto.h"
+
+typedef struct nq_store nq_store_t;
+
+typedef enum {
+    NQ_SHARD_PENDING = 0, NQ_SHARD_LEASED, NQ_SHARD_DONE, NQ_SHARD_FAILED,
+    NQ_SHARD_CONFLICT, NQ_SHARD_CANCELLED
+} nq_shard_state_t;
+
+typedef enum {
+    NQ_JOB_PENDING = 0, NQ_JOB_RUNNING, NQ_JOB_DONE, NQ_JOB_FAILED, NQ_JOB_CANCELLED
+} nq_job_state_t;
+
+const char *store_shard_state_name(nq_shard_state_t s);   /* "pending", ... */
+const char *store_job_state_name(nq_job_state_t s);       /* "pending", ... */
+const char *store_kind_name(int kind);                    /* "count", "solve", "enumerate" */
+int store_kind_parse(const char *s);                      /* NQ_KIND_* or -1 */
+
+/* What a job asks for (the jobs row's parameters). */
+typedef struct {
+    int kind;                  /* NQ_KIND_* */
+    uint64_t n;
+    int priority;              /* higher first; then older first */
+    uint32_t depth;            /* count/enumerate: shard depth used (0 = auto was resolved before insert) */
+    uint32_t encoding;         /* count/enumerate: shard encoding version */
+    char algo[128];            /* solve: method name(s), comma-separated for a study */
+    uint64_t seed0;            /* solve: first seed */
+    uint64_t restarts;         /* solve: number of seeds (shards) */
+    uint64_t solutions;        /* solve: stop after this many distinct solutions (0 = all seeds, a study) */
+    uint64_t max_steps;        /* solve: per-seed step limit, 0 = method default */
+    uint32_t max_attempts;     /* shard fails this many times -> FAILED */
+    uint32_t quorum;           /* results per shard that must agree (1 or 2) */
+} nq_job_spec_t;
+
+typedef struct {
+    uint64_t id;
+    nq_job_spec_t spec;
+    nq_job_state_t state;
+    uint64_t shards_total, shards_done, shards_failed, shards_conflict;
+    double created_at, started_at, finished_at;   /* unix seconds, 0 = not yet */
+} nq_job_row_t;
+
+/* One shard as the job creator describes it. */
+typedef struct {
+    const uint8_t *spec;       /* count/enumerate descriptor (<= NQ_MAX_SPEC bytes), else NULL */
+    size_t spec_len;
+    uint64_t seed;             /* solve */
+    char algo[32];             /* solve: the method of this shard (a study may mix methods) */
+    double cost;               /* relative cost estimate, bigger first; 0 = unknown */
+} nq_shard_spec_t;
+
+/* A shard as the broker leases it. */
+typedef struct {
+    uint64_t job, idx;
+    nq_shard_state_t state;
+    uint32_t attempts;
+    uint64_t lease;
+    uint8_t spec[NQ_MAX_SPEC];
+    size_t spec_len;
+    uint64_t seed;
+    char algo[32];
+    double cost;
+} nq_shard_row_t;
+
+typedef enum {
+    NQ_PUT_NEW = 0,            /* first result for the shard: stored, shard DONE */
+    NQ_PUT_CONFIRMED,          /* equal to the stored one: confirmations + 1 */
+    NQ_PUT_CONFLICT,           /* differs: shard CONFLICT */
+    NQ_PUT_IGNORED,            /* job cancelled/unknown shard: nothing stored */
+} nq_put_t;
+
+/* Open (creating and migrating when !readonly). NULL with a reason in err on refusal. */
+nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen);
+void store_destroy(nq_store_t **s);
+sqlite3 *store_db(nq_store_t *s);
+const char *store_path(nq_store_t *s);
+int store_schema_version(nq_store_t *s);
+
+/* Transactions, for group commit. commit returns 0, or -1 with err (e.g. disk full: nothing changed). */
+int store_begin(nq_store_t *s);
+int store_commit(nq_store_t *s, char *err, size_t errlen);
+void store_rollback(nq_store_t *s);
+
+/* Jobs. create inserts the job and all its shards in one transaction; *id gets the new id. */
+typedef int (*store_shard_iter_fn)(void *ud, uint64_t idx, nq_shard_spec_t *out);  /* 0 ok, 1 end */
+int store_job_create(nq_store_t *s, const nq_job_spec_t *spec, uint64_t nshards,
+                     store_shard_iter_fn next, void *ud, uint64_t *id, char *err, size_t errlen);
+int store_job_get(nq_store_t *s, uint64_t id, nq_job_row_t *out);        /* 0, or -1 not found */
+int store_job_set_state(nq_store_t *s, uint64_t id, nq_job_state_t st); /* sets started/finished times */
+/* Jobs whose state is pending or running, by priority desc then id; calls fn for each. */
+int store_jobs_active(nq_store_t *s, int (*fn)(void *ud, const nq_job_row_t *j), void *ud);
+/* The most recent job with the same kind/n/params (for `nq run` resume); 0 = found. */
+int store_job_find_same(nq_store_t *s, const nq_job_spec_t *spec, uint64_t *id);
+
+/* Shards. */
+int store_shard_get(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_row_t *out);
+/* Calls fn for every shard of the job in one of the given states (bitmask of 1<<state), by idx. */
+int store_shards_each(nq_store_t *s, uint64_t job, unsigned state_mask,
+                      int (*fn)(void *ud, const nq_shard_row_t *r), void *ud);
+int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease, const char *worker);
+/* Back to pending (lease lost); attempts + 1; FAILED when attempts reach max: *failed = 1. */
+int store_shard_release(nq_store_t *s, uint64_t job, uint64_t idx, int count_attempt, int *failed);
+int store_shards_cancel_pending(nq_store_t *s, uint64_t job);           /* pending/leased -> cancelled */
+int store_shards_retry(nq_store_t *s, uint64_t job);                    /* failed/conflict -> pending, attempts 0 */
+
+/*
+ * Records a RESULT (already validated by the broker: count residues checked,
+ * solve permutation verified). worker = who sent it. For solve results with a
+ * solution, sol_hash/sol_path name the stored permutation (may be NULL).
+ * Updates the job's shards_done. Returns the outcome, or -1 on a DB error.
+ */
+int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
+                     const char *sol_hash, const char *sol_path);
+
+/* Workers. */
+int store_worker_seen(nq_store_t *s, const char *id, const char *host, const char *key, uint32_t threads);
+
+/* Sums over the job's done shards: 128-bit totals. 0 ok. */
+typedef struct {
+    unsigned __int128 total, unique, nodes;
+    double core_seconds;
+    uint64_t shards_done, workers, solutions;
+} nq_job_totals_t;
+int store_job_totals(nq_store_t *s, uint64_t job, nq_job_totals_t *out);
+
+#endif

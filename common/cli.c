@@ -1,0 +1,91 @@
+/* Argument helpers shared by every command: strict numbers, uniform refusals. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "nq %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see 'nq help %s')\n", cmd);
+    return NQ_EXIT_USAGE;
+}
+
+int cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "nq %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return NQ_EXIT_ERROR;
+}
+
+int cli_help(const char *cmd)
+{
+    for (const nq_cmd_t *c = nq_commands; c->name; c++) {
+        if (strcmp(c->name, cmd) == 0) {
+            fputs(c->usage, stdout);
+            return NQ_EXIT_OK;
+        }
+    }
+    fprintf(stderr, "nq help: no such command '%s' (see 'nq --help')\n", cmd);
+    return NQ_EXIT_USAGE;
+}
+
+/* Digits only, overflow-checked. */
+static int parse_digits(const char *s, size_t len, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (len == 0 || len > 20)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        unsigned d = (unsigned)(s[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+int nq_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    uint64_t v, e;
+    if (!s)
+        return -1;
+    const char *x = strpbrk(s, "eE");
+    if (x) {
+        if (parse_digits(s, (size_t)(x - s), &v) || parse_digits(x + 1, strlen(x + 1), &e) || e > 19)
+            return -1;
+        while (e--) {
+            if (v > UINT64_MAX / 10)
+                return -1;
+            v *= 10;
+        }
+    } else if (parse_digits(s, strlen(s), &v)) {
+        return -1;
+    }
+    if (v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_u64(const char *cmd, const char *what, const char *s,
+                  uint64_t min, uint64_t max, uint64_t *out)
+{
+    if (nq_parse_u64(s, min, max, out) == 0)
+        return 0;
+    return cli_usage_error(cmd, "%s must be an integer from %llu to %llu (got '%s')", what,
+                           (unsigned long long)min, (unsigned long long)max, s ? s : "");
+}

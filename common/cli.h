@@ -1,0 +1,53 @@
+/*
+ * The `nq` program's command table and the helpers every command uses to
+ * parse its arguments strictly and to refuse bad input the same way.
+ *
+ * Exit codes (documented in README.md):
+ *   0  success
+ *   1  the answer is "no" / the job failed (invalid solution, failed or conflicting job)
+ *   2  bad usage: a one-line reason on stderr
+ *   3  runtime error: I/O, database, network
+ */
+#ifndef NQ_CLI_H
+#define NQ_CLI_H
+
+#include <stdint.h>
+
+enum { NQ_EXIT_OK = 0, NQ_EXIT_NO = 1, NQ_EXIT_USAGE = 2, NQ_EXIT_ERROR = 3 };
+
+typedef int (*nq_cmd_fn)(int argc, char **argv);   /* argv[0] is the command name */
+
+typedef struct {
+    const char *name;
+    nq_cmd_fn fn;
+    const char *summary;   /* one line for `nq --help` */
+    const char *usage;     /* full text for `nq help CMD` and `nq CMD --help` */
+} nq_cmd_t;
+
+/* Prints "nq CMD: <reason>" and returns NQ_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "nq CMD: <reason>" and returns NQ_EXIT_ERROR. */
+int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints the usage text of a command to stdout; returns 0. */
+int cli_help(const char *cmd);
+
+/*
+ * Strict unsigned parse: decimal digits only (or "AeB" meaning A*10^B, e.g. 1e9),
+ * no sign, no spaces, no trailing junk, within [min, max]. Returns 0 on success;
+ * on failure prints "nq CMD: WHAT must be an integer from MIN to MAX (got 'S')"
+ * and returns NQ_EXIT_USAGE, so callers can `return` it directly.
+ */
+int cli_parse_u64(const char *cmd, const char *what, const char *s,
+                  uint64_t min, uint64_t max, uint64_t *out);
+/* The same without printing: 0 ok, -1 bad. */
+int nq_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/* Every command of the program, for dispatch and help (defined in main.c). */
+extern const nq_cmd_t nq_commands[];
+
+/* The commands, one file each. */
+int cmd_bench(int argc, char **argv);      /* common/cmd_bench.c */
+int cmd_estimate(int argc, char **argv);   /* common/cmd_estimate.c */
+int cmd_verify(int argc, char **argv);     /* common/cmd_verify.c */
+
+#endif

@@ -1,0 +1,3 @@
+/* PLACEHOLDER: replaced by the real implementation. */
+#include "cli.h"
+int cmd_verify(int argc, char **argv) { (void)argc; return cli_error(argv[0], "not built yet"); }

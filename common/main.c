@@ -1,0 +1,55 @@
+/*
+ * nq: one program, many roles (like git). This file only dispatches: every
+ * command lives in a file of its own and owns its options and usage text.
+ */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void print_overview(FILE *f)
+{
+    fputs("nq " NQ_VERSION " - count and solve N-Queens at scale\n\n"
+          "usage: nq COMMAND [ARGS...]\n\ncommands:\n", f);
+    for (const nq_cmd_t *c = nq_commands; c->name; c++)
+        fprintf(f, "  %-10s %s\n", c->name, c->summary);
+    fputs("\n'nq help COMMAND' or 'nq COMMAND --help' shows a command's options.\n"
+          "Exit codes: 0 ok, 1 no (invalid/failed), 2 bad usage, 3 runtime error.\n", f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_overview(stderr);
+        return NQ_EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        print_overview(stdout);
+        return NQ_EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("nq %s\n", NQ_VERSION);
+        return NQ_EXIT_OK;
+    }
+    if (strcmp(cmd, "help") == 0) {
+        if (argc == 2) {
+            print_overview(stdout);
+            return NQ_EXIT_OK;
+        }
+        return cli_help(argv[2]);
+    }
+    for (const nq_cmd_t *c = nq_commands; c->name; c++) {
+        if (strcmp(c->name, cmd) != 0)
+            continue;
+        for (int i = 2; i < argc; i++) {
+            if (strcmp(argv[i], "--") == 0)
+                break;
+            if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+                return cli_help(cmd);
+        }
+        return c->fn(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "nq: unknown command '%s' (see 'nq --help')\n", cmd);
+    return NQ_EXIT_USAGE;
+}
