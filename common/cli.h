@@ -49,5 +49,17 @@ extern const nq_cmd_t nq_commands[];
 int cmd_bench(int argc, char **argv);      /* common/cmd_bench.c */
 int cmd_estimate(int argc, char **argv);   /* common/cmd_estimate.c */
 int cmd_verify(int argc, char **argv);     /* common/cmd_verify.c */
+int cmd_keygen(int argc, char **argv);     /* common/cmd_keygen.c */
+int cmd_run(int argc, char **argv);        /* broker/cmd_run.c */
+int cmd_broker(int argc, char **argv);     /* broker/cmd_broker.c */
+int cmd_worker(int argc, char **argv);     /* worker/cmd_worker.c */
+int cmd_submit(int argc, char **argv);     /* broker/cmd_client.c */
+int cmd_status(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+int cmd_workers(int argc, char **argv);
+int cmd_cancel(int argc, char **argv);
+int cmd_retry(int argc, char **argv);
+int cmd_result(int argc, char **argv);     /* broker/cmd_result.c */
+int cmd_export(int argc, char **argv);
 
 #endif

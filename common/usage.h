@@ -29,9 +29,78 @@
       "--n N also requires the board size to be N.\n" }, \
     NQ_COMMAND_TABLE_DIST
 
-/* Commands of the distributed system (broker/, worker/); filled in by that part. */
-#ifndef NQ_COMMAND_TABLE_DIST
-#define NQ_COMMAND_TABLE_DIST
-#endif
+/* Commands of the distributed system (broker/, worker/). */
+#define NQ_CLIENT_OPTS \
+    "  --broker EP        the broker's control endpoint (default $NQ_BROKER, else tcp://127.0.0.1:7556)\n" \
+    "  --key F --broker-key F   CURVE: own key pair and the broker's public key\n" \
+    "  --timeout S        seconds to wait for the broker (default 10)\n"
+#define NQ_JOB_OPTS \
+    "  --depth D          count/enumerate: shard depth (default: chosen from N)\n" \
+    "  --priority P       higher runs first (default 0)\n" \
+    "  --max-attempts A   a shard that fails A times is FAILED (default 5)\n" \
+    "  --quorum Q         results per shard that must agree (default 1)\n" \
+    "  solve only:\n" \
+    "  --algo A[,B...]    method(s) (default qs4; 'nq bench solve --algo list')\n" \
+    "  --restarts R       seeds S0..S0+R-1, one shard each (default 1)\n" \
+    "  --seed S0          first seed (default 0)\n" \
+    "  --solutions K      stop after K distinct solutions (default 1)\n" \
+    "  --all              a study: run every seed, keep per-seed statistics\n" \
+    "  --max-steps M      per-seed step limit (default: the method's)\n"
+#define NQ_COMMAND_TABLE_DIST \
+    { "run", cmd_run, "one machine: embedded broker + local workers", \
+      "usage: nq run count|solve|enumerate N [--db PATH] [--workers K] [--json] [--fresh] [job options]\n" \
+      "\n" \
+      "Runs the job on this machine: the broker and K local worker threads (default: all\n" \
+      "cores) in one process, results in the DB (default ./nq.db). A progress bar on stderr\n" \
+      "when it is a terminal; the result on stdout. Ctrl-C, then the same command again,\n" \
+      "resumes; for a finished job it prints the stored result at once (--fresh recomputes).\n" \
+      "Exit 0 done, 1 failed, 130 interrupted.\n\njob options:\n" NQ_JOB_OPTS }, \
+    { "broker", cmd_broker, "the long-running broker", \
+      "usage: nq broker [--bind EP] [--control EP] [--db PATH] [--key F --authorized-keys F|DIR]\n" \
+      "                 [--insecure] [--metrics ADDR] [--heartbeat-ms MS] [--liveness K]\n" \
+      "                 [--stall-timeout S] [--grace S] [--log-format text|json] [--log-level L]\n" \
+      "\n" \
+      "  --bind EP          worker endpoint (default tcp://127.0.0.1:7555)\n" \
+      "  --control EP       client endpoint (default tcp://127.0.0.1:7556)\n" \
+      "  --db PATH          the store (default ./nq.db); restarting on it resumes every job\n" \
+      "  --key F            the broker's key pair (nq keygen): CURVE on the worker endpoint\n" \
+      "  --authorized-keys  allow-list: a file of public keys or a folder of *.pub\n" \
+      "  --insecure         allow a non-loopback --bind without keys\n" \
+      "  --metrics ADDR     serve Prometheus metrics at http://ADDR/metrics (loopback)\n" \
+      "  --heartbeat-ms MS  heartbeat interval (default 1000); --liveness K: dead after K missed (4)\n" \
+      "  --stall-timeout S  a shard whose progress stops for S seconds is re-leased (120; 0 = off)\n" \
+      "  --grace S          after a restart, leased shards wait S seconds for their worker (10)\n" }, \
+    { "worker", cmd_worker, "run shards for a broker", \
+      "usage: nq worker [--connect EP] [--threads K] [--prefetch P] [--key F --broker-key F] [--id ID]\n" \
+      "                 [--log-format text|json] [--log-level L]\n" \
+      "\n" \
+      "  --connect EP       the broker's worker endpoint (default tcp://127.0.0.1:7555)\n" \
+      "  --threads K        compute threads (default: all cores)\n" \
+      "  --prefetch P       shards queued beyond the running ones (default 1)\n" \
+      "SIGTERM: stop taking work, hand back what is held, exit 0.\n" }, \
+    { "submit", cmd_submit, "submit a job to the broker; prints its id", \
+      "usage: nq submit count|solve|enumerate N [job options] [--json] [connection options]\n\njob options:\n" \
+      NQ_JOB_OPTS "connection options:\n" NQ_CLIENT_OPTS }, \
+    { "status", cmd_status, "progress of one job or all", \
+      "usage: nq status [JOB] [--watch] [--json] [--db PATH] [connection options]\n" \
+      "  --watch            refresh every second until the job ends\n" \
+      "  --db PATH          read the DB directly (works with the broker down)\n" NQ_CLIENT_OPTS }, \
+    { "list", cmd_list, "every job", \
+      "usage: nq list [--json] [--db PATH] [connection options]\n" NQ_CLIENT_OPTS }, \
+    { "workers", cmd_workers, "workers seen, their rates and flags", \
+      "usage: nq workers [--json] [--db PATH] [connection options]\n" NQ_CLIENT_OPTS }, \
+    { "result", cmd_result, "a job's answer", \
+      "usage: nq result JOB [--json] [--db PATH] [--out FILE [--format text|bin]] [--board]\n" \
+      "  --out FILE         solve: write the first solution (text or bin)\n" \
+      "  --board            solve: draw the board (N <= 64)\n" NQ_CLIENT_OPTS }, \
+    { "cancel", cmd_cancel, "cancel a job", "usage: nq cancel JOB [connection options]\n" NQ_CLIENT_OPTS }, \
+    { "retry", cmd_retry, "put a job's failed shards back to pending", \
+      "usage: nq retry JOB [connection options]\n" NQ_CLIENT_OPTS }, \
+    { "export", cmd_export, "stream a job's rows", \
+      "usage: nq export JOB [--format csv|json] [--unique] [--db PATH] [connection options]\n" \
+      "  count: one row per shard; solve: one row per seed; enumerate: one row per solution\n" \
+      "  --unique           enumerate: one representative per symmetry class\n" NQ_CLIENT_OPTS }, \
+    { "keygen", cmd_keygen, "make a CURVE key pair", \
+      "usage: nq keygen NAME\n\nWrites NAME.key (secret, mode 0600) and NAME.pub (public, Z85).\n" },
 
 #endif

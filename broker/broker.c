@@ -1,0 +1,360 @@
+/* The broker's loop: sockets, message dispatch, timers. */
+#include "broker_impl.h"
+#include "log.h"
+#include "security.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+#include <time.h>
+#include <zmq.h>
+
+double broker_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+double broker_wall(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void broker_cfg_defaults(nq_broker_cfg_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->bind = "tcp://127.0.0.1:7555";
+    cfg->control = "tcp://127.0.0.1:7556";
+    cfg->db_path = "nq.db";
+    cfg->heartbeat_ms = 1000;
+    cfg->liveness = 4;
+    cfg->stall_s = 120;
+    cfg->grace_s = 10;
+    cfg->group_max = 1000;
+    cfg->group_ms = 2;
+}
+
+static void *socket_router(nq_broker_t *b, const char *ep, int curve, char *err, size_t errlen)
+{
+    void *s = zmq_socket(b->ctx, ZMQ_ROUTER);
+    int one = 1, linger = 2000, hwm = 200000;
+    int64_t maxmsg = NQ_MAX_FRAME;
+    zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+    zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
+    zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    if (curve && security_server_setup(s, b->cfg.key_file, err, errlen) != 0) {
+        zmq_close(s);
+        return NULL;
+    }
+    if (zmq_bind(s, ep) != 0) {
+        snprintf(err, errlen, "cannot bind %s: %s", ep, zmq_strerror(errno));
+        zmq_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int broker_open_sockets(nq_broker_t *b, char *err, size_t errlen)
+{
+    const nq_broker_cfg_t *c = &b->cfg;
+    int keys = c->key_file != NULL;
+    if (!keys && !c->insecure && !security_endpoint_is_local(c->bind)) {
+        snprintf(err, errlen, "refusing to bind %s without keys: give --key and --authorized-keys "
+                 "(see 'nq keygen'), or --insecure to accept any worker", c->bind);
+        return -1;
+    }
+    if (keys && security_zap_start(b->ctx, c->authorized, err, errlen) != 0)
+        return -1;
+    b->workers_sock = socket_router(b, c->bind, keys, err, errlen);
+    if (!b->workers_sock)
+        return -1;
+    int ctl_curve = keys && !security_endpoint_is_local(c->control);
+    b->control_sock = socket_router(b, c->control, ctl_curve, err, errlen);
+    return b->control_sock ? 0 : -1;
+}
+
+nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
+{
+    nq_broker_t *b = calloc(1, sizeof *b);
+    if (!b) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    b->cfg = *cfg;
+    b->store_ok = 1;
+    if (getrandom(&b->nonce, sizeof b->nonce, 0) != sizeof b->nonce)
+        b->nonce = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    b->next_lease = (b->nonce & 0xffffffffull) << 24;
+    b->lease_buckets = 1u << 16;
+    b->lease_tab = calloc(b->lease_buckets, sizeof *b->lease_tab);
+    b->store = store_open(cfg->db_path, 0, err, errlen);
+    if (!b->lease_tab || !b->store)
+        goto fail;
+    b->own_ctx = cfg->zmq_ctx == NULL;
+    b->ctx = b->own_ctx ? zmq_ctx_new() : cfg->zmq_ctx;
+    if (broker_open_sockets(b, err, errlen) != 0)
+        goto fail;
+    if (jobs_load(b, err, errlen) != 0)
+        goto fail;
+    if (cfg->metrics && broker_metrics_start(b, err, errlen) != 0)
+        goto fail;
+    nq_log(NQ_LOG_INFO, "broker.start", "bind=%s control=%s db=%s", cfg->bind, cfg->control, cfg->db_path);
+    return b;
+fail:
+    broker_destroy(&b);
+    return NULL;
+}
+
+int broker_send(nq_broker_t *b, nq_peer_t *p, const nq_msg_t *m)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    int rc = -1;
+    if (proto_encode(m, &sb) == 0 &&
+        zmq_send(b->workers_sock, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0 &&
+        zmq_send(b->workers_sock, sb.data, sb.size, ZMQ_DONTWAIT) >= 0) {
+        p->last_sent = broker_now();
+        rc = 0;
+    }
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+/* Reads one [routing id][frame] pair; -1 when nothing is waiting. */
+static int recv_routed(void *sock, zmq_msg_t *rid, zmq_msg_t *frame)
+{
+    if (zmq_msg_recv(rid, sock, ZMQ_DONTWAIT) < 0)
+        return -1;
+    int more = zmq_msg_more(rid);
+    if (!more) {
+        zmq_msg_close(frame);
+        zmq_msg_init(frame);
+        return 1;                       /* a lone frame: malformed */
+    }
+    zmq_msg_recv(frame, sock, 0);
+    int extra = 0;
+    while (zmq_msg_more(frame)) {       /* extra frames: drain them, count as malformed */
+        zmq_msg_t junk;
+        zmq_msg_init(&junk);
+        zmq_msg_recv(&junk, sock, 0);
+        int m = zmq_msg_more(&junk);
+        zmq_msg_close(&junk);
+        extra = 1;
+        if (!m)
+            break;
+    }
+    return extra;
+}
+
+static void bad_message(nq_broker_t *b, const char *from, const char *why)
+{
+    b->stats.messages_bad++;
+    nq_log(NQ_LOG_WARN, "message.bad", "from=%s reason=\"%s\" bad_total=%llu", from, why,
+           (unsigned long long)b->stats.messages_bad);
+}
+
+static void on_hello(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h, const char *key)
+{
+    nq_peer_t *p = peers_find(b, rid, len);
+    if (p && p->hello.nonce != h->nonce)
+        peers_drop(b, p, 1, "restarted");  /* same id, new process: its old shards are lost */
+    else if (p)
+        goto welcome;
+    p = peers_add(b, rid, len, h);
+    if (!p)
+        return;
+    snprintf(p->pubkey, sizeof p->pubkey, "%s", key);
+    store_worker_seen(b->store, h->worker_id, h->host, p->pubkey[0] ? p->pubkey : NULL, h->threads);
+    nq_log(NQ_LOG_INFO, "worker.join", "worker=%s host=%s threads=%u build=%s", h->worker_id, h->host,
+           h->threads, h->build);
+welcome:;
+    nq_msg_t w = { .type = NQ_MSG_WELCOME };
+    w.u.welcome.heartbeat_ms = b->cfg.heartbeat_ms;
+    w.u.welcome.liveness = b->cfg.liveness;
+    w.u.welcome.broker_nonce = b->nonce;
+    broker_send(b, p, &w);
+}
+
+/* A message from a routing id we do not know: ask it to introduce itself. */
+static void ask_hello(nq_broker_t *b, const void *rid, size_t len)
+{
+    nq_peer_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    if (len > sizeof tmp.rid)
+        return;
+    memcpy(tmp.rid, rid, len);
+    tmp.rid_len = len;
+    nq_msg_t w = { .type = NQ_MSG_WELCOME };
+    w.u.welcome.heartbeat_ms = b->cfg.heartbeat_ms;
+    w.u.welcome.liveness = b->cfg.liveness;
+    w.u.welcome.broker_nonce = b->nonce;
+    broker_send(b, &tmp, &w);
+}
+
+static void on_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb)
+{
+    double now = broker_now();
+    for (uint32_t i = 0; i < hb->count; i++) {
+        nq_lease_t *l = leases_find(b, hb->items[i].lease);
+        if (!l)
+            continue;                   /* re-leased elsewhere meanwhile: its result is still compared */
+        if (l->peer != p)
+            leases_attach(b, l, p);     /* re-armed after a broker restart: the owner is back */
+        if (hb->items[i].progress != l->progress) {
+            l->progress = hb->items[i].progress;
+            l->progress_at = now;
+        }
+    }
+}
+
+static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const nq_msg_t *m, const char *key)
+{
+    if (m->type == NQ_MSG_HELLO) {
+        on_hello(b, rid, len, &m->u.hello, key);
+        return;
+    }
+    nq_peer_t *p = peers_find(b, rid, len);
+    if (!p) {
+        ask_hello(b, rid, len);
+        return;
+    }
+    p->last_recv = broker_now();
+    switch (m->type) {
+    case NQ_MSG_CREDIT: p->credit = m->u.credit.credit; break;
+    case NQ_MSG_HEARTBEAT: on_heartbeat(b, p, &m->u.heartbeat); break;
+    case NQ_MSG_RESULT: results_on_result(b, p, &m->u.result); break;
+    case NQ_MSG_SOLPART: results_on_solpart(b, p, &m->u.solpart); break;
+    case NQ_MSG_BYE: peers_drop(b, p, 0, "bye"); break;
+    default: bad_message(b, p->hello.worker_id, "unexpected message type for a worker"); break;
+    }
+}
+
+static void drain_workers(nq_broker_t *b)
+{
+    for (int i = 0; i < 10000; i++) {
+        zmq_msg_t rid, frame;
+        zmq_msg_init(&rid);
+        zmq_msg_init(&frame);
+        int rc = recv_routed(b->workers_sock, &rid, &frame);
+        if (rc < 0) {
+            zmq_msg_close(&rid);
+            zmq_msg_close(&frame);
+            return;
+        }
+        char err[200];
+        nq_msg_t m;
+        if (rc > 0)
+            bad_message(b, "worker", "wrong number of frames");
+        else if (proto_decode(zmq_msg_data(&frame), zmq_msg_size(&frame), &m, err, sizeof err) != 0)
+            bad_message(b, "worker", err);
+        else {
+            char key[64];
+            security_msg_key(&frame, key, sizeof key);
+            on_worker_message(b, zmq_msg_data(&rid), zmq_msg_size(&rid), &m, key);
+            proto_msg_free(&m);
+        }
+        zmq_msg_close(&rid);
+        zmq_msg_close(&frame);
+    }
+}
+
+static void drain_control(nq_broker_t *b)
+{
+    for (int i = 0; i < 100; i++) {
+        zmq_msg_t rid, frame;
+        zmq_msg_init(&rid);
+        zmq_msg_init(&frame);
+        int rc = recv_routed(b->control_sock, &rid, &frame);
+        if (rc < 0) {
+            zmq_msg_close(&rid);
+            zmq_msg_close(&frame);
+            return;
+        }
+        char err[200];
+        nq_msg_t m;
+        if (rc > 0)
+            bad_message(b, "client", "wrong number of frames");
+        else if (proto_decode(zmq_msg_data(&frame), zmq_msg_size(&frame), &m, err, sizeof err) != 0)
+            bad_message(b, "client", err);
+        else {
+            if (m.type == NQ_MSG_CTL_REQ)
+                control_on_request(b, zmq_msg_data(&rid), zmq_msg_size(&rid), &m.u.ctl_req);
+            else
+                bad_message(b, "client", "expected CTL_REQ");
+            proto_msg_free(&m);
+        }
+        zmq_msg_close(&rid);
+        zmq_msg_close(&frame);
+    }
+}
+
+static long poll_timeout_ms(nq_broker_t *b, double now)
+{
+    double t = b->cfg.heartbeat_ms / 4000.0;
+    if (b->ngroup > 0) {
+        double due = b->group_since + b->cfg.group_ms / 1000.0 - now;
+        if (due < t)
+            t = due;
+    }
+    return t <= 0 ? 0 : (long)(t * 1000) + 1;
+}
+
+int broker_run(nq_broker_t *b, const atomic_int *stop)
+{
+    zmq_pollitem_t items[2] = {
+        { b->workers_sock, 0, ZMQ_POLLIN, 0 },
+        { b->control_sock, 0, ZMQ_POLLIN, 0 },
+    };
+    while (!atomic_load(stop)) {
+        double now = broker_now();
+        if (zmq_poll(items, 2, poll_timeout_ms(b, now)) < 0 && errno != EINTR)
+            break;
+        if (items[0].revents & ZMQ_POLLIN)
+            drain_workers(b);
+        if (items[1].revents & ZMQ_POLLIN)
+            drain_control(b);
+        now = broker_now();
+        if (results_due(b, now))
+            results_flush(b);
+        leases_tick(b, now);
+        jobs_tick(b, now);
+        leases_dispatch(b);
+        broker_metrics_tick(b, now);
+    }
+    b->stopping = 1;
+    results_flush(b);
+    nq_log(NQ_LOG_INFO, "broker.stop", "results=%llu bad_messages=%llu",
+           (unsigned long long)b->stats.results_total, (unsigned long long)b->stats.messages_bad);
+    return 0;
+}
+
+void broker_destroy(nq_broker_t **bp)
+{
+    nq_broker_t *b = *bp;
+    if (!b)
+        return;
+    broker_metrics_stop(b);
+    results_free_all(b);
+    leases_free_all(b);
+    jobs_free_all(b);
+    if (b->workers_sock)
+        zmq_close(b->workers_sock);
+    if (b->control_sock)
+        zmq_close(b->control_sock);
+    security_zap_stop(b->ctx);
+    if (b->own_ctx && b->ctx)
+        zmq_ctx_term(b->ctx);
+    store_destroy(&b->store);
+    free(b->lease_tab);
+    free(b);
+    *bp = NULL;
+}

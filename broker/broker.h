@@ -1,0 +1,49 @@
+/*
+ * The broker: owns the store, cuts jobs into shards, leases shards to workers
+ * over a ZeroMQ ROUTER socket, takes results (commit, then ACK), and answers
+ * clients on a second ROUTER socket (the control endpoint).
+ *
+ * It is single-threaded by design: one loop (broker_run) owns the sockets,
+ * the in-memory job/lease/peer tables and the one SQLite writer, so no locks
+ * are needed and the order of events is the order of the loop.
+ */
+#ifndef NQ_BROKER_H
+#define NQ_BROKER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store.h"
+
+typedef struct {
+    const char *bind;            /* worker endpoint, e.g. tcp://127.0.0.1:7555 */
+    const char *control;         /* client endpoint, e.g. tcp://127.0.0.1:7556 */
+    const char *db_path;
+    void *zmq_ctx;               /* NULL: the broker makes its own; else shared (inproc for `nq run`) */
+    uint32_t heartbeat_ms;       /* default 1000 */
+    uint32_t liveness;           /* missed heartbeats before a worker is dead; default 4 */
+    uint32_t stall_s;            /* a lease whose progress does not move for this long is lost; 0 = off */
+    uint32_t grace_s;            /* after a restart, leased shards wait this long for their worker */
+    uint32_t group_max;          /* results per commit, at most */
+    uint32_t group_ms;           /* a result waits at most this long for its commit */
+    const char *key_file;        /* CURVE secret key of the broker (issue: trust) */
+    const char *authorized;      /* allow-list of worker public keys */
+    const char *metrics;         /* host:port for /metrics, or NULL */
+    int insecure;                /* allow a non-loopback bind without keys */
+} nq_broker_cfg_t;
+
+typedef struct nq_broker nq_broker_t;
+
+void broker_cfg_defaults(nq_broker_cfg_t *cfg);
+/* Opens the store (resuming every job) and binds. NULL with a reason in err. */
+nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen);
+/* Serves until *stop becomes non-zero; then stops leasing, flushes results, returns 0. */
+int broker_run(nq_broker_t *b, const atomic_int *stop);
+void broker_destroy(nq_broker_t **b);
+
+/* Checks a job request, cuts it into shards and stores it, in one transaction
+   (submit.c; also used by `nq run` before the broker starts). 0, or -1 with err. */
+int jobs_create(nq_store_t *st, nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen);
+
+#endif

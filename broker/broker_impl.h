@@ -1,0 +1,168 @@
+/*
+ * The broker's private state, shared by its files:
+ *   broker.c   the loop, sockets, message dispatch
+ *   jobs.c     jobs in memory: which shards are pending, in which order
+ *   leases.c   who holds which shard, heartbeats, expiry
+ *   results.c  checking results, group commit, then ACK
+ *   control.c  the client endpoint's operations
+ */
+#ifndef NQ_BROKER_IMPL_H
+#define NQ_BROKER_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker.h"
+#include "proto.h"
+#include "store.h"
+
+typedef struct nq_peer nq_peer_t;
+
+/* A job in memory. Shards waiting for a worker sit in `pending`, popped from the end. */
+typedef struct nq_job {
+    uint64_t id;
+    nq_job_spec_t spec;
+    nq_job_state_t state;
+    uint64_t shards_total, shards_done, shards_failed, shards_conflict, shards_leased;
+    uint64_t solutions_found;          /* solve: distinct verified solutions */
+    uint64_t *pending;                 /* shard indexes; the next to lease is pending[npending-1] */
+    size_t npending, cap;
+    uint64_t *grace;                   /* after a restart: leased shards waiting for their worker */
+    size_t ngrace;
+    double grace_until;                /* monotonic seconds */
+    struct nq_job *next;               /* in priority order */
+} nq_job_t;
+
+/* A shard out on a worker. */
+typedef struct nq_lease {
+    uint64_t id, job, shard;
+    uint32_t attempt;
+    nq_peer_t *peer;                   /* NULL: re-armed after restart, owner not yet back */
+    uint64_t progress;
+    double progress_at;                /* when progress last moved */
+    struct nq_lease *next_in_peer;
+    struct nq_lease *hnext;            /* hash chain */
+} nq_lease_t;
+
+/* A connected worker, known by its ZeroMQ routing id. */
+struct nq_peer {
+    char rid[256];
+    size_t rid_len;
+    nq_hello_t hello;
+    char pubkey[64];                   /* CURVE key that authenticated it, when keys are on */
+    uint32_t credit;                   /* shards it wants outstanding */
+    uint32_t outstanding;
+    double last_recv, last_sent;       /* monotonic seconds */
+    nq_lease_t *leases;
+    uint64_t nodes_done;               /* for nodes/s */
+    double first_seen;
+    nq_peer_t *next;
+};
+
+/* A result waiting for its group commit. */
+typedef struct nq_pending_result {
+    nq_result_t r;
+    uint8_t *payload;                  /* owned copy */
+    char worker[NQ_STR_MAX];
+    char sol_hash[80], sol_path[512];
+    int outcome;                       /* NQ_PUT_* of the put inside the open transaction */
+    char rid[256];
+    size_t rid_len;
+} nq_pending_result_t;
+
+/* A solve result's permutation being assembled from SOLPARTs. */
+typedef struct nq_solbuf {
+    uint64_t job, shard, lease;
+    uint64_t n, received;
+    uint32_t *cols;
+    char rid[256];
+    size_t rid_len;
+    double started;
+    struct nq_solbuf *next;
+} nq_solbuf_t;
+
+typedef struct {
+    uint64_t results_total, results_duplicate, results_conflict, results_rejected;
+    uint64_t messages_bad, commits;
+    double commit_seconds_sum, commit_seconds_max;
+} nq_broker_stats_t;
+
+struct nq_broker {
+    nq_broker_cfg_t cfg;
+    nq_store_t *store;
+    void *ctx;
+    int own_ctx;
+    void *workers_sock, *control_sock;
+    uint64_t nonce;
+    int store_ok;                      /* 0 after a failed commit (disk full): no leasing, no ACKs */
+    int txn_open;                      /* the loop's writes ride in one transaction per group */
+    double txn_since;
+    double store_retry_at;
+    int stopping;
+
+    nq_job_t *jobs;                    /* active jobs, priority desc then id asc */
+    nq_peer_t *peers;
+    nq_lease_t **lease_tab;            /* hash by lease id */
+    size_t lease_buckets, nleases;
+    uint64_t next_lease;
+
+    nq_pending_result_t *group;
+    size_t ngroup, group_cap;
+    double group_since;
+
+    nq_solbuf_t *solbufs;
+    nq_broker_stats_t stats;
+    void *metrics;
+    double last_tick, last_metrics;
+};
+
+double broker_now(void);                           /* monotonic seconds */
+double broker_wall(void);                          /* unix seconds */
+
+/* broker.c: sending */
+int broker_send(nq_broker_t *b, nq_peer_t *p, const nq_msg_t *m);
+
+/* jobs.c */
+int jobs_load(nq_broker_t *b, char *err, size_t errlen);
+nq_job_t *jobs_find(nq_broker_t *b, uint64_t id);
+int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row);
+int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen);
+int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
+int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
+void jobs_push_pending(nq_job_t *j, uint64_t shard);
+int jobs_next_shard(nq_broker_t *b, nq_job_t **job, uint64_t *shard);
+void jobs_check_done(nq_broker_t *b, nq_job_t *j);
+void jobs_tick(nq_broker_t *b, double now);
+void jobs_free_all(nq_broker_t *b);
+
+/* leases.c */
+nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len);
+nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h);
+void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why);
+nq_lease_t *leases_find(nq_broker_t *b, uint64_t id);
+nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id);
+void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p);
+void leases_remove(nq_broker_t *b, nq_lease_t *l);
+void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char *why);
+void leases_dispatch(nq_broker_t *b);              /* hand out work while credit allows */
+void leases_tick(nq_broker_t *b, double now);      /* heartbeats, dead peers, stalled leases */
+void leases_cancel_job(nq_broker_t *b, uint64_t job);
+void leases_free_all(nq_broker_t *b);
+
+/* results.c */
+void broker_txn(nq_broker_t *b);                   /* opens the group transaction if needed */
+void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r);
+void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s);
+void results_flush(nq_broker_t *b);                /* group commit, then ACKs */
+int results_due(nq_broker_t *b, double now);
+void results_free_all(nq_broker_t *b);
+
+/* broker_metrics.c: the /metrics endpoint's figures, refreshed once a second */
+int broker_metrics_start(nq_broker_t *b, char *err, size_t errlen);
+void broker_metrics_tick(nq_broker_t *b, double now);
+void broker_metrics_stop(nq_broker_t *b);
+
+/* control.c */
+void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const nq_ctl_req_t *req);
+
+#endif

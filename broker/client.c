@@ -1,0 +1,142 @@
+/* The client side of the control endpoint, and its offline twin (--db). */
+#include "client.h"
+#include "cli.h"
+#include "control.h"
+#include "security.h"
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#define NQ_DEFAULT_CONTROL "tcp://127.0.0.1:7556"
+
+const char *client_endpoint(const nq_client_opts_t *o)
+{
+    if (o->broker)
+        return o->broker;
+    const char *env = getenv("NQ_BROKER");
+    return env && env[0] ? env : NQ_DEFAULT_CONTROL;
+}
+
+static void set_error(nq_client_reply_t *rep, int code, const char *fmt, const char *arg)
+{
+    rep->code = code;
+    snprintf(rep->error, sizeof rep->error, fmt, arg);
+}
+
+/* The offline path: run the query here, then parse the packed document like a reply. */
+static void call_local(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep)
+{
+    char err[NQ_STR_MAX] = "";
+    nq_store_t *st = store_open(o->db, 1, err, sizeof err);
+    if (!st) {
+        set_error(rep, NQ_EXIT_ERROR, "%s", err);
+        return;
+    }
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    rep->code = control_query(store_db(st), o->db, NULL, req, &pk, err, sizeof err);
+    if (rep->code == 0) {
+        rep->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
+        size_t off = 0;
+        if (!rep->zone || msgpack_unpack(sb.data, sb.size, &off, rep->zone, &rep->doc) != MSGPACK_UNPACK_SUCCESS)
+            set_error(rep, NQ_EXIT_ERROR, "%s", "cannot read the query's document");
+    } else {
+        snprintf(rep->error, sizeof rep->error, "%s", err);
+    }
+    msgpack_sbuffer_destroy(&sb);
+    store_destroy(&st);
+}
+
+static int wait_reply(void *sock, void *mon, const char *ep, int timeout_ms, nq_client_reply_t *rep)
+{
+    for (int waited = 0; waited < timeout_ms; waited += 100) {
+        zmq_pollitem_t it = { sock, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, 100) > 0)
+            return 0;
+        char why[256];
+        if (security_monitor_check(mon, why, sizeof why)) {
+            set_error(rep, NQ_EXIT_ERROR, "%s", why);
+            return -1;
+        }
+    }
+    set_error(rep, NQ_EXIT_ERROR, "no answer from the broker at %s: is 'nq broker' running there? "
+              "(--broker ENDPOINT or NQ_BROKER; --db PATH reads the DB directly)", ep);
+    return -1;
+}
+
+static void call_remote(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep)
+{
+    const char *ep = client_endpoint(o);
+    void *ctx = o->zmq_ctx ? o->zmq_ctx : zmq_ctx_new();
+    void *sock = zmq_socket(ctx, ZMQ_DEALER), *mon = NULL;
+    int linger = 0;
+    int64_t maxmsg = NQ_MAX_FRAME;
+    char err[NQ_STR_MAX] = "";
+    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    if (security_client_setup(sock, o->key_file, o->broker_key_file, err, sizeof err) != 0) {
+        set_error(rep, NQ_EXIT_USAGE, "%s", err);
+        goto out;
+    }
+    if (o->key_file)
+        mon = security_monitor_new(ctx, sock, "client");
+    if (zmq_connect(sock, ep) != 0) {
+        set_error(rep, NQ_EXIT_USAGE, "bad broker endpoint '%s' (expected e.g. tcp://HOST:7556)", ep);
+        goto out;
+    }
+    nq_msg_t m = { .type = NQ_MSG_CTL_REQ };
+    m.u.ctl_req = *req;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    int sent = proto_encode(&m, &sb) == 0 && zmq_send(sock, sb.data, sb.size, 0) >= 0;
+    msgpack_sbuffer_destroy(&sb);
+    if (!sent) {
+        set_error(rep, NQ_EXIT_ERROR, "cannot send to %s", ep);
+        goto out;
+    }
+    if (wait_reply(sock, mon, ep, o->timeout_ms > 0 ? o->timeout_ms : 10000, rep) != 0)
+        goto out;
+    zmq_msg_t f;
+    zmq_msg_init(&f);
+    zmq_msg_recv(&f, sock, 0);
+    nq_msg_t r;
+    if (proto_decode(zmq_msg_data(&f), zmq_msg_size(&f), &r, err, sizeof err) != 0) {
+        set_error(rep, NQ_EXIT_ERROR, "bad reply from the broker: %s", err);
+    } else if (r.type != NQ_MSG_CTL_REP) {
+        set_error(rep, NQ_EXIT_ERROR, "bad reply from the broker: %s", proto_type_name(r.type));
+        proto_msg_free(&r);
+    } else {
+        rep->code = r.u.ctl_rep.code;
+        snprintf(rep->error, sizeof rep->error, "%s", r.u.ctl_rep.error);
+        rep->doc = r.u.ctl_rep.doc;
+        rep->zone = r.u.ctl_rep.zone;   /* ownership moves to the reply */
+    }
+    zmq_msg_close(&f);
+out:
+    security_monitor_destroy(&mon);
+    zmq_close(sock);
+    if (!o->zmq_ctx)
+        zmq_ctx_term(ctx);
+}
+
+void client_call(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    int readonly = strcmp(req->op, "submit") && strcmp(req->op, "cancel") && strcmp(req->op, "retry");
+    if (o->db && readonly)
+        call_local(o, req, rep);
+    else
+        call_remote(o, req, rep);
+}
+
+void client_reply_free(nq_client_reply_t *rep)
+{
+    if (rep->zone)
+        msgpack_zone_free(rep->zone);
+    rep->zone = NULL;
+}

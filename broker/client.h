@@ -1,0 +1,34 @@
+/*
+ * How `nq` commands reach the answer to a request: through the broker's
+ * control endpoint, or (read-only, with --db) straight from the DB file by
+ * the same query code the broker runs.
+ */
+#ifndef NQ_CLIENT_H
+#define NQ_CLIENT_H
+
+#include <msgpack.h>
+
+#include "proto.h"
+
+typedef struct {
+    const char *broker;          /* control endpoint; NULL: $NQ_BROKER, else tcp://127.0.0.1:7556 */
+    const char *db;              /* read the DB directly instead (read-only ops) */
+    const char *key_file, *broker_key_file;
+    void *zmq_ctx;               /* NULL: own */
+    int timeout_ms;              /* default 10000 */
+    int json;
+} nq_client_opts_t;
+
+typedef struct {
+    int code;                    /* NQ_EXIT_* */
+    char error[NQ_STR_MAX];
+    msgpack_object doc;          /* valid until client_reply_free */
+    msgpack_zone *zone;
+} nq_client_reply_t;
+
+/* Sends req and waits for the reply; a transport failure is code NQ_EXIT_ERROR with error set. */
+void client_call(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep);
+void client_reply_free(nq_client_reply_t *rep);
+const char *client_endpoint(const nq_client_opts_t *o);
+
+#endif

@@ -1,0 +1,64 @@
+/* `nq broker`: the long-running broker. */
+#include "broker.h"
+#include "cli.h"
+#include "log.h"
+#include "signals.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+int cmd_broker(int argc, char **argv)
+{
+    nq_broker_cfg_t cfg;
+    broker_cfg_defaults(&cfg);
+    static const struct option opts[] = {
+        { "bind", required_argument, 0, 'b' }, { "control", required_argument, 0, 'c' },
+        { "db", required_argument, 0, 'd' }, { "key", required_argument, 0, 'k' },
+        { "authorized-keys", required_argument, 0, 'a' }, { "insecure", no_argument, 0, 'I' },
+        { "metrics", required_argument, 0, 'm' }, { "heartbeat-ms", required_argument, 0, 'H' },
+        { "liveness", required_argument, 0, 'L' }, { "stall-timeout", required_argument, 0, 'S' },
+        { "grace", required_argument, 0, 'G' }, { "log-format", required_argument, 0, 'F' },
+        { "log-level", required_argument, 0, 'V' }, { 0, 0, 0, 0 },
+    };
+    uint64_t v;
+    int c, rc;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'b': cfg.bind = optarg; break;
+        case 'c': cfg.control = optarg; break;
+        case 'd': cfg.db_path = optarg; break;
+        case 'k': cfg.key_file = optarg; break;
+        case 'a': cfg.authorized = optarg; break;
+        case 'I': cfg.insecure = 1; break;
+        case 'm': cfg.metrics = optarg; break;
+        case 'H': if ((rc = cli_parse_u64("broker", "--heartbeat-ms", optarg, 100, 60000, &v))) return rc;
+                  cfg.heartbeat_ms = (uint32_t)v; break;
+        case 'L': if ((rc = cli_parse_u64("broker", "--liveness", optarg, 1, 100, &v))) return rc;
+                  cfg.liveness = (uint32_t)v; break;
+        case 'S': if ((rc = cli_parse_u64("broker", "--stall-timeout", optarg, 0, 86400, &v))) return rc;
+                  cfg.stall_s = (uint32_t)v; break;
+        case 'G': if ((rc = cli_parse_u64("broker", "--grace", optarg, 0, 3600, &v))) return rc;
+                  cfg.grace_s = (uint32_t)v; break;
+        case 'F': if (nq_log_set_format(optarg)) return cli_usage_error("broker", "--log-format is text or json"); break;
+        case 'V': if (nq_log_set_level_name(optarg))
+                      return cli_usage_error("broker", "--log-level is debug, info, warn, error or off");
+                  break;
+        default: return cli_usage_error("broker", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("broker", "unexpected argument '%s'", argv[optind]);
+    if (cfg.authorized && !cfg.key_file)
+        return cli_usage_error("broker", "--authorized-keys needs --key (the broker's own key pair)");
+    char err[512] = "";
+    signals_install();
+    nq_broker_t *b = broker_new(&cfg, err, sizeof err);
+    if (!b)
+        return cli_error("broker", "%s", err);
+    broker_run(b, &nq_stop);
+    broker_destroy(&b);
+    return NQ_EXIT_OK;
+}

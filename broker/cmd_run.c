@@ -1,0 +1,223 @@
+/*
+ * `nq run`: one command, one machine. An embedded broker and local workers in
+ * one process, talking over inproc:// — the very broker and worker code of the
+ * distributed path, only the transport differs. Re-running the same command
+ * resumes the stored job, or prints its stored result at once.
+ */
+#include "broker.h"
+#include "cli.h"
+#include "cmd_args.h"
+#include "control.h"
+#include "log.h"
+#include "render.h"
+#include "signals.h"
+#include "store.h"
+#include "worker.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define RUN_WORKERS_EP "inproc://nq-run-workers"
+#define RUN_CONTROL_EP "inproc://nq-run-control"
+
+typedef struct { nq_broker_t *b; atomic_int stop; } broker_thread_t;
+typedef struct { nq_worker_t *w; atomic_int stop; int rc; char err[256]; } worker_thread_t;
+
+static void *broker_main(void *arg)
+{
+    broker_thread_t *t = arg;
+    broker_run(t->b, &t->stop);
+    return NULL;
+}
+
+static void *worker_main(void *arg)
+{
+    worker_thread_t *t = arg;
+    t->rc = worker_run(t->w, &t->stop, t->err, sizeof t->err);
+    return NULL;
+}
+
+/* Finds the job this command means (resume) or creates it. 0, or an exit code (reported). */
+static int run_prepare(const char *db, nq_job_spec_t *spec, int fresh, uint64_t *id, int *done)
+{
+    char err[512];
+    nq_store_t *st = store_open(db, 0, err, sizeof err);
+    if (!st)
+        return cli_error("run", "%s", err);
+    nq_job_row_t row;
+    int rc = 0;
+    *done = 0;
+    if (!fresh && store_job_find_same(st, spec, id) == 0 && store_job_get(st, *id, &row) == 0) {
+        if (row.state == NQ_JOB_DONE)
+            *done = 1;
+        else if (row.state != NQ_JOB_RUNNING && row.state != NQ_JOB_PENDING) {
+            store_shards_retry(st, *id);    /* failed or cancelled earlier: try again */
+            store_job_set_state(st, *id, NQ_JOB_RUNNING);
+        }
+        if (!*done)
+            fprintf(stderr, "nq run: resuming job %llu (%llu of %llu shards done)\n", (unsigned long long)*id,
+                    (unsigned long long)row.shards_done, (unsigned long long)row.shards_total);
+    } else if (jobs_create(st, spec, id, err, sizeof err) != 0) {
+        rc = cli_usage_error("run", "%s", err);
+    }
+    store_destroy(&st);
+    return rc;
+}
+
+static void progress_bar(const msgpack_object *job, double started)
+{
+    const msgpack_object *d = render_get(job, "shards_done"), *t = render_get(job, "shards_total");
+    if (!d || !t || t->via.u64 == 0)
+        return;
+    double frac = (double)d->via.u64 / (double)t->via.u64, el = (double)time(NULL) - started;
+    int width = 30, fill = (int)(frac * width);
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = 0;
+    double rate = el > 0 ? (double)d->via.u64 / el : 0;
+    double eta = rate > 0 ? (double)(t->via.u64 - d->via.u64) / rate : 0;
+    fprintf(stderr, "\r[%s] %llu/%llu shards  %.1f/s  ETA %.0fs   ", bar, (unsigned long long)d->via.u64,
+            (unsigned long long)t->via.u64, rate, eta);
+}
+
+/* Waits for the job to end (or a signal); returns its final state name, or "" when interrupted. */
+static const char *run_wait(void *ctx, uint64_t id)
+{
+    nq_client_opts_t co = { .broker = RUN_CONTROL_EP, .zmq_ctx = ctx, .timeout_ms = 30000 };
+    nq_ctl_req_t req = { .job = id };
+    snprintf(req.op, sizeof req.op, "status");
+    int tty = isatty(STDERR_FILENO);
+    double started = (double)time(NULL);
+    static char state[32];
+    while (!nq_stop) {
+        nq_client_reply_t rep;
+        client_call(&co, &req, &rep);
+        if (rep.code == 0) {
+            const msgpack_object *s = render_get(&rep.doc, "state");
+            snprintf(state, sizeof state, "%.*s", s ? (int)s->via.str.size : 0, s ? s->via.str.ptr : "");
+            if (tty)
+                progress_bar(&rep.doc, started);
+        }
+        client_reply_free(&rep);
+        if (!strcmp(state, "done") || !strcmp(state, "failed") || !strcmp(state, "cancelled"))
+            break;
+        usleep(200000);
+    }
+    if (tty)
+        fputc('\n', stderr);
+    return nq_stop ? "" : state;
+}
+
+static int print_result(const char *db, uint64_t id, int json)
+{
+    char err[512];
+    nq_store_t *st = store_open(db, 1, err, sizeof err);
+    if (!st)
+        return cli_error("run", "%s", err);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    nq_ctl_req_t req = { .job = id };
+    snprintf(req.op, sizeof req.op, "result");
+    int rc = control_query(store_db(st), db, NULL, &req, &pk, err, sizeof err);
+    msgpack_zone zone;
+    msgpack_zone_init(&zone, 4096);
+    msgpack_object doc;
+    size_t off = 0;
+    if (rc == 0 && msgpack_unpack(sb.data, sb.size, &off, &zone, &doc) == MSGPACK_UNPACK_SUCCESS) {
+        if (json)
+            render_json(stdout, &doc);
+        else
+            render_result(stdout, &doc);
+        const msgpack_object *s = render_get(&doc, "state");
+        rc = s && s->via.str.size == 4 && !memcmp(s->via.str.ptr, "done", 4) ? 0 : NQ_EXIT_NO;
+    } else {
+        rc = cli_error("run", "cannot read the result of job %llu: %s", (unsigned long long)id, err);
+    }
+    msgpack_zone_destroy(&zone);
+    msgpack_sbuffer_destroy(&sb);
+    store_destroy(&st);
+    return rc;
+}
+
+/* Broker and workers in threads of this process, until the job ends or we are told to stop. */
+static int run_embedded(const char *db, uint64_t id, uint32_t workers, const char **state)
+{
+    char err[512] = "";
+    void *ctx = zmq_ctx_new();
+    nq_broker_cfg_t bc;
+    broker_cfg_defaults(&bc);
+    bc.bind = RUN_WORKERS_EP;
+    bc.control = RUN_CONTROL_EP;
+    bc.db_path = db;
+    bc.zmq_ctx = ctx;
+    bc.grace_s = 0;                     /* no worker of an earlier run can come back */
+    broker_thread_t bt = { .b = broker_new(&bc, err, sizeof err) };
+    if (!bt.b) {
+        zmq_ctx_term(ctx);
+        return cli_error("run", "%s", err);
+    }
+    nq_worker_cfg_t wc;
+    worker_cfg_defaults(&wc);
+    wc.connect = RUN_WORKERS_EP;
+    wc.zmq_ctx = ctx;
+    wc.threads = workers;
+    worker_thread_t wt = { .w = worker_new(&wc, err, sizeof err) };
+    pthread_t bth, wth;
+    int rc = 0;
+    if (!wt.w) {
+        rc = cli_error("run", "%s", err);
+        broker_destroy(&bt.b);
+        zmq_ctx_term(ctx);
+        return rc;
+    }
+    pthread_create(&bth, NULL, broker_main, &bt);
+    pthread_create(&wth, NULL, worker_main, &wt);
+    *state = run_wait(ctx, id);
+    atomic_store(&wt.stop, 1);          /* workers first: they hand back and say BYE */
+    pthread_join(wth, NULL);
+    atomic_store(&bt.stop, 1);
+    pthread_join(bth, NULL);
+    worker_destroy(&wt.w);
+    broker_destroy(&bt.b);
+    zmq_ctx_term(ctx);
+    return rc;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    nq_cmd_args_t a;
+    nq_log_set_level(NQ_LOG_WARN);      /* a local run talks in its progress bar; --log-level overrides */
+    int rc = cmd_args_parse("run", "db,workers,json,fresh,algo,all,depth,priority,max-attempts,quorum,"
+                            "solutions,restarts,seed,max-steps,log-level", argc, argv, &a);
+    if (rc || (rc = cmd_args_job("run", &a)))
+        return rc;
+    const char *db = a.client.db ? a.client.db : "nq.db";
+    nq_job_spec_t spec;
+    char err[512];
+    if ((rc = control_spec_from_params(&a.req, &spec, err, sizeof err)))
+        return cli_usage_error("run", "%s", err);
+    uint64_t id;
+    int done;
+    if ((rc = run_prepare(db, &spec, a.fresh, &id, &done)))
+        return rc;
+    if (!done) {
+        const char *state = "";
+        signals_install();
+        if ((rc = run_embedded(db, id, a.workers, &state)))
+            return rc;
+        if (!state[0]) {
+            fprintf(stderr, "nq run: interrupted; run the same command again to resume job %llu\n",
+                    (unsigned long long)id);
+            return 130;
+        }
+    }
+    return print_result(db, id, a.client.json);
+}

@@ -1,0 +1,201 @@
+/* The control endpoint: clients' requests, answered from the store. */
+#include "broker_impl.h"
+#include "cli.h"
+#include "control.h"
+#include "log.h"
+#include "solstore.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <zmq.h>
+
+#define NQ_CTL_SOLUTION_MAX 10000000ull   /* larger permutations: read them with --db */
+
+static int get_u64(const nq_ctl_req_t *r, const char *key, uint64_t def, uint64_t max, uint64_t *out,
+                   char *err, size_t errlen)
+{
+    uint64_t v;
+    if (proto_param_u64(r, key, &v) != 0) {
+        if (proto_param_str(r, key)) {
+            snprintf(err, errlen, "parameter '%s' must be a number", key);
+            return -1;
+        }
+        v = def;
+    }
+    if (v > max) {
+        snprintf(err, errlen, "parameter '%s' must be at most %llu", key, (unsigned long long)max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *err, size_t errlen)
+{
+    uint64_t depth, prio, attempts, quorum;
+    memset(s, 0, sizeof *s);
+    const char *kind = proto_param_str(req, "kind");
+    s->kind = kind ? store_kind_parse(kind) : -1;
+    if (s->kind < 0)
+        return snprintf(err, errlen, "kind must be count, solve or enumerate"), NQ_EXIT_USAGE;
+    const char *algo = proto_param_str(req, "algo");
+    snprintf(s->algo, sizeof s->algo, "%s", algo ? algo : (s->kind == NQ_KIND_SOLVE ? "qs4" : ""));
+    if (get_u64(req, "n", 0, 1000000000, &s->n, err, errlen) ||
+        get_u64(req, "depth", 0, 32, &depth, err, errlen) ||
+        get_u64(req, "seed", 0, UINT64_MAX, &s->seed0, err, errlen) ||
+        get_u64(req, "restarts", s->kind == NQ_KIND_SOLVE ? 1 : 0, UINT64_MAX, &s->restarts, err, errlen) ||
+        get_u64(req, "solutions", 1, UINT64_MAX, &s->solutions, err, errlen) ||
+        get_u64(req, "max_steps", 0, UINT64_MAX, &s->max_steps, err, errlen) ||
+        get_u64(req, "priority", 0, 1000000, &prio, err, errlen) ||
+        get_u64(req, "max_attempts", 5, 100, &attempts, err, errlen) ||
+        get_u64(req, "quorum", 1, 3, &quorum, err, errlen))
+        return NQ_EXIT_USAGE;
+    if (s->n == 0)
+        return snprintf(err, errlen, "n is required"), NQ_EXIT_USAGE;
+    uint64_t all = 0;
+    if (get_u64(req, "all", 0, 1, &all, err, errlen))
+        return NQ_EXIT_USAGE;
+    if (all)
+        s->solutions = 0;               /* a study: every seed, not the first K */
+    s->depth = (uint32_t)depth;
+    s->priority = (int)prio;
+    s->max_attempts = (uint32_t)attempts;
+    s->quorum = (uint32_t)quorum;
+    return 0;
+}
+
+static int pack_solution(sqlite3 *db, const char *db_path, uint64_t job, uint64_t index, msgpack_packer *pk,
+                         char *err, size_t errlen)
+{
+    char dir[4096];
+    uint32_t *cols = NULL;
+    uint64_t n = 0;
+    solstore_dir(db_path, dir, sizeof dir);
+    int rc = query_solution(db, dir, job, index, &cols, &n, err, errlen);
+    if (rc != 0)
+        return rc == -1 ? NQ_EXIT_NO : NQ_EXIT_ERROR;
+    if (n > NQ_CTL_SOLUTION_MAX) {
+        free(cols);
+        snprintf(err, errlen, "solution of N=%llu is too large to send; read it from the DB with --db",
+                 (unsigned long long)n);
+        return NQ_EXIT_ERROR;
+    }
+    uint8_t *packed = solstore_pack(cols, n);
+    free(cols);
+    if (!packed)
+        return snprintf(err, errlen, "out of memory"), NQ_EXIT_ERROR;
+    msgpack_pack_map(pk, 2);
+    msgpack_pack_str_with_body(pk, "n", 1);
+    msgpack_pack_uint64(pk, n);
+    msgpack_pack_str_with_body(pk, "cols", 4);
+    msgpack_pack_bin_with_body(pk, packed, n * 4);
+    free(packed);
+    return NQ_EXIT_OK;
+}
+
+int control_query(sqlite3 *db, const char *db_path, const query_live_t *live, const nq_ctl_req_t *req,
+                  msgpack_packer *pk, char *err, size_t errlen)
+{
+    const char *op = req->op;
+    int rc;
+    if (strcmp(op, "status") == 0)
+        rc = req->job ? query_job(db, req->job, pk, err, errlen) : query_list(db, pk, err, errlen);
+    else if (strcmp(op, "list") == 0)
+        rc = query_list(db, pk, err, errlen);
+    else if (strcmp(op, "workers") == 0)
+        rc = query_workers(db, live, pk, err, errlen);
+    else if (strcmp(op, "result") == 0)
+        rc = query_result(db, req->job, pk, err, errlen);
+    else if (strcmp(op, "export") == 0) {
+        uint64_t cursor = 0, rows = 10000, unique = 0;
+        if (get_u64(req, "cursor", 0, UINT64_MAX, &cursor, err, errlen) ||
+            get_u64(req, "rows", 10000, 100000, &rows, err, errlen) ||
+            get_u64(req, "unique", 0, 1, &unique, err, errlen))
+            return NQ_EXIT_USAGE;
+        rc = query_export(db, req->job, cursor, (uint32_t)rows, (int)unique, pk, err, errlen);
+    } else if (strcmp(op, "solution") == 0) {
+        uint64_t index = 0;
+        if (get_u64(req, "index", 0, UINT64_MAX, &index, err, errlen))
+            return NQ_EXIT_USAGE;
+        return pack_solution(db, db_path, req->job, index, pk, err, errlen);
+    } else {
+        snprintf(err, errlen, "unknown operation '%s'", op);
+        return NQ_EXIT_USAGE;
+    }
+    return rc == 0 ? NQ_EXIT_OK : (rc == -1 ? NQ_EXIT_NO : NQ_EXIT_ERROR);
+}
+
+static void reply(nq_broker_t *b, const void *rid, size_t rid_len, int code, const char *error,
+                  const msgpack_sbuffer *doc)
+{
+    nq_msg_t m = { .type = NQ_MSG_CTL_REP };
+    m.u.ctl_rep.code = code;
+    snprintf(m.u.ctl_rep.error, sizeof m.u.ctl_rep.error, "%s", error ? error : "");
+    m.u.ctl_rep.doc_bytes = doc ? doc->data : NULL;
+    m.u.ctl_rep.doc_len = doc ? doc->size : 0;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    if (proto_encode(&m, &sb) == 0 &&
+        zmq_send(b->control_sock, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
+        zmq_send(b->control_sock, sb.data, sb.size, ZMQ_DONTWAIT);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* Live figures for `nq workers`: who is connected right now and what it holds. */
+static int live_lookup(void *ud, const char *worker_id, int *alive, double *nodes_per_s, uint32_t *leases)
+{
+    nq_broker_t *b = ud;
+    for (nq_peer_t *p = b->peers; p; p = p->next)
+        if (strcmp(p->hello.worker_id, worker_id) == 0) {
+            *alive = 1;
+            *leases = p->outstanding;
+            double up = broker_now() - p->first_seen;
+            *nodes_per_s = up > 0 ? (double)p->nodes_done / up : 0;
+            return 0;
+        }
+    *alive = 0;
+    *leases = 0;
+    return 0;
+}
+
+static int do_write_op(nq_broker_t *b, const nq_ctl_req_t *req, msgpack_packer *pk, char *err, size_t errlen)
+{
+    uint64_t id = req->job;
+    int rc;
+    if (strcmp(req->op, "submit") == 0) {
+        nq_job_spec_t spec;
+        if ((rc = control_spec_from_params(req, &spec, err, errlen)) != 0)
+            return rc;
+        if (jobs_submit(b, &spec, &id, err, errlen) != 0)
+            return NQ_EXIT_USAGE;
+    } else if (strcmp(req->op, "cancel") == 0) {
+        if (jobs_cancel(b, id, err, errlen) != 0)
+            return NQ_EXIT_NO;
+    } else if (jobs_retry(b, id, err, errlen) != 0) {
+        return NQ_EXIT_NO;
+    }
+    msgpack_pack_map(pk, 1);
+    msgpack_pack_str_with_body(pk, "id", 2);
+    msgpack_pack_uint64(pk, id);
+    return NQ_EXIT_OK;
+}
+
+void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const nq_ctl_req_t *req)
+{
+    msgpack_sbuffer doc;
+    msgpack_sbuffer_init(&doc);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &doc, msgpack_sbuffer_write);
+    char err[NQ_STR_MAX] = "";
+    int code;
+    if (strcmp(req->op, "submit") == 0 || strcmp(req->op, "cancel") == 0 || strcmp(req->op, "retry") == 0) {
+        code = do_write_op(b, req, &pk, err, sizeof err);
+    } else {
+        if (b->txn_open)
+            results_flush(b);           /* answer from what is committed, and nothing held back */
+        query_live_t live = { live_lookup, b };
+        code = control_query(store_db(b->store), store_path(b->store), &live, req, &pk, err, sizeof err);
+    }
+    reply(b, rid, rid_len, code, code ? err : NULL, code ? NULL : &doc);
+    msgpack_sbuffer_destroy(&doc);
+}

@@ -1,0 +1,258 @@
+/*
+ * Jobs in memory: for every active job, the shards waiting for a worker, in
+ * the order they will be handed out (largest estimated cost first, so the
+ * last shards of a campaign are short ones), and its progress counters.
+ * The store is the truth; this is a view rebuilt from it at every start.
+ */
+#include "broker_impl.h"
+#include "log.h"
+#include "shard.h"
+#include "solve.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+nq_job_t *jobs_find(nq_broker_t *b, uint64_t id)
+{
+    for (nq_job_t *j = b->jobs; j; j = j->next)
+        if (j->id == id)
+            return j;
+    return NULL;
+}
+
+void jobs_push_pending(nq_job_t *j, uint64_t shard)
+{
+    if (j->npending == j->cap) {
+        size_t cap = j->cap ? j->cap * 2 : 64;
+        uint64_t *p = realloc(j->pending, cap * sizeof *p);
+        if (!p)
+            abort();                    /* 8 bytes a shard: failing here means the machine is gone */
+        j->pending = p;
+        j->cap = cap;
+    }
+    j->pending[j->npending++] = shard;
+}
+
+/* Priority desc, then id asc (older first). */
+static void jobs_insert(nq_broker_t *b, nq_job_t *j)
+{
+    nq_job_t **pp = &b->jobs;
+    while (*pp && ((*pp)->spec.priority > j->spec.priority ||
+                   ((*pp)->spec.priority == j->spec.priority && (*pp)->id < j->id)))
+        pp = &(*pp)->next;
+    j->next = *pp;
+    *pp = j;
+}
+
+static void jobs_unlink(nq_broker_t *b, nq_job_t *j)
+{
+    for (nq_job_t **pp = &b->jobs; *pp; pp = &(*pp)->next)
+        if (*pp == j) {
+            *pp = j->next;
+            break;
+        }
+    free(j->pending);
+    free(j->grace);
+    free(j);
+}
+
+typedef struct { uint64_t idx; double cost; } cost_idx_t;
+typedef struct { nq_broker_t *b; nq_job_t *j; cost_idx_t *v; size_t n, cap; double now; } load_ctx_t;
+
+static int load_shard(void *ud, const nq_shard_row_t *r)
+{
+    load_ctx_t *c = ud;
+    if (r->state == NQ_SHARD_LEASED) {
+        /* Re-armed: the worker that held it may still deliver, so wait a grace window. */
+        leases_add(c->b, NULL, r->job, r->idx, r->attempts, r->lease);
+        uint64_t *g = realloc(c->j->grace, (c->j->ngrace + 1) * sizeof *g);
+        if (!g)
+            return -1;
+        c->j->grace = g;
+        c->j->grace[c->j->ngrace++] = r->lease;
+        c->j->shards_leased++;
+        return 0;
+    }
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 1024;
+        cost_idx_t *v = realloc(c->v, c->cap * sizeof *v);
+        if (!v)
+            return -1;
+        c->v = v;
+    }
+    c->v[c->n].idx = r->idx;
+    c->v[c->n].cost = r->cost;
+    c->n++;
+    return 0;
+}
+
+/* Ascending cost, then descending idx: popping from the end gives largest cost, lowest idx. */
+static int cost_cmp(const void *a, const void *b)
+{
+    const cost_idx_t *x = a, *y = b;
+    if (x->cost != y->cost)
+        return x->cost < y->cost ? -1 : 1;
+    return x->idx < y->idx ? 1 : (x->idx > y->idx ? -1 : 0);
+}
+
+int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
+{
+    nq_job_t *j = calloc(1, sizeof *j);
+    if (!j)
+        return -1;
+    j->id = row->id;
+    j->spec = row->spec;
+    j->state = row->state;
+    j->shards_total = row->shards_total;
+    j->shards_done = row->shards_done;
+    j->shards_failed = row->shards_failed;
+    j->shards_conflict = row->shards_conflict;
+    load_ctx_t c = { .b = b, .j = j, .now = broker_now() };
+    unsigned mask = (1u << NQ_SHARD_PENDING) | (1u << NQ_SHARD_LEASED);
+    if (store_shards_each(b->store, j->id, mask, load_shard, &c) != 0) {
+        free(c.v);
+        free(j->grace);
+        free(j);
+        return -1;
+    }
+    qsort(c.v, c.n, sizeof *c.v, cost_cmp);
+    for (size_t i = 0; i < c.n; i++)
+        jobs_push_pending(j, c.v[i].idx);
+    free(c.v);
+    j->grace_until = broker_now() + b->cfg.grace_s;
+    nq_job_totals_t t;
+    if (row->spec.kind == NQ_KIND_SOLVE && store_job_totals(b->store, j->id, &t) == 0)
+        j->solutions_found = t.solutions;
+    jobs_insert(b, j);
+    nq_log(NQ_LOG_INFO, "job.loaded", "job=%llu kind=%s n=%llu pending=%zu regrace=%zu done=%llu/%llu",
+           (unsigned long long)j->id, store_kind_name(j->spec.kind), (unsigned long long)j->spec.n,
+           j->npending, j->ngrace, (unsigned long long)j->shards_done, (unsigned long long)j->shards_total);
+    jobs_check_done(b, j);
+    return 0;
+}
+
+static int load_cb(void *ud, const nq_job_row_t *row)
+{
+    return jobs_load_one(ud, row);
+}
+
+int jobs_load(nq_broker_t *b, char *err, size_t errlen)
+{
+    if (store_jobs_active(b->store, load_cb, b) != 0) {
+        snprintf(err, errlen, "cannot load the jobs from %s", store_path(b->store));
+        return -1;
+    }
+    return 0;
+}
+
+int jobs_next_shard(nq_broker_t *b, nq_job_t **job, uint64_t *shard)
+{
+    for (nq_job_t *j = b->jobs; j; j = j->next) {
+        if (j->npending == 0 || (j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING))
+            continue;
+        if (j->state == NQ_JOB_PENDING) {
+            j->state = NQ_JOB_RUNNING;
+            store_job_set_state(b->store, j->id, NQ_JOB_RUNNING);
+        }
+        *job = j;
+        *shard = j->pending[--j->npending];
+        return 0;
+    }
+    return -1;
+}
+
+static void job_finish(nq_broker_t *b, nq_job_t *j, nq_job_state_t st)
+{
+    j->state = st;
+    store_job_set_state(b->store, j->id, st);
+    nq_log(NQ_LOG_INFO, "job.finish", "job=%llu state=%s done=%llu failed=%llu conflict=%llu",
+           (unsigned long long)j->id, store_job_state_name(st), (unsigned long long)j->shards_done,
+           (unsigned long long)j->shards_failed, (unsigned long long)j->shards_conflict);
+    jobs_unlink(b, j);
+}
+
+/* Called whenever a job's counters move. May free j. */
+void jobs_check_done(nq_broker_t *b, nq_job_t *j)
+{
+    const nq_job_spec_t *s = &j->spec;
+    if (s->kind == NQ_KIND_SOLVE && s->solutions > 0 && j->solutions_found >= s->solutions) {
+        /* Enough distinct solutions: the other seeds are not needed, here or on the workers. */
+        leases_cancel_job(b, j->id);
+        store_shards_cancel_pending(b->store, j->id);
+        job_finish(b, j, NQ_JOB_DONE);
+        return;
+    }
+    if (j->npending > 0 || j->shards_leased > 0 || j->ngrace > 0)
+        return;
+    if (j->shards_done == j->shards_total)
+        job_finish(b, j, NQ_JOB_DONE);
+    else if (s->kind == NQ_KIND_SOLVE && s->solutions > 0 && j->shards_failed == 0 && j->shards_conflict == 0)
+        job_finish(b, j, NQ_JOB_FAILED);   /* every seed tried, too few solutions */
+    else if (j->shards_failed + j->shards_conflict > 0)
+        job_finish(b, j, NQ_JOB_FAILED);   /* visible and retryable: `nq retry` */
+}
+
+int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
+{
+    nq_job_row_t row;
+    if (store_job_get(b->store, id, &row) != 0)
+        return snprintf(err, errlen, "no job %llu", (unsigned long long)id), -1;
+    if (row.state == NQ_JOB_DONE || row.state == NQ_JOB_CANCELLED)
+        return snprintf(err, errlen, "job %llu is already %s", (unsigned long long)id,
+                        store_job_state_name(row.state)), -1;
+    if (b->txn_open)
+        results_flush(b);
+    leases_cancel_job(b, id);
+    store_shards_cancel_pending(b->store, id);
+    nq_job_t *j = jobs_find(b, id);
+    if (j)
+        jobs_unlink(b, j);
+    store_job_set_state(b->store, id, NQ_JOB_CANCELLED);
+    nq_log(NQ_LOG_INFO, "job.cancel", "job=%llu", (unsigned long long)id);
+    return 0;
+}
+
+int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
+{
+    nq_job_row_t row;
+    if (store_job_get(b->store, id, &row) != 0)
+        return snprintf(err, errlen, "no job %llu", (unsigned long long)id), -1;
+    if (row.state == NQ_JOB_DONE)
+        return snprintf(err, errlen, "job %llu is done: nothing to retry", (unsigned long long)id), -1;
+    if (b->txn_open)
+        results_flush(b);
+    nq_job_t *j = jobs_find(b, id);
+    if (j)
+        jobs_unlink(b, j);
+    leases_cancel_job(b, id);
+    store_shards_retry(b->store, id);
+    store_job_set_state(b->store, id, NQ_JOB_RUNNING);
+    if (store_job_get(b->store, id, &row) != 0 || jobs_load_one(b, &row) != 0)
+        return snprintf(err, errlen, "job %llu could not be reloaded", (unsigned long long)id), -1;
+    nq_log(NQ_LOG_INFO, "job.retry", "job=%llu", (unsigned long long)id);
+    return 0;
+}
+
+/* Grace windows that ran out: their shards go back to pending. */
+void jobs_tick(nq_broker_t *b, double now)
+{
+    for (nq_job_t *j = b->jobs, *next; j; j = next) {
+        next = j->next;
+        if (j->ngrace == 0 || now < j->grace_until)
+            continue;
+        for (size_t i = 0; i < j->ngrace; i++) {
+            nq_lease_t *l = leases_find(b, j->grace[i]);
+            if (l && l->peer == NULL)
+                leases_release(b, l, 0, "grace expired");
+        }
+        j->ngrace = 0;
+        jobs_check_done(b, j);
+    }
+}
+
+void jobs_free_all(nq_broker_t *b)
+{
+    while (b->jobs)
+        jobs_unlink(b, b->jobs);
+}

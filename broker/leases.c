@@ -1,0 +1,257 @@
+/*
+ * Who holds what: the connected workers (peers), the shards they hold
+ * (leases), credit-based dispatch, and the liveness rules that take shards
+ * back from workers that died, disconnected or stopped making progress.
+ */
+#include "broker_impl.h"
+#include "log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- peers ---- */
+
+nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len)
+{
+    for (nq_peer_t *p = b->peers; p; p = p->next)
+        if (p->rid_len == len && memcmp(p->rid, rid, len) == 0)
+            return p;
+    return NULL;
+}
+
+nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h)
+{
+    if (len > sizeof ((nq_peer_t *)0)->rid)
+        return NULL;
+    nq_peer_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    memcpy(p->rid, rid, len);
+    p->rid_len = len;
+    p->hello = *h;
+    p->last_recv = p->first_seen = broker_now();
+    p->next = b->peers;
+    b->peers = p;
+    return p;
+}
+
+/* Forgets a worker; its shards go back to pending (an attempt counts when it died holding them). */
+void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why)
+{
+    nq_log(NQ_LOG_INFO, "worker.lost", "worker=%s reason=%s leases=%u", p->hello.worker_id, why,
+           p->outstanding);
+    while (p->leases)
+        leases_release(b, p->leases, count_attempt, why);
+    for (nq_peer_t **pp = &b->peers; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    free(p);
+}
+
+/* ---- the lease table: a chained hash by lease id ---- */
+
+static size_t lease_bucket(nq_broker_t *b, uint64_t id)
+{
+    return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & (b->lease_buckets - 1);
+}
+
+nq_lease_t *leases_find(nq_broker_t *b, uint64_t id)
+{
+    for (nq_lease_t *l = b->lease_tab[lease_bucket(b, id)]; l; l = l->hnext)
+        if (l->id == id)
+            return l;
+    return NULL;
+}
+
+static void peer_unlink_lease(nq_lease_t *l)
+{
+    nq_peer_t *p = l->peer;
+    if (!p)
+        return;
+    for (nq_lease_t **pp = &p->leases; *pp; pp = &(*pp)->next_in_peer)
+        if (*pp == l) {
+            *pp = l->next_in_peer;
+            break;
+        }
+    p->outstanding--;
+    l->peer = NULL;
+}
+
+void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p)
+{
+    (void)b;
+    peer_unlink_lease(l);
+    l->peer = p;
+    l->next_in_peer = p->leases;
+    p->leases = l;
+    p->outstanding++;
+    l->progress_at = broker_now();
+}
+
+nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id)
+{
+    nq_lease_t *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->id = id;
+    l->job = job;
+    l->shard = shard;
+    l->attempt = attempt;
+    l->progress_at = broker_now();
+    size_t h = lease_bucket(b, id);
+    l->hnext = b->lease_tab[h];
+    b->lease_tab[h] = l;
+    b->nleases++;
+    if (p)
+        leases_attach(b, l, p);
+    return l;
+}
+
+void leases_remove(nq_broker_t *b, nq_lease_t *l)
+{
+    peer_unlink_lease(l);
+    for (nq_lease_t **pp = &b->lease_tab[lease_bucket(b, l->id)]; *pp; pp = &(*pp)->hnext)
+        if (*pp == l) {
+            *pp = l->hnext;
+            break;
+        }
+    nq_job_t *j = jobs_find(b, l->job);
+    if (j && j->shards_leased > 0)
+        j->shards_leased--;
+    b->nleases--;
+    free(l);
+}
+
+/* The shard goes back to pending, or to FAILED when it has used up its attempts. */
+void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char *why)
+{
+    uint64_t job = l->job, shard = l->shard;
+    leases_remove(b, l);
+    int failed = 0;
+    store_shard_release(b->store, job, shard, count_attempt, &failed);
+    nq_job_t *j = jobs_find(b, job);
+    nq_log(NQ_LOG_INFO, "lease.release", "job=%llu shard=%llu reason=\"%s\" failed=%d",
+           (unsigned long long)job, (unsigned long long)shard, why, failed);
+    if (!j)
+        return;
+    if (failed)
+        j->shards_failed++;
+    else
+        jobs_push_pending(j, shard);
+    jobs_check_done(b, j);
+}
+
+/* ---- dispatch ---- */
+
+static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard)
+{
+    nq_shard_row_t row;
+    if (store_shard_get(b->store, j->id, shard, &row) != 0)
+        return -1;
+    nq_msg_t m = { .type = NQ_MSG_TASK };
+    nq_task_t *t = &m.u.task;
+    t->job = j->id;
+    t->shard = shard;
+    t->lease = ++b->next_lease;
+    t->attempt = row.attempts;
+    t->kind = (uint8_t)j->spec.kind;
+    t->n = j->spec.n;
+    t->spec = row.spec;
+    t->spec_len = row.spec_len;
+    t->seed = row.seed;
+    snprintf(t->algo, sizeof t->algo, "%s", row.algo);
+    t->max_steps = j->spec.max_steps;
+    if (broker_send(b, p, &m) != 0)
+        return -1;
+    leases_add(b, p, j->id, shard, row.attempts, t->lease);
+    j->shards_leased++;
+    store_shard_lease(b->store, j->id, shard, t->lease, p->hello.worker_id);
+    return 0;
+}
+
+void leases_dispatch(nq_broker_t *b)
+{
+    if (!b->store_ok || b->stopping)
+        return;
+    for (nq_peer_t *p = b->peers; p; p = p->next) {
+        while (p->outstanding < p->credit) {
+            nq_job_t *j;
+            uint64_t shard;
+            if (jobs_next_shard(b, &j, &shard) != 0)
+                return;                 /* nothing pending anywhere */
+            if (send_task(b, p, j, shard) != 0) {
+                jobs_push_pending(j, shard);
+                break;                  /* this peer cannot take messages now */
+            }
+        }
+    }
+}
+
+/* ---- liveness ---- */
+
+void leases_tick(nq_broker_t *b, double now)
+{
+    double hb = b->cfg.heartbeat_ms / 1000.0, dead = hb * b->cfg.liveness;
+    for (nq_peer_t *p = b->peers, *next; p; p = next) {
+        next = p->next;
+        if (now - p->last_recv > dead) {
+            peers_drop(b, p, 1, "silent past its liveness window");
+            continue;
+        }
+        if (b->cfg.stall_s > 0) {
+            for (nq_lease_t *l = p->leases, *ln; l; l = ln) {
+                ln = l->next_in_peer;
+                if (l->progress > 0 && now - l->progress_at > b->cfg.stall_s)
+                    leases_release(b, l, 1, "progress stalled");
+            }
+        }
+        if (now - p->last_sent > hb) {
+            nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };
+            broker_send(b, p, &m);
+        }
+    }
+}
+
+void leases_cancel_job(nq_broker_t *b, uint64_t job)
+{
+    for (nq_peer_t *p = b->peers; p; p = p->next) {
+        int held = 0;
+        for (nq_lease_t *l = p->leases, *ln; l; l = ln) {
+            ln = l->next_in_peer;
+            if (l->job == job) {
+                leases_remove(b, l);
+                held = 1;
+            }
+        }
+        if (held) {
+            nq_msg_t m = { .type = NQ_MSG_CANCEL };
+            m.u.cancel.job = job;
+            broker_send(b, p, &m);
+        }
+    }
+    for (size_t h = 0; h < b->lease_buckets; h++)     /* re-armed leases with no owner yet */
+        for (nq_lease_t *l = b->lease_tab[h], *ln; l; l = ln) {
+            ln = l->hnext;
+            if (l->job == job)
+                leases_remove(b, l);
+        }
+}
+
+void leases_free_all(nq_broker_t *b)
+{
+    while (b->peers) {
+        nq_peer_t *p = b->peers;
+        b->peers = p->next;
+        free(p);
+    }
+    if (!b->lease_tab)
+        return;
+    for (size_t h = 0; h < b->lease_buckets; h++)
+        while (b->lease_tab[h]) {
+            nq_lease_t *l = b->lease_tab[h];
+            b->lease_tab[h] = l->hnext;
+            free(l);
+        }
+}

@@ -1,0 +1,334 @@
+/*
+ * Results: check what a worker sent, store it inside the loop's open
+ * transaction, and acknowledge only after that transaction has committed
+ * (invariant 2: commit, then acknowledge). Many results share one commit,
+ * so a thousand workers do not become a thousand fsyncs a second.
+ *
+ * If a commit fails (disk full, I/O error), nothing of the group is in the
+ * DB: the broker keeps the group in memory, stops leasing and acknowledging,
+ * says so, and tries the same group again every second.
+ */
+#include "broker_impl.h"
+#include "enumerate.h"
+#include "log.h"
+#include "solstore.h"
+#include "verify.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void broker_txn(nq_broker_t *b)
+{
+    if (b->txn_open || !b->store_ok)
+        return;
+    if (store_begin(b->store) == 0) {
+        b->txn_open = 1;
+        b->txn_since = broker_now();
+    }
+}
+
+int results_due(nq_broker_t *b, double now)
+{
+    if (!b->store_ok)
+        return now >= b->store_retry_at;
+    return b->txn_open && (b->ngroup >= b->cfg.group_max || now - b->txn_since >= b->cfg.group_ms / 1000.0);
+}
+
+static void reject(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, const char *why)
+{
+    b->stats.results_rejected++;
+    nq_log(NQ_LOG_WARN, "result.rejected", "job=%llu shard=%llu worker=%s reason=\"%s\"",
+           (unsigned long long)r->job, (unsigned long long)r->shard, p->hello.worker_id, why);
+}
+
+static void send_ack(nq_broker_t *b, const char *rid, size_t rid_len, const nq_result_t *r)
+{
+    nq_peer_t *p = peers_find(b, rid, rid_len);
+    if (!p)
+        return;                         /* gone: it resends from its outbox after reconnecting */
+    nq_msg_t m = { .type = NQ_MSG_ACK };
+    m.u.ack.job = r->job;
+    m.u.ack.shard = r->shard;
+    m.u.ack.lease = r->lease;
+    broker_send(b, p, &m);
+}
+
+/* Enumerate payload: every solution valid, strictly increasing (canonical order). */
+static int check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t whylen)
+{
+    size_t per = (size_t)(n + 1) / 2;
+    if (r->payload_len != r->total * per)
+        return snprintf(why, whylen, "payload of %zu bytes for %llu solutions", r->payload_len,
+                        (unsigned long long)r->total), -1;
+    uint8_t prev[16] = {0}, cols[16];
+    uint32_t perm[16];
+    for (uint64_t i = 0; i < r->total; i++) {
+        enumerate_unpack(r->payload + i * per, (int)n, cols);
+        for (uint64_t k = 0; k < n; k++)
+            perm[k] = cols[k];
+        nq_clash_t c;
+        if (verify_perm(perm, n, &c) != 0)
+            return snprintf(why, whylen, "solution %llu is not valid", (unsigned long long)i), -1;
+        if (i > 0 && memcmp(prev, cols, n) >= 0)
+            return snprintf(why, whylen, "solutions out of canonical order"), -1;
+        memcpy(prev, cols, n);
+    }
+    return 0;
+}
+
+/* Checks a result against its job before it may reach the store. */
+static int check_result(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol, char *why, size_t whylen)
+{
+    const nq_result_t *r = &e->r;
+    nq_job_row_t job;
+    if (store_job_get(b->store, r->job, &job) != 0)
+        return snprintf(why, whylen, "no such job"), -1;
+    if (r->kind != job.spec.kind)
+        return snprintf(why, whylen, "result kind does not match the job"), -1;
+    if (r->shard >= job.shards_total)
+        return snprintf(why, whylen, "no such shard"), -1;
+    if (r->status == NQ_RES_ERROR)
+        return snprintf(why, whylen, "worker error: %.*s", (int)r->payload_len, (const char *)r->payload), -1;
+    if (r->kind == NQ_KIND_COUNT) {
+        if (r->total % 13 != r->res13 || r->total % 15 != r->res15)
+            return snprintf(why, whylen, "residues do not match the total"), -1;
+        return 0;
+    }
+    if (r->kind == NQ_KIND_ENUMERATE)
+        return check_enumerate(r, job.spec.n, why, whylen);
+    if (r->status != NQ_RES_OK)
+        return 0;                       /* solve, not found: a real outcome for the study */
+    if (!sol || sol->n != job.spec.n || sol->received != sol->n)
+        return snprintf(why, whylen, "solution missing or incomplete"), -1;
+    nq_clash_t c;
+    if (verify_perm(sol->cols, sol->n, &c) != 0)
+        return snprintf(why, whylen, "solution fails verification: rows %llu and %llu share a %s",
+                        (unsigned long long)c.row_a, (unsigned long long)c.row_b, c.what), -1;
+    if (solstore_save(store_path(b->store), sol->cols, sol->n, e->sol_hash, sizeof e->sol_hash,
+                      e->sol_path, sizeof e->sol_path, why, whylen) != 0)
+        return -1;
+    if (e->sol_path[0] == 0) {          /* small: the store keeps it inline, from the payload */
+        free(e->payload);
+        e->payload = solstore_pack(sol->cols, sol->n);
+        if (!e->payload)
+            return snprintf(why, whylen, "out of memory"), -1;
+        e->r.payload = e->payload;
+        e->r.payload_len = sol->n * 4;
+    }
+    return 0;
+}
+
+static nq_solbuf_t *solbuf_take(nq_broker_t *b, const nq_result_t *r)
+{
+    for (nq_solbuf_t **pp = &b->solbufs; *pp; pp = &(*pp)->next)
+        if ((*pp)->job == r->job && (*pp)->shard == r->shard && (*pp)->lease == r->lease) {
+            nq_solbuf_t *s = *pp;
+            *pp = s->next;
+            return s;
+        }
+    return NULL;
+}
+
+static void solbuf_free(nq_solbuf_t *s)
+{
+    if (s) {
+        free(s->cols);
+        free(s);
+    }
+}
+
+static int group_put(nq_broker_t *b, nq_pending_result_t *e)
+{
+    const char *hash = e->sol_hash[0] ? e->sol_hash : NULL;
+    const char *path = e->sol_path[0] ? e->sol_path : NULL;
+    e->outcome = store_result_put(b->store, &e->r, e->worker, hash, path);
+    return e->outcome < 0 ? -1 : 0;
+}
+
+static nq_pending_result_t *group_append(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
+{
+    if (b->ngroup == b->group_cap) {
+        size_t cap = b->group_cap ? b->group_cap * 2 : 256;
+        nq_pending_result_t *g = realloc(b->group, cap * sizeof *g);
+        if (!g)
+            return NULL;
+        b->group = g;
+        b->group_cap = cap;
+    }
+    nq_pending_result_t *e = &b->group[b->ngroup];
+    memset(e, 0, sizeof *e);
+    e->r = *r;
+    if (r->payload_len) {
+        e->payload = malloc(r->payload_len);
+        if (!e->payload)
+            return NULL;
+        memcpy(e->payload, r->payload, r->payload_len);
+        e->r.payload = e->payload;
+    }
+    snprintf(e->worker, sizeof e->worker, "%s", p->hello.worker_id);
+    memcpy(e->rid, p->rid, p->rid_len);
+    e->rid_len = p->rid_len;
+    return e;
+}
+
+void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
+{
+    nq_lease_t *l = leases_find(b, r->lease);
+    if (l && (l->job != r->job || l->shard != r->shard))
+        l = NULL;
+    nq_pending_result_t *e = group_append(b, p, r);
+    if (!e) {
+        nq_log(NQ_LOG_ERROR, "result.oom", "job=%llu shard=%llu", (unsigned long long)r->job,
+               (unsigned long long)r->shard);
+        return;                         /* not ACKed: the worker will send it again */
+    }
+    char why[300];
+    nq_solbuf_t *sol = solbuf_take(b, r);
+    int ok = check_result(b, e, sol, why, sizeof why);
+    solbuf_free(sol);
+    if (ok != 0) {
+        reject(b, p, r, why);
+        free(e->payload);
+        send_ack(b, p->rid, p->rid_len, r);   /* taken and refused: it must not come back */
+        if (l)
+            leases_release(b, l, 1, "result rejected");
+        return;
+    }
+    if (l)
+        leases_remove(b, l);            /* its credit is free again at once */
+    p->nodes_done += r->nodes;
+    b->ngroup++;
+    broker_txn(b);
+    if (b->store_ok && group_put(b, e) != 0)
+        nq_log(NQ_LOG_ERROR, "store.put", "job=%llu shard=%llu", (unsigned long long)r->job,
+               (unsigned long long)r->shard);
+}
+
+void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
+{
+    nq_solbuf_t *sb = NULL;
+    for (nq_solbuf_t *x = b->solbufs; x; x = x->next)
+        if (x->job == s->job && x->shard == s->shard && x->lease == s->lease)
+            sb = x;
+    if (!sb) {
+        nq_job_t *j = jobs_find(b, s->job);
+        if (!j || j->spec.kind != NQ_KIND_SOLVE) {
+            b->stats.messages_bad++;
+            return;
+        }
+        sb = calloc(1, sizeof *sb);
+        if (!sb || !(sb->cols = malloc(j->spec.n * sizeof *sb->cols))) {
+            free(sb);
+            return;                     /* the RESULT will be refused as incomplete */
+        }
+        sb->job = s->job;
+        sb->shard = s->shard;
+        sb->lease = s->lease;
+        sb->n = j->spec.n;
+        sb->started = broker_now();
+        memcpy(sb->rid, p->rid, p->rid_len);
+        sb->rid_len = p->rid_len;
+        sb->next = b->solbufs;
+        b->solbufs = sb;
+    }
+    uint64_t count = s->data_len / 4;
+    if (s->offset > sb->n || count > sb->n - s->offset) {
+        b->stats.messages_bad++;
+        return;
+    }
+    for (uint64_t i = 0; i < count; i++) {
+        const uint8_t *d = s->data + 4 * i;
+        sb->cols[s->offset + i] = (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 24;
+    }
+    sb->received += count;
+}
+
+/* After a commit: counters, ACKs, finished jobs. */
+static void group_apply(nq_broker_t *b)
+{
+    uint64_t last_job = 0;
+    for (size_t i = 0; i < b->ngroup; i++) {
+        nq_pending_result_t *e = &b->group[i];
+        nq_job_t *j = jobs_find(b, e->r.job);
+        b->stats.results_total++;
+        if (e->outcome == NQ_PUT_NEW && j)
+            j->shards_done++;
+        if (e->outcome == NQ_PUT_CONFIRMED)
+            b->stats.results_duplicate++;
+        if (e->outcome == NQ_PUT_CONFLICT) {
+            b->stats.results_conflict++;
+            nq_log(NQ_LOG_WARN, "result.conflict", "job=%llu shard=%llu worker=%s",
+                   (unsigned long long)e->r.job, (unsigned long long)e->r.shard, e->worker);
+        }
+        if (j && (e->outcome == NQ_PUT_CONFLICT || (e->r.kind == NQ_KIND_SOLVE && e->outcome == NQ_PUT_NEW))) {
+            nq_job_row_t row;
+            nq_job_totals_t t;
+            if (store_job_get(b->store, j->id, &row) == 0) {
+                j->shards_done = row.shards_done;
+                j->shards_conflict = row.shards_conflict;
+            }
+            if (e->r.kind == NQ_KIND_SOLVE && store_job_totals(b->store, j->id, &t) == 0)
+                j->solutions_found = t.solutions;
+        }
+        send_ack(b, e->rid, e->rid_len, &e->r);
+        free(e->payload);
+    }
+    for (size_t i = 0; i < b->ngroup; i++) {   /* may free jobs: after all counters moved */
+        if (b->group[i].r.job == last_job)
+            continue;
+        last_job = b->group[i].r.job;
+        nq_job_t *j = jobs_find(b, last_job);
+        if (j)
+            jobs_check_done(b, j);
+    }
+    b->ngroup = 0;
+}
+
+void results_flush(nq_broker_t *b)
+{
+    char err[300];
+    if (!b->store_ok) {                 /* retrying a group that failed to commit */
+        b->store_ok = 1;
+        broker_txn(b);
+        nq_log(NQ_LOG_INFO, "store.retry", "held=%zu", b->ngroup);
+        for (size_t i = 0; i < b->ngroup && b->txn_open; i++)
+            group_put(b, &b->group[i]);
+    }
+    if (!b->txn_open) {
+        b->store_ok = b->ngroup == 0;
+        b->store_retry_at = broker_now() + 1;
+        return;
+    }
+    double t0 = broker_now();
+    int rc = store_commit(b->store, err, sizeof err);
+    b->txn_open = 0;
+    if (rc != 0) {
+        if (b->store_ok)
+            nq_log(NQ_LOG_ERROR, "store.commit_failed", "reason=\"%s\" held=%zu action=\"no leasing and "
+                   "no ACKs until it commits; retrying every second\"", err, b->ngroup);
+        b->store_ok = 0;
+        b->store_retry_at = broker_now() + 1;
+        return;
+    }
+    double dt = broker_now() - t0;
+    b->stats.commits++;
+    b->stats.commit_seconds_sum += dt;
+    if (dt > b->stats.commit_seconds_max)
+        b->stats.commit_seconds_max = dt;
+    group_apply(b);
+}
+
+void results_free_all(nq_broker_t *b)
+{
+    for (size_t i = 0; i < b->ngroup; i++)
+        free(b->group[i].payload);
+    free(b->group);
+    b->group = NULL;
+    b->ngroup = 0;
+    while (b->solbufs) {
+        nq_solbuf_t *s = b->solbufs;
+        b->solbufs = s->next;
+        solbuf_free(s);
+    }
+}

@@ -1,0 +1,126 @@
+/*
+ * Turning a job request into a job: checking what it asks for, cutting it into
+ * shards (board prefixes for count/enumerate, seeds for solve) and storing
+ * job and shards in one transaction.
+ */
+#include "broker_impl.h"
+#include "log.h"
+#include "shard.h"
+#include "solve.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define NQ_MAX_SEEDS 100000000ull   /* shards of one solve job: 1e8 rows is ~10 GB of DB */
+#define NQ_MAX_ALGOS 8
+
+typedef struct {
+    const nq_job_spec_t *spec;
+    nq_shards_t *shards;            /* count/enumerate */
+    char algos[NQ_MAX_ALGOS][32];   /* solve */
+    int nalgos;
+} submit_iter_t;
+
+static int next_shard(void *ud, uint64_t idx, nq_shard_spec_t *out)
+{
+    submit_iter_t *it = ud;
+    memset(out, 0, sizeof *out);
+    if (it->shards) {
+        if (idx >= shards_count(it->shards))
+            return 1;
+        out->spec = shards_get(it->shards, idx, &out->spec_len);
+        out->cost = shards_cost(it->shards, idx);
+        return 0;
+    }
+    uint64_t r = it->spec->restarts;
+    if (idx >= r * (uint64_t)it->nalgos)
+        return 1;
+    /* Algorithm-major: a study of several methods gives each the same seeds. */
+    out->seed = it->spec->seed0 + idx % r;
+    snprintf(out->algo, sizeof out->algo, "%s", it->algos[idx / r]);
+    return 0;
+}
+
+/* Splits "a,b,c" into known method names; each must accept n. */
+static int parse_algos(submit_iter_t *it, const char *list, uint64_t n, char *err, size_t errlen)
+{
+    char buf[sizeof it->spec->algo];
+    snprintf(buf, sizeof buf, "%s", list[0] ? list : "qs4");
+    it->nalgos = 0;
+    for (char *save = NULL, *a = strtok_r(buf, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+        const nq_solver_t *s = solver_find(a);
+        if (!s) {
+            snprintf(err, errlen, "unknown method '%s' (see 'nq bench solve --algo list')", a);
+            return -1;
+        }
+        if (n < s->n_min || n > s->n_max) {
+            snprintf(err, errlen, "method %s takes N from %llu to %llu (got %llu)", a,
+                     (unsigned long long)s->n_min, (unsigned long long)s->n_max, (unsigned long long)n);
+            return -1;
+        }
+        if (it->nalgos == NQ_MAX_ALGOS) {
+            snprintf(err, errlen, "at most %d methods in one study", NQ_MAX_ALGOS);
+            return -1;
+        }
+        snprintf(it->algos[it->nalgos++], sizeof it->algos[0], "%s", a);
+    }
+    return it->nalgos ? 0 : (snprintf(err, errlen, "no method given"), -1);
+}
+
+static int check_spec(const nq_job_spec_t *s, char *err, size_t errlen)
+{
+    if (s->kind == NQ_KIND_COUNT && (s->n < 1 || s->n > 32))
+        return snprintf(err, errlen, "count takes N from 1 to 32 (got %llu)", (unsigned long long)s->n), -1;
+    if (s->kind == NQ_KIND_ENUMERATE && (s->n < 1 || s->n > 16))
+        return snprintf(err, errlen, "enumerate takes N from 1 to 16 (got %llu)", (unsigned long long)s->n), -1;
+    if (s->kind == NQ_KIND_SOLVE && (s->restarts < 1 || s->restarts > NQ_MAX_SEEDS))
+        return snprintf(err, errlen, "restarts must be from 1 to %llu", NQ_MAX_SEEDS), -1;
+    if (s->kind == NQ_KIND_SOLVE && s->solutions > s->restarts)
+        return snprintf(err, errlen, "--solutions %llu cannot exceed --restarts %llu",
+                        (unsigned long long)s->solutions, (unsigned long long)s->restarts), -1;
+    if (s->max_attempts < 1 || s->max_attempts > 100)
+        return snprintf(err, errlen, "max attempts must be from 1 to 100"), -1;
+    if (s->quorum < 1 || s->quorum > 3)
+        return snprintf(err, errlen, "quorum must be 1, 2 or 3"), -1;
+    return 0;
+}
+
+int jobs_create(nq_store_t *st, nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen)
+{
+    submit_iter_t it = { .spec = spec };
+    uint64_t nshards;
+    if (check_spec(spec, err, errlen) != 0)
+        return -1;
+    if (spec->kind == NQ_KIND_SOLVE) {
+        if (parse_algos(&it, spec->algo, spec->n, err, errlen) != 0)
+            return -1;
+        nshards = spec->restarts * (uint64_t)it.nalgos;
+    } else {
+        it.shards = shards_new(spec->kind, (int)spec->n, (int)spec->depth, err, errlen);
+        if (!it.shards)
+            return -1;
+        spec->depth = (uint32_t)shards_depth(it.shards);
+        spec->encoding = NQ_SHARD_ENCODING;
+        nshards = shards_count(it.shards);
+    }
+    int rc = store_job_create(st, spec, nshards, next_shard, &it, id, err, errlen);
+    shards_destroy(&it.shards);
+    return rc;
+}
+
+int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec_in, uint64_t *id, char *err, size_t errlen)
+{
+    nq_job_spec_t spec = *spec_in;
+    if (b->txn_open)
+        results_flush(b);               /* job creation is its own transaction */
+    if (jobs_create(b->store, &spec, id, err, errlen) != 0)
+        return -1;
+    nq_job_row_t row;
+    if (store_job_get(b->store, *id, &row) != 0 || jobs_load_one(b, &row) != 0) {
+        snprintf(err, errlen, "job %llu stored but could not be loaded", (unsigned long long)*id);
+        return -1;
+    }
+    nq_log(NQ_LOG_INFO, "job.submit", "job=%llu kind=%s n=%llu shards=%llu", (unsigned long long)*id,
+           store_kind_name(spec.kind), (unsigned long long)spec.n, (unsigned long long)row.shards_total);
+    return 0;
+}

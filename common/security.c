@@ -1,0 +1,195 @@
+/* CURVE keys, the ZAP allow-list handler, and handshake monitoring. */
+#include "security.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int security_endpoint_is_local(const char *ep)
+{
+    if (strncmp(ep, "ipc://", 6) == 0 || strncmp(ep, "inproc://", 9) == 0)
+        return 1;
+    if (strncmp(ep, "tcp://", 6) != 0)
+        return 0;
+    const char *h = ep + 6;
+    return strncmp(h, "127.", 4) == 0 || strncmp(h, "localhost:", 10) == 0 || strncmp(h, "[::1]:", 6) == 0;
+}
+
+static int is_z85_key(const char *s)
+{
+    uint8_t raw[32];
+    return strlen(s) == 40 && zmq_z85_decode(raw, s) != NULL;
+}
+
+/* Trims spaces and a trailing newline in place. */
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
+        s[--n] = 0;
+    return s;
+}
+
+int security_load_key(const char *path, char pub[41], char sec[41], char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return snprintf(err, errlen, "cannot read key file %s: %s", path, strerror(errno)), -1;
+    char line[256];
+    pub[0] = sec[0] = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *l = trim(line), *eq = strchr(l, '=');
+        if (*l == '#' || *l == 0)
+            continue;
+        if (!eq) {
+            if (is_z85_key(l)) snprintf(pub, 41, "%s", l);
+            continue;
+        }
+        *eq = 0;
+        char *k = trim(l), *v = trim(eq + 1);
+        if (strcmp(k, "public") == 0 && is_z85_key(v)) snprintf(pub, 41, "%s", v);
+        if (strcmp(k, "secret") == 0 && is_z85_key(v)) snprintf(sec, 41, "%s", v);
+    }
+    fclose(f);
+    if (!pub[0])
+        return snprintf(err, errlen, "%s holds no valid public key (40 Z85 characters)", path), -1;
+    return 0;
+}
+
+int security_keygen(const char *name, char *err, size_t errlen)
+{
+    char pub[41], sec[41], path[4096];
+    if (zmq_curve_keypair(pub, sec) != 0)
+        return snprintf(err, errlen, "this libzmq has no CURVE support"), -1;
+    snprintf(path, sizeof path, "%s.key", name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0)
+        return snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno)), -1;
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "# nq CURVE key pair: keep this file secret\npublic = %s\nsecret = %s\n", pub, sec);
+    if (fclose(f) != 0)
+        return snprintf(err, errlen, "cannot write %s", path), -1;
+    snprintf(path, sizeof path, "%s.pub", name);
+    f = fopen(path, "wx");
+    if (!f)
+        return snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno)), -1;
+    fprintf(f, "%s\n", pub);
+    return fclose(f) == 0 ? 0 : (snprintf(err, errlen, "cannot write %s", path), -1);
+}
+
+int security_server_setup(void *sock, const char *key_file, char *err, size_t errlen)
+{
+    char pub[41], sec[41];
+    int one = 1;
+    if (security_load_key(key_file, pub, sec, err, errlen) != 0)
+        return -1;
+    if (!sec[0])
+        return snprintf(err, errlen, "%s has no secret key: give the broker its .key file", key_file), -1;
+    zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof one);
+    zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, sec, 40);
+    zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, "nq", 2);
+    return 0;
+}
+
+int security_client_setup(void *sock, const char *key_file, const char *broker_key_file, char *err, size_t errlen)
+{
+    char pub[41], sec[41], bpub[41], bsec[41];
+    if (!key_file && !broker_key_file)
+        return 0;
+    if (!key_file || !broker_key_file)
+        return snprintf(err, errlen, "--key and --broker-key go together"), -1;
+    if (security_load_key(key_file, pub, sec, err, errlen) != 0 ||
+        security_load_key(broker_key_file, bpub, bsec, err, errlen) != 0)
+        return -1;
+    if (!sec[0])
+        return snprintf(err, errlen, "%s has no secret key: give your own .key file", key_file), -1;
+    zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, bpub, 40);
+    zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, pub, 40);
+    zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, sec, 40);
+    return 0;
+}
+
+void security_msg_key(zmq_msg_t *msg, char *out, size_t outlen)
+{
+    const char *uid = zmq_msg_gets(msg, "User-Id");
+    snprintf(out, outlen, "%s", uid ? uid : "");
+}
+
+/* ---- handshake monitoring: a refused key is an error, never a silent hang ---- */
+
+typedef struct { void *sock; } monitor_t;
+
+void *security_monitor_new(void *ctx, void *sock, const char *name)
+{
+    char ep[128];
+    snprintf(ep, sizeof ep, "inproc://nq-monitor-%s-%p", name, sock);
+    if (zmq_socket_monitor(sock, ep, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                         ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0)
+        return NULL;
+    monitor_t *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->sock = zmq_socket(ctx, ZMQ_PAIR);
+    int linger = 0;
+    zmq_setsockopt(m->sock, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(m->sock, ep) != 0) {
+        zmq_close(m->sock);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+int security_monitor_check(void *mon, char *why, size_t whylen)
+{
+    monitor_t *m = mon;
+    if (!m)
+        return 0;
+    for (;;) {
+        zmq_msg_t ev, addr;
+        zmq_msg_init(&ev);
+        if (zmq_msg_recv(&ev, m->sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&ev);
+            return 0;
+        }
+        uint16_t event = 0;
+        uint32_t value = 0;
+        if (zmq_msg_size(&ev) >= 6) {
+            memcpy(&event, zmq_msg_data(&ev), 2);
+            memcpy(&value, (char *)zmq_msg_data(&ev) + 2, 4);
+        }
+        zmq_msg_close(&ev);
+        zmq_msg_init(&addr);
+        zmq_msg_recv(&addr, m->sock, 0);
+        zmq_msg_close(&addr);
+        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+            snprintf(why, whylen, "the broker refused our key (status %u): is our public key in its "
+                     "--authorized-keys?", value);
+            return 1;
+        }
+        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
+            snprintf(why, whylen, "handshake with the broker failed: wrong --broker-key, or the broker "
+                     "does (not) use keys");
+            return 1;
+        }
+    }
+}
+
+void security_monitor_destroy(void **mon)
+{
+    monitor_t *m = *mon;
+    if (!m)
+        return;
+    zmq_close(m->sock);
+    free(m);
+    *mon = NULL;
+}

@@ -1,0 +1,48 @@
+/*
+ * Who may join: CURVE keys and the ZAP allow-list.
+ *
+ * Key files (written by `nq keygen NAME`):
+ *   NAME.key  mode 0600: two lines "public = <Z85>" and "secret = <Z85>"
+ *   NAME.pub  one line: the Z85 public key
+ * An allow-list (--authorized-keys) is a file of Z85 public keys, one per
+ * line ('#' comments), or a folder of *.pub files.
+ *
+ * CURVE alone admits ANY client key pair; the ZAP handler started here is
+ * what restricts the broker to the listed keys.
+ */
+#ifndef NQ_SECURITY_H
+#define NQ_SECURITY_H
+
+#include <stddef.h>
+#include <zmq.h>
+
+/* loopback tcp, ipc or inproc: safe without keys. */
+int security_endpoint_is_local(const char *endpoint);
+
+/* Reads a key file: a .key file (public and secret) or a .pub file (public only). */
+int security_load_key(const char *path, char pub[41], char sec[41], char *err, size_t errlen);
+/* Writes NAME.key (0600) and NAME.pub; refuses to overwrite. */
+int security_keygen(const char *name, char *err, size_t errlen);
+
+/* Server side: CURVE with the broker's secret key; ZAP domain "nq". */
+int security_server_setup(void *sock, const char *key_file, char *err, size_t errlen);
+/* Client side (worker or nq client): own key pair + the broker's public key. */
+int security_client_setup(void *sock, const char *key_file, const char *broker_key_file, char *err, size_t errlen);
+
+/* Starts/stops the ZAP handler thread for ctx; the allow-list is loaded once at start. */
+int security_zap_start(void *ctx, const char *authorized, char *err, size_t errlen);
+void security_zap_stop(void *ctx);
+
+/* The Z85 public key that authenticated this message ("" when keys are off). */
+void security_msg_key(zmq_msg_t *msg, char *out, size_t outlen);
+
+/*
+ * Watches a connecting socket's handshake: returns a monitor to poll with
+ * security_monitor_check, which gives 1 and a reason once the peer refused us
+ * (wrong broker key, key not allowed), 0 otherwise.
+ */
+void *security_monitor_new(void *ctx, void *sock, const char *name);
+int security_monitor_check(void *mon, char *why, size_t whylen);
+void security_monitor_destroy(void **mon);
+
+#endif

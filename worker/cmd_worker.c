@@ -1,0 +1,56 @@
+/* `nq worker`: runs shards for a broker until told to stop. */
+#include "cli.h"
+#include "log.h"
+#include "signals.h"
+#include "worker.h"
+
+#include <getopt.h>
+#include <stdio.h>
+
+int cmd_worker(int argc, char **argv)
+{
+    nq_worker_cfg_t cfg;
+    worker_cfg_defaults(&cfg);
+    static const struct option opts[] = {
+        { "connect", required_argument, 0, 'c' }, { "threads", required_argument, 0, 't' },
+        { "prefetch", required_argument, 0, 'p' }, { "key", required_argument, 0, 'k' },
+        { "broker-key", required_argument, 0, 'K' }, { "id", required_argument, 0, 'i' },
+        { "log-format", required_argument, 0, 'F' }, { "log-level", required_argument, 0, 'V' },
+        { 0, 0, 0, 0 },
+    };
+    uint64_t v;
+    int c, rc;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c': cfg.connect = optarg; break;
+        case 't': if ((rc = cli_parse_u64("worker", "--threads", optarg, 1, 4096, &v))) return rc;
+                  cfg.threads = (uint32_t)v; break;
+        case 'p': if ((rc = cli_parse_u64("worker", "--prefetch", optarg, 0, 1024, &v))) return rc;
+                  cfg.prefetch = (uint32_t)v; break;
+        case 'k': cfg.key_file = optarg; break;
+        case 'K': cfg.broker_key_file = optarg; break;
+        case 'i': cfg.id = optarg; break;
+        case 'F': if (nq_log_set_format(optarg)) return cli_usage_error("worker", "--log-format is text or json"); break;
+        case 'V': if (nq_log_set_level_name(optarg))
+                      return cli_usage_error("worker", "--log-level is debug, info, warn, error or off");
+                  break;
+        default: return cli_usage_error("worker", "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("worker", "unexpected argument '%s'", argv[optind]);
+    if (!!cfg.key_file != !!cfg.broker_key_file)
+        return cli_usage_error("worker", "--key and --broker-key go together");
+    char err[512] = "";
+    signals_install();
+    nq_worker_t *w = worker_new(&cfg, err, sizeof err);
+    if (!w)
+        return cli_error("worker", "%s", err);
+    rc = worker_run(w, &nq_stop, err, sizeof err);
+    worker_destroy(&w);
+    if (rc != 0)
+        return cli_error("worker", "%s", err);
+    return NQ_EXIT_OK;
+}

@@ -1,0 +1,153 @@
+/* One task through its kernel: count, enumerate or solve, into a RESULT. */
+#include "count.h"
+#include "enumerate.h"
+#include "solve.h"
+#include "verify.h"
+#include "worker_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef NQ_TEST_FAULTS
+/* Test-only fault switch (never in release builds): NQ_FAULT_CORRUPT=P corrupts that share of
+   count results, NQ_FAULT_CRASH_SHARD=I aborts the process on shard I (a poison shard). */
+static void fault_inject(nq_wtask_t *t)
+{
+    const char *crash = getenv("NQ_FAULT_CRASH_SHARD");
+    if (crash && strtoull(crash, NULL, 10) == t->t.shard)
+        abort();
+    const char *p = getenv("NQ_FAULT_CORRUPT");
+    if (p && t->r.kind == NQ_KIND_COUNT) {
+        uint64_t x = t->t.shard * 0x9e3779b97f4a7c15ull + t->t.lease;
+        if ((double)(x >> 11) / 9007199254740992.0 < atof(p)) {
+            t->r.total += 1;            /* a plausible wrong count: residues recomputed to match */
+            t->r.res13 = (uint8_t)(t->r.total % 13);
+            t->r.res15 = (uint8_t)(t->r.total % 15);
+        }
+    }
+}
+#endif
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void set_error(nq_wtask_t *t, const char *msg)
+{
+    t->r.status = NQ_RES_ERROR;
+    size_t len = strlen(msg);
+    t->payload = malloc(len + 1);
+    if (t->payload) {
+        memcpy(t->payload, msg, len + 1);
+        t->r.payload = t->payload;
+        t->r.payload_len = len;
+    }
+}
+
+static void run_count(nq_wtask_t *t, const nq_kernel_ctl_t *ctl, char *err, size_t errlen)
+{
+    nq_count_result_t cr;
+    int rc = count_shard(t->t.spec, t->t.spec_len, &cr, ctl, err, errlen);
+    if (rc == 2) { t->cancelled = 1; return; }
+    if (rc != 0) { set_error(t, err); return; }
+    t->r.total = cr.total;
+    t->r.unique = cr.unique;
+    t->r.nodes = cr.nodes;
+    t->r.res13 = cr.res13;
+    t->r.res15 = cr.res15;
+}
+
+typedef struct { uint8_t *buf; size_t len, cap; uint64_t count; int n; } enum_sink_t;
+
+static int enum_emit(void *ud, const uint8_t *cols, int n)
+{
+    enum_sink_t *s = ud;
+    size_t per = (size_t)(n + 1) / 2;
+    if (s->len + per > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 4096;
+        if (cap > NQ_MAX_PAYLOAD)
+            return -1;                  /* shard too big for one message: depth too small */
+        uint8_t *b = realloc(s->buf, cap);
+        if (!b)
+            return -1;
+        s->buf = b;
+        s->cap = cap;
+    }
+    s->len += enumerate_pack(cols, n, s->buf + s->len);
+    s->count++;
+    return 0;
+}
+
+static void run_enumerate(nq_wtask_t *t, const nq_kernel_ctl_t *ctl, char *err, size_t errlen)
+{
+    enum_sink_t s = { .n = (int)t->t.n };
+    int rc = enumerate_shard(t->t.spec, t->t.spec_len, enum_emit, &s, ctl, err, errlen);
+    if (rc == 2) { free(s.buf); t->cancelled = 1; return; }
+    if (rc != 0) { free(s.buf); set_error(t, err); return; }
+    t->payload = s.buf;
+    t->r.payload = s.buf;
+    t->r.payload_len = s.len;
+    t->r.total = s.count;
+    t->r.nodes = s.count;
+}
+
+static void run_solve(nq_wtask_t *t, char *err, size_t errlen)
+{
+    const nq_solver_t *s = solver_find(t->t.algo);
+    if (!s) {
+        snprintf(err, errlen, "this worker has no method '%.64s'", t->t.algo);
+        set_error(t, err);
+        return;
+    }
+    nq_solve_opts_t o = { .max_steps = t->t.max_steps, .cancel = &t->cancel, .progress = &t->progress };
+    nq_solve_stats_t st;
+    uint32_t *cols = NULL;
+    int rc = solve_run(s, t->t.n, t->t.seed, &o, &cols, &st, err, errlen);
+    t->r.nodes = st.steps;
+    if (rc == NQ_SOLVE_CANCELLED) { t->cancelled = 1; return; }
+    if (rc == NQ_SOLVE_ERROR) { set_error(t, err); return; }
+    if (rc == NQ_SOLVE_FAILED) { t->r.status = NQ_RES_NOTFOUND; return; }
+    nq_clash_t c;
+    if (verify_perm(cols, t->t.n, &c) != 0) {   /* never send what we would not sign */
+        free(cols);
+        set_error(t, "solver returned an invalid permutation");
+        return;
+    }
+    t->cols = cols;
+    t->r.sol_n = t->t.n;
+    t->r.total = 1;
+}
+
+void task_run(nq_wtask_t *t)
+{
+    char err[256] = "";
+    nq_kernel_ctl_t ctl = { .cancel = &t->cancel, .progress = &t->progress };
+    double t0 = mono();
+    memset(&t->r, 0, sizeof t->r);
+    t->r.job = t->t.job;
+    t->r.shard = t->t.shard;
+    t->r.lease = t->t.lease;
+    t->r.kind = t->t.kind;
+    if (t->t.kind == NQ_KIND_COUNT)
+        run_count(t, &ctl, err, sizeof err);
+    else if (t->t.kind == NQ_KIND_ENUMERATE)
+        run_enumerate(t, &ctl, err, sizeof err);
+    else
+        run_solve(t, err, sizeof err);
+#ifdef NQ_TEST_FAULTS
+    fault_inject(t);
+#endif
+    t->r.elapsed_us = (uint64_t)((mono() - t0) * 1e6);
+}
+
+void task_free(nq_wtask_t *t)
+{
+    free(t->payload);
+    free(t->cols);
+    free(t);
+}

@@ -1,0 +1,357 @@
+/* The worker's socket loop: hello, credit, tasks, results, acks, heartbeats, reconnects. */
+#include "log.h"
+#include "rng.h"
+#include "security.h"
+#include "worker_impl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define SOLPART_ROWS (4u << 20)           /* 16 MB of columns per SOLPART frame */
+
+struct nq_worker {
+    nq_worker_cfg_t cfg;
+    void *ctx, *sock, *pull, *mon;
+    int own_ctx;
+    nq_pool_t *pool;
+    char id[200], host[128];
+    uint64_t nonce, broker_nonce;
+    uint32_t hb_ms, liveness, credit;
+    double last_recv, last_sent, backoff, next_connect;
+    nq_wtask_t *outbox;
+    nq_rng_t rng;
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void worker_cfg_defaults(nq_worker_cfg_t *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->connect = "tcp://127.0.0.1:7555";
+    cfg->prefetch = 1;
+}
+
+static int send_msg(nq_worker_t *w, const nq_msg_t *m)
+{
+    if (!w->sock)
+        return -1;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    int rc = proto_encode(m, &sb) == 0 && zmq_send(w->sock, sb.data, sb.size, ZMQ_DONTWAIT) >= 0 ? 0 : -1;
+    msgpack_sbuffer_destroy(&sb);
+    if (rc == 0)
+        w->last_sent = now_s();
+    return rc;
+}
+
+static void send_hello(nq_worker_t *w)
+{
+    nq_msg_t m = { .type = NQ_MSG_HELLO };
+    snprintf(m.u.hello.worker_id, sizeof m.u.hello.worker_id, "%s", w->id);
+    snprintf(m.u.hello.host, sizeof m.u.hello.host, "%s", w->host);
+    snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s", NQ_VERSION);
+    m.u.hello.nonce = w->nonce;
+    m.u.hello.threads = w->cfg.threads;
+    send_msg(w, &m);
+    nq_msg_t c = { .type = NQ_MSG_CREDIT };
+    c.u.credit.credit = w->credit;
+    send_msg(w, &c);
+}
+
+static void send_heartbeat(nq_worker_t *w)
+{
+    static nq_hb_item_t items[NQ_MAX_HEARTBEAT_ITEMS];
+    nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };
+    m.u.heartbeat.items = items;
+    m.u.heartbeat.count = w->pool ? pool_progress(w->pool, items, NQ_MAX_HEARTBEAT_ITEMS) : 0;
+    send_msg(w, &m);
+}
+
+/* SOLPARTs first (the permutation), then the RESULT that refers to them. */
+static void send_result(nq_worker_t *w, nq_wtask_t *t)
+{
+    static uint8_t chunk[SOLPART_ROWS * 4];
+    for (uint64_t off = 0; t->cols && off < t->r.sol_n; off += SOLPART_ROWS) {
+        uint64_t rows = t->r.sol_n - off < SOLPART_ROWS ? t->r.sol_n - off : SOLPART_ROWS;
+        for (uint64_t i = 0; i < rows; i++) {
+            uint32_t c = t->cols[off + i];
+            chunk[4 * i] = (uint8_t)c;
+            chunk[4 * i + 1] = (uint8_t)(c >> 8);
+            chunk[4 * i + 2] = (uint8_t)(c >> 16);
+            chunk[4 * i + 3] = (uint8_t)(c >> 24);
+        }
+        nq_msg_t p = { .type = NQ_MSG_SOLPART };
+        p.u.solpart = (nq_solpart_t){ t->r.job, t->r.shard, t->r.lease, off, chunk, rows * 4 };
+        send_msg(w, &p);
+    }
+    nq_msg_t m = { .type = NQ_MSG_RESULT };
+    m.u.result = t->r;
+    send_msg(w, &m);
+    t->sent_at = now_s();
+}
+
+static void outbox_resend(nq_worker_t *w, double older_than)
+{
+    for (nq_wtask_t *t = w->outbox; t; t = t->next)
+        if (t->sent_at <= older_than)
+            send_result(w, t);
+}
+
+static void outbox_ack(nq_worker_t *w, const nq_ack_t *a)
+{
+    for (nq_wtask_t **pp = &w->outbox; *pp; pp = &(*pp)->next) {
+        nq_wtask_t *t = *pp;
+        if (t->r.job == a->job && t->r.shard == a->shard && t->r.lease == a->lease) {
+            *pp = t->next;
+            task_free(t);
+            return;
+        }
+    }
+}
+
+static void on_task(nq_worker_t *w, const nq_task_t *task)
+{
+    nq_wtask_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return;                         /* the broker re-leases it when the lease stalls */
+    t->t = *task;
+    memcpy(t->spec, task->spec, task->spec_len);
+    t->t.spec = t->spec;
+    pool_submit(w->pool, t);
+}
+
+static void on_message(nq_worker_t *w, const nq_msg_t *m)
+{
+    switch (m->type) {
+    case NQ_MSG_WELCOME:
+        w->hb_ms = m->u.welcome.heartbeat_ms;
+        w->liveness = m->u.welcome.liveness;
+        if (m->u.welcome.broker_nonce != w->broker_nonce) {
+            /* A broker we have not introduced ourselves to (first contact or a restart). */
+            w->broker_nonce = m->u.welcome.broker_nonce;
+            send_hello(w);
+            outbox_resend(w, now_s());
+            send_heartbeat(w);
+            nq_log(NQ_LOG_INFO, "worker.connected", "broker=%s outbox=%s", w->cfg.connect,
+                   w->outbox ? "resent" : "empty");
+        }
+        break;
+    case NQ_MSG_TASK: on_task(w, &m->u.task); break;
+    case NQ_MSG_ACK: outbox_ack(w, &m->u.ack); break;
+    case NQ_MSG_CANCEL: pool_cancel_job(w->pool, m->u.cancel.job); break;
+    case NQ_MSG_HEARTBEAT: break;
+    default:
+        nq_log(NQ_LOG_WARN, "message.bad", "from=broker reason=\"unexpected %s\"", proto_type_name(m->type));
+    }
+}
+
+static void disconnect(nq_worker_t *w)
+{
+    security_monitor_destroy(&w->mon);
+    if (w->sock) {
+        zmq_socket_monitor(w->sock, NULL, 0);
+        zmq_close(w->sock);
+    }
+    w->sock = NULL;
+}
+
+static int connect_broker(nq_worker_t *w, char *err, size_t errlen)
+{
+    w->sock = zmq_socket(w->ctx, ZMQ_DEALER);
+    int linger = 0, ivl = 1000, ivl_max = 32000, hwm = 100000;
+    int64_t maxmsg = NQ_MAX_FRAME;
+    zmq_setsockopt(w->sock, ZMQ_ROUTING_ID, w->id, strlen(w->id));
+    zmq_setsockopt(w->sock, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(w->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+    zmq_setsockopt(w->sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
+    zmq_setsockopt(w->sock, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
+    zmq_setsockopt(w->sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    if (security_client_setup(w->sock, w->cfg.key_file, w->cfg.broker_key_file, err, errlen) != 0)
+        return -1;
+    if (w->cfg.key_file)
+        w->mon = security_monitor_new(w->ctx, w->sock, "worker");
+    if (zmq_connect(w->sock, w->cfg.connect) != 0) {
+        snprintf(err, errlen, "cannot connect to %s: %s", w->cfg.connect, zmq_strerror(errno));
+        return -1;
+    }
+    w->broker_nonce = 0;
+    w->last_recv = now_s();
+    send_hello(w);
+    return 0;
+}
+
+nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
+{
+    nq_worker_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return snprintf(err, errlen, "out of memory"), NULL;
+    w->cfg = *cfg;
+    if (w->cfg.threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        w->cfg.threads = n > 0 ? (uint32_t)n : 1;
+    }
+    w->credit = w->cfg.threads + w->cfg.prefetch;
+    if (getrandom(&w->nonce, sizeof w->nonce, 0) != sizeof w->nonce)
+        w->nonce = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 20;
+    rng_init(&w->rng, w->nonce, 7);
+    gethostname(w->host, sizeof w->host - 1);
+    if (cfg->id)
+        snprintf(w->id, sizeof w->id, "%s", cfg->id);
+    else
+        snprintf(w->id, sizeof w->id, "%s:%d:%04x", w->host, (int)getpid(), (unsigned)(w->nonce & 0xffff));
+    w->hb_ms = 1000;
+    w->liveness = 4;
+    w->backoff = 1;
+    w->own_ctx = cfg->zmq_ctx == NULL;
+    w->ctx = w->own_ctx ? zmq_ctx_new() : cfg->zmq_ctx;
+    char ep[128];
+    snprintf(ep, sizeof ep, "inproc://nq-worker-done-%p", (void *)w);
+    w->pull = zmq_socket(w->ctx, ZMQ_PULL);
+    if (zmq_bind(w->pull, ep) != 0 || !(w->pool = pool_new(w->ctx, w->cfg.threads, ep, err, errlen)) ||
+        connect_broker(w, err, errlen) != 0) {
+        if (!err[0])
+            snprintf(err, errlen, "cannot start the worker");
+        worker_destroy(&w);
+        return NULL;
+    }
+    return w;
+}
+
+static void collect_done(nq_worker_t *w)
+{
+    char buf[8];
+    while (zmq_recv(w->pull, buf, sizeof buf, ZMQ_DONTWAIT) >= 0)
+        ;
+    for (nq_wtask_t *t = pool_take_done(w->pool), *n; t; t = n) {
+        n = t->next;
+        if (t->cancelled) {
+            task_free(t);
+            continue;
+        }
+        send_result(w, t);
+        t->next = w->outbox;
+        w->outbox = t;
+    }
+}
+
+static void drain_socket(nq_worker_t *w)
+{
+    for (int i = 0; w->sock && i < 1000; i++) {
+        zmq_msg_t f;
+        zmq_msg_init(&f);
+        if (zmq_msg_recv(&f, w->sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&f);
+            return;
+        }
+        nq_msg_t m;
+        char err[200];
+        w->last_recv = now_s();
+        w->backoff = 1;
+        if (proto_decode(zmq_msg_data(&f), zmq_msg_size(&f), &m, err, sizeof err) != 0) {
+            nq_log(NQ_LOG_WARN, "message.bad", "from=broker reason=\"%s\"", err);
+        } else {
+            on_message(w, &m);
+            proto_msg_free(&m);
+        }
+        zmq_msg_close(&f);
+    }
+}
+
+/* Heartbeats, resends, and a new connection when the broker has gone quiet. */
+static void tick(nq_worker_t *w, double now)
+{
+    double hb = w->hb_ms / 1000.0;
+    if (!w->sock) {
+        if (now >= w->next_connect) {
+            char err[256];
+            if (connect_broker(w, err, sizeof err) != 0)
+                nq_log(NQ_LOG_WARN, "worker.connect_failed", "reason=\"%s\"", err);
+        }
+        return;
+    }
+    if (now - w->last_recv > hb * w->liveness) {
+        double jitter = (double)rng_below(&w->rng, 1000) / 1000.0 * w->backoff * 0.25;
+        nq_log(NQ_LOG_WARN, "worker.broker_silent", "broker=%s reconnect_in=%.1fs", w->cfg.connect,
+               w->backoff + jitter);
+        disconnect(w);
+        w->next_connect = now + w->backoff + jitter;
+        w->backoff = w->backoff * 2 > 32 ? 32 : w->backoff * 2;
+        return;
+    }
+    if (now - w->last_sent >= hb)
+        send_heartbeat(w);
+    outbox_resend(w, now - hb * w->liveness * 2);   /* an unacked result: say it again */
+}
+
+/* Stop taking work, hand back what has not started, send what is finished, say BYE. */
+static void shutdown_gracefully(nq_worker_t *w)
+{
+    nq_msg_t c = { .type = NQ_MSG_CREDIT };
+    send_msg(w, &c);
+    for (nq_wtask_t *t = pool_take_queued(w->pool), *n; t; t = n) {
+        n = t->next;
+        task_free(t);
+    }
+    pool_cancel_all(w->pool);
+    double until = now_s() + 3;
+    while (now_s() < until && (w->outbox || pool_busy(w->pool))) {
+        zmq_pollitem_t it[2] = { { w->sock, 0, ZMQ_POLLIN, 0 }, { w->pull, 0, ZMQ_POLLIN, 0 } };
+        zmq_poll(it, w->sock ? 2 : 0, 100);
+        collect_done(w);
+        drain_socket(w);
+    }
+    nq_msg_t bye = { .type = NQ_MSG_BYE };
+    send_msg(w, &bye);
+    nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s", w->outbox ? "yes" : "no");
+}
+
+int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
+{
+    while (!atomic_load(stop)) {
+        zmq_pollitem_t it[2] = { { w->pull, 0, ZMQ_POLLIN, 0 }, { w->sock, 0, ZMQ_POLLIN, 0 } };
+        long timeout = w->hb_ms / 4 > 0 ? w->hb_ms / 4 : 1;
+        if (zmq_poll(it, w->sock ? 2 : 1, timeout) < 0 && errno != EINTR)
+            break;
+        collect_done(w);
+        drain_socket(w);
+        if (w->mon && security_monitor_check(w->mon, err, errlen)) {
+            nq_log(NQ_LOG_ERROR, "worker.refused", "reason=\"%s\"", err);
+            return 3;
+        }
+        tick(w, now_s());
+    }
+    if (w->sock)
+        shutdown_gracefully(w);
+    return 0;
+}
+
+void worker_destroy(nq_worker_t **wp)
+{
+    nq_worker_t *w = *wp;
+    if (!w)
+        return;
+    pool_destroy(&w->pool);
+    disconnect(w);
+    if (w->pull)
+        zmq_close(w->pull);
+    while (w->outbox) {
+        nq_wtask_t *t = w->outbox;
+        w->outbox = t->next;
+        task_free(t);
+    }
+    if (w->own_ctx && w->ctx)
+        zmq_ctx_term(w->ctx);
+    free(w);
+    *wp = NULL;
+}

@@ -1,0 +1,33 @@
+/*
+ * The worker: connects to a broker (DEALER), asks for as many shards as it
+ * has threads (plus a small prefetch), runs them on its thread pool,
+ * heartbeats with progress, and keeps every result in an outbox until the
+ * broker has acknowledged it — resending after any reconnect.
+ */
+#ifndef NQ_WORKER_H
+#define NQ_WORKER_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    const char *connect;         /* broker endpoint */
+    void *zmq_ctx;               /* NULL: own context; else shared (inproc in `nq run`) */
+    uint32_t threads;            /* 0 = online cores */
+    uint32_t prefetch;           /* shards queued beyond the running ones (default 1) */
+    const char *key_file;        /* own CURVE key pair */
+    const char *broker_key_file; /* broker's public key */
+    const char *id;              /* NULL: host:pid:random */
+} nq_worker_cfg_t;
+
+typedef struct nq_worker nq_worker_t;
+
+void worker_cfg_defaults(nq_worker_cfg_t *cfg);
+nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen);
+/* Works until *stop: then stops taking work, hands back what it holds (BYE) and returns 0.
+   Returns 3 when the broker refuses it (bad key): err says why. */
+int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen);
+void worker_destroy(nq_worker_t **w);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * The worker's private parts:
+ *   worker.c   the socket loop: hello, credit, tasks, acks, heartbeats, reconnects
+ *   pool.c     the compute threads and the tasks they run
+ *   run_task.c one task through its kernel (count, solve, enumerate)
+ *   outbox.c   results kept until the broker acknowledges them
+ */
+#ifndef NQ_WORKER_IMPL_H
+#define NQ_WORKER_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "proto.h"
+#include "worker.h"
+
+typedef struct nq_wtask {
+    nq_task_t t;                      /* t.spec points at spec below */
+    uint8_t spec[NQ_MAX_SPEC];
+    atomic_int cancel;
+    _Atomic uint64_t progress;
+    nq_result_t r;                    /* filled when done; r.payload points at payload */
+    uint8_t *payload;
+    uint32_t *cols;                   /* solve: the solution (r.sol_n rows) */
+    int cancelled;                    /* finished because of a CANCEL: nothing to send */
+    double sent_at;                   /* outbox: last time sent */
+    struct nq_wtask *next;
+} nq_wtask_t;
+
+typedef struct nq_pool nq_pool_t;
+
+nq_pool_t *pool_new(void *zmq_ctx, uint32_t threads, const char *notify_ep, char *err, size_t errlen);
+void pool_destroy(nq_pool_t **p);
+void pool_submit(nq_pool_t *p, nq_wtask_t *t);
+nq_wtask_t *pool_take_done(nq_pool_t *p);           /* finished tasks, as a list */
+void pool_cancel_job(nq_pool_t *p, uint64_t job);
+nq_wtask_t *pool_take_queued(nq_pool_t *p);         /* not started: for handing back */
+void pool_cancel_all(nq_pool_t *p);
+uint32_t pool_busy(nq_pool_t *p);                    /* queued + running */
+uint32_t pool_progress(nq_pool_t *p, nq_hb_item_t *items, uint32_t max);
+
+void task_run(nq_wtask_t *t);                        /* run_task.c */
+void task_free(nq_wtask_t *t);
+
+#endif
