@@ -114,6 +114,11 @@ fail:
     return NULL;
 }
 
+int broker_endpoint(nq_broker_t *b, int which, char *buf, size_t len)
+{
+    return zmq_getsockopt(which ? b->control_sock : b->workers_sock, ZMQ_LAST_ENDPOINT, buf, &len);
+}
+
 int broker_send(nq_broker_t *b, nq_peer_t *p, const nq_msg_t *m)
 {
     msgpack_sbuffer sb;

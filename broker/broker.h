@@ -41,6 +41,8 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen);
 /* Serves until *stop becomes non-zero; then stops leasing, flushes results, returns 0. */
 int broker_run(nq_broker_t *b, const atomic_int *stop);
 void broker_destroy(nq_broker_t **b);
+/* The endpoint really bound (resolves tcp://HOST:* to its port): which = 0 workers, 1 control. */
+int broker_endpoint(nq_broker_t *b, int which, char *buf, size_t len);
 
 /* Checks a job request, cuts it into shards and stores it, in one transaction
    (submit.c; also used by `nq run` before the broker starts). 0, or -1 with err. */

@@ -116,7 +116,10 @@ int cmd_export(int argc, char **argv)
         }
         const msgpack_object *next = render_get(&rep.doc, "next");
         int last = !next || next->type != MSGPACK_OBJECT_POSITIVE_INTEGER;
-        render_export(stdout, &rep.doc, csv, first, last);
+        if (render_export(stdout, &rep.doc, csv, first, last) < 0) {
+            client_reply_free(&rep);
+            return cli_error("export", "malformed page from the broker");
+        }
         if (!last)
             cursor = next->via.u64;
         client_reply_free(&rep);

@@ -109,7 +109,7 @@ int control_query(sqlite3 *db, const char *db_path, const query_live_t *live, co
     else if (strcmp(op, "export") == 0) {
         uint64_t cursor = 0, rows = 10000, unique = 0;
         if (get_u64(req, "cursor", 0, UINT64_MAX, &cursor, err, errlen) ||
-            get_u64(req, "rows", 10000, 100000, &rows, err, errlen) ||
+            get_u64(req, "rows", 10000, QUERY_EXPORT_MAX_ROWS, &rows, err, errlen) ||
             get_u64(req, "unique", 0, 1, &unique, err, errlen))
             return NQ_EXIT_USAGE;
         rc = query_export(db, req->job, cursor, (uint32_t)rows, (int)unique, pk, err, errlen);

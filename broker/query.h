@@ -1,0 +1,104 @@
+/*
+ * Read-only query documents: what `nq status/list/workers/result/export` show.
+ *
+ * One code path for both ways a client gets an answer: the broker runs these on
+ * its own connection and sends the packed bytes back over the control endpoint,
+ * or a client with --db runs them on the DB file directly (broker down). They
+ * take a plain sqlite3* and only read; each runs in one read transaction (when
+ * the connection has none open) so a document is one consistent snapshot even
+ * while the broker writes.
+ *
+ * Documents are msgpack maps with string keys (common/render.h prints them).
+ * A 128-bit number is a plain uint when it fits 64 bits, else msgpack EXT type
+ * QUERY_EXT_U128 with 16 bytes little-endian (query_pack_u128).
+ *
+ * Every function appends the whole document to pk, or nothing at all:
+ * returns 0; -1 with a reason in err for a bad request ("no job 42");
+ * -2 with a reason in err for a DB error or damaged data.
+ *
+ * job document: id, kind, n, state, priority, shards_total, shards_done,
+ *   shards_pending, shards_leased, shards_failed, shards_conflict,
+ *   shards_cancelled, created_at, started_at, finished_at (float seconds or nil),
+ *   elapsed (seconds since start, to finish or now), rate (done shards/s),
+ *   eta (seconds; 0 when done; nil when unknown or not running), and per kind
+ *   count: total, unique, nodes (sums over done shards), final (state is done);
+ *   solve: algo, solutions_found, seeds_done;  enumerate: solutions.
+ */
+#ifndef NQ_QUERY_H
+#define NQ_QUERY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <msgpack.h>
+#include <sqlite3.h>
+
+#define QUERY_EXT_U128 1
+/* Rows per export page: keeps a page of 16-column enumerate rows under NQ_MAX_DOC_ITEMS. */
+#define QUERY_EXPORT_MAX_ROWS 50000u
+/* Solutions listed in a result document; the rest are counted and reachable by export. */
+#define QUERY_RESULT_MAX_SOLUTIONS 1000u
+
+/* Live data the broker adds to worker rows. lookup returns 0 when it knows the
+   worker (then alive, nodes_per_s and leases are its current values), else -1. */
+typedef struct {
+    int (*lookup)(void *ud, const char *worker_id, int *alive, double *nodes_per_s, uint32_t *leases);
+    void *ud;
+} query_live_t;
+
+/* Packs v as a uint when it fits 64 bits, else as EXT 1 (16 bytes LE). 0 ok. */
+int query_pack_u128(msgpack_packer *pk, unsigned __int128 v);
+
+int query_job(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen);
+
+/* Array of job documents, newest first. */
+int query_list(sqlite3 *db, msgpack_packer *pk, char *err, size_t errlen);
+
+/* Array of {id, host, pubkey, threads, first_seen, last_seen, shards_done, nodes,
+   seconds, nodes_per_s, conflicts, flagged, alive, leases}, by id. Without live
+   (NULL), alive and leases are nil and nodes_per_s = nodes/seconds from the DB;
+   with live, a worker the broker knows gets its live values, others alive=false. */
+int query_workers(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen);
+
+/*
+ * The job document plus core_seconds, nodes, workers (distinct ids that
+ * delivered a done shard); count: residues_ok (every done shard's res13/res15
+ * agree with its total) and residues_bad (how many do not); solve: solutions
+ * (the first QUERY_RESULT_MAX_SOLUTIONS by found_at, each {seed, hash, shard, n,
+ * steps, seconds, where: "inline" or the file name}), solutions_total, and
+ * study: one entry per method {algo, seeds, solved, rate, ci_low, ci_high (95%
+ * Wilson score interval), steps_median, steps_p95, seconds_median,
+ * seconds_p95} over the done shards of that method (quantiles interpolate
+ * linearly between order statistics, like numpy's default).
+ */
+int query_result(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen);
+
+/*
+ * One page of a job's rows: {columns: [names], rows: [[...], ...], next}.
+ * Start with cursor 0 and pass `next` back until it is nil; the cursor is
+ * opaque to the client. 1 <= max_rows <= QUERY_EXPORT_MAX_ROWS.
+ *   count: one row per shard, by idx: idx, state, total, unique, nodes, res13,
+ *          res15, seconds, worker, confirmations (nil where not done).
+ *   solve: one row per seed, by idx: idx, seed, algo, status ("solved",
+ *          "not found", "error", or the shard state when not done), steps,
+ *          seconds, worker.
+ *   enumerate: one row per solution, [cols], in shard order then the order
+ *          stored; unique_only keeps the class representatives (a solution
+ *          equal to the least of its 8 symmetric images). The cursor is
+ *          shard * 2^32 + position within the shard, so a page holds exactly
+ *          max_rows rows even when one shard holds more.
+ * unique_only on a count or solve job is refused.
+ */
+int query_export(sqlite3 *db, uint64_t id, uint64_t cursor, uint32_t max_rows, int unique_only,
+                 msgpack_packer *pk, char *err, size_t errlen);
+
+/*
+ * The index-th (0-based, by found_at) solution of a solve job: *cols gets a
+ * malloc'd permutation of *n entries (caller frees). Inline solutions come from
+ * the DB; large ones from the solution file (common/solfile.h) whose path,
+ * relative to db_dir (the DB's folder), the row names; an absolute path or one
+ * with ".." is refused as damaged data.
+ */
+int query_solution(sqlite3 *db, const char *db_dir, uint64_t id, uint64_t index,
+                   uint32_t **cols, uint64_t *n, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,545 @@
+/*
+ * Printing query documents: JSON, human text, and export pages (see render.h).
+ * Every lookup goes through render_get and a type check, so a document with
+ * keys missing or of another type prints "-" where the value would be.
+ */
+#include "render.h"
+
+#include "u128.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define EXT_U128 1   /* broker/query.h QUERY_EXT_U128: the wire format of a 128-bit number */
+
+/* ---- lookups ---- */
+
+const msgpack_object *render_get(const msgpack_object *map, const char *key)
+{
+    if (!map || map->type != MSGPACK_OBJECT_MAP)
+        return NULL;
+    size_t len = strlen(key);
+    for (uint32_t i = 0; i < map->via.map.size; i++) {
+        const msgpack_object *k = &map->via.map.ptr[i].key;
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == len && memcmp(k->via.str.ptr, key, len) == 0)
+            return &map->via.map.ptr[i].val;
+    }
+    return NULL;
+}
+
+int render_u128(const msgpack_object *o, unsigned __int128 *v)
+{
+    if (!o)
+        return -1;
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
+        *v = o->via.u64;
+        return 0;
+    }
+    if (o->type == MSGPACK_OBJECT_EXT && o->via.ext.type == EXT_U128 && o->via.ext.size == 16) {
+        unsigned __int128 x = 0;
+        for (int i = 15; i >= 0; i--)
+            x = (x << 8) | (uint8_t)o->via.ext.ptr[i];
+        *v = x;
+        return 0;
+    }
+    return -1;
+}
+
+/* The shortest %.Ng (15..17) that reads back as the same double. */
+static const char *double_str(double d, char *buf, size_t len)
+{
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, len, "%.*g", prec, d);
+        if (strtod(buf, NULL) == d)
+            break;
+    }
+    return buf;
+}
+
+/* Any number (int, u128, float) as text; NULL if o is not a number. */
+static const char *num_str(const msgpack_object *o, char *buf, size_t len)
+{
+    unsigned __int128 v;
+    if (!o || len < 40)   /* 40: the digits of 2^128-1 and a NUL */
+        return NULL;
+    if (render_u128(o, &v) == 0)
+        return u128_to_str(v, buf);
+    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+        snprintf(buf, len, "%" PRId64, o->via.i64);
+        return buf;
+    }
+    if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64)
+        return double_str(o->via.f64, buf, len);
+    return NULL;
+}
+
+/* ---- JSON ---- */
+
+static void json_string(FILE *f, const char *s, size_t len)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        case '\b': fputs("\\b", f); break;
+        case '\f': fputs("\\f", f); break;
+        default:
+            if (c < 0x20 || c == 0x7f) fprintf(f, "\\u%04x", c);
+            else fputc(c, f);
+        }
+    }
+    fputc('"', f);
+}
+
+static void json_emit(FILE *f, const msgpack_object *o);
+
+static void json_map(FILE *f, const msgpack_object *o)
+{
+    fputc('{', f);
+    for (uint32_t i = 0; i < o->via.map.size; i++) {
+        const msgpack_object_kv *kv = &o->via.map.ptr[i];
+        if (i) fputc(',', f);
+        if (kv->key.type == MSGPACK_OBJECT_STR) {
+            json_string(f, kv->key.via.str.ptr, kv->key.via.str.size);
+        } else {
+            /* JSON keys are strings: print the key's own JSON inside quotes. */
+            char *txt = NULL;
+            size_t len = 0;
+            FILE *m = open_memstream(&txt, &len);
+            if (m) {
+                json_emit(m, &kv->key);
+                fclose(m);
+                json_string(f, txt, len);
+            } else {
+                json_string(f, "?", 1);
+            }
+            free(txt);
+        }
+        fputc(':', f);
+        json_emit(f, &kv->val);
+    }
+    fputc('}', f);
+}
+
+static void json_emit(FILE *f, const msgpack_object *o)
+{
+    char buf[64];
+    switch (o->type) {
+    case MSGPACK_OBJECT_NIL: fputs("null", f); break;
+    case MSGPACK_OBJECT_BOOLEAN: fputs(o->via.boolean ? "true" : "false", f); break;
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        fputs(num_str(o, buf, sizeof buf), f);
+        break;
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        if (isfinite(o->via.f64)) fputs(double_str(o->via.f64, buf, sizeof buf), f);
+        else fputs("null", f);   /* JSON has no inf/nan */
+        break;
+    case MSGPACK_OBJECT_STR: json_string(f, o->via.str.ptr, o->via.str.size); break;
+    case MSGPACK_OBJECT_BIN:
+        fputc('"', f);
+        for (uint32_t i = 0; i < o->via.bin.size; i++)
+            fprintf(f, "%02x", (uint8_t)o->via.bin.ptr[i]);
+        fputc('"', f);
+        break;
+    case MSGPACK_OBJECT_ARRAY:
+        fputc('[', f);
+        for (uint32_t i = 0; i < o->via.array.size; i++) {
+            if (i) fputc(',', f);
+            json_emit(f, &o->via.array.ptr[i]);
+        }
+        fputc(']', f);
+        break;
+    case MSGPACK_OBJECT_MAP: json_map(f, o); break;
+    case MSGPACK_OBJECT_EXT: {
+        const char *s = num_str(o, buf, sizeof buf);
+        fputs(s ? s : "null", f);   /* an extension we do not know has no JSON form */
+        break;
+    }
+    default: fputs("null", f); break;
+    }
+}
+
+void render_json(FILE *f, const msgpack_object *o)
+{
+    json_emit(f, o);
+    fputc('\n', f);
+}
+
+/* ---- small formatters for the human views; "-" for anything missing ---- */
+
+/* A number, a string or a bool as text. */
+static const char *val_str(const msgpack_object *o, char *buf, size_t len)
+{
+    const char *s = num_str(o, buf, len);
+    if (s)
+        return s;
+    if (o && o->type == MSGPACK_OBJECT_STR) {
+        snprintf(buf, len, "%.*s", (int)o->via.str.size, o->via.str.ptr);
+        return buf;
+    }
+    if (o && o->type == MSGPACK_OBJECT_BOOLEAN)
+        return o->via.boolean ? "yes" : "no";
+    return "-";
+}
+
+static const char *get_str(const msgpack_object *m, const char *key, char *buf, size_t len)
+{
+    return val_str(render_get(m, key), buf, len);
+}
+
+/* A number as a double: 0 ok, -1 missing or not a number. */
+static int get_double(const msgpack_object *m, const char *key, double *d)
+{
+    const msgpack_object *o = render_get(m, key);
+    unsigned __int128 v;
+    if (!o) return -1;
+    if (o->type == MSGPACK_OBJECT_FLOAT32 || o->type == MSGPACK_OBJECT_FLOAT64) *d = o->via.f64;
+    else if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) *d = (double)o->via.i64;
+    else if (render_u128(o, &v) == 0) *d = (double)v;
+    else return -1;
+    return 0;
+}
+
+static int get_bool(const msgpack_object *m, const char *key)
+{
+    const msgpack_object *o = render_get(m, key);
+    return o && o->type == MSGPACK_OBJECT_BOOLEAN && o->via.boolean;
+}
+
+static const char *fmt_duration(double s, char *buf, size_t len)
+{
+    if (!isfinite(s) || s < 0) {
+        snprintf(buf, len, "-");
+    } else if (s < 60) {
+        snprintf(buf, len, "%.1fs", s);
+    } else {
+        unsigned long long t = (unsigned long long)(s + 0.5);
+        if (t >= 86400) snprintf(buf, len, "%llud%02lluh%02llum", t / 86400, t / 3600 % 24, t / 60 % 60);
+        else if (t >= 3600) snprintf(buf, len, "%lluh%02llum%02llus", t / 3600, t / 60 % 60, t % 60);
+        else snprintf(buf, len, "%llum%02llus", t / 60, t % 60);
+    }
+    return buf;
+}
+
+static const char *get_duration(const msgpack_object *m, const char *key, char *buf, size_t len)
+{
+    double d;
+    if (get_double(m, key, &d) != 0) return "-";
+    return fmt_duration(d, buf, len);
+}
+
+static const char *get_time(const msgpack_object *m, const char *key, char *buf, size_t len)
+{
+    double d;
+    struct tm tm;
+    if (get_double(m, key, &d) != 0 || !isfinite(d) || d < 0 || d > 1e12) return "-";
+    time_t t = (time_t)d;
+    if (!localtime_r(&t, &tm) || strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm) == 0) return "-";
+    return buf;
+}
+
+static const char *get_fixed(const msgpack_object *m, const char *key, int prec, char *buf, size_t len)
+{
+    double d;
+    if (get_double(m, key, &d) != 0 || !isfinite(d)) return "-";
+    snprintf(buf, len, "%.*f", prec, d);
+    return buf;
+}
+
+/* "done/total" shards. */
+static const char *done_total(const msgpack_object *job, char *buf, size_t len)
+{
+    char a[48], b[48];
+    snprintf(buf, len, "%s/%s", get_str(job, "shards_done", a, sizeof a), get_str(job, "shards_total", b, sizeof b));
+    return buf;
+}
+
+static int is_kind(const msgpack_object *job, const char *kind)
+{
+    const msgpack_object *o = render_get(job, "kind");
+    return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == strlen(kind) &&
+           memcmp(o->via.str.ptr, kind, o->via.str.size) == 0;
+}
+
+static const msgpack_object *get_array(const msgpack_object *m, const char *key)
+{
+    const msgpack_object *o = render_get(m, key);
+    return o && o->type == MSGPACK_OBJECT_ARRAY ? o : NULL;
+}
+
+/* ---- job and list ---- */
+
+void render_job(FILE *f, const msgpack_object *job)
+{
+    char a[64], b[64], c[64], d[64], e[64];
+    double done, total;
+    fprintf(f, "job %s: %s N=%s, %s (priority %s)\n", get_str(job, "id", a, sizeof a),
+            get_str(job, "kind", b, sizeof b), get_str(job, "n", c, sizeof c),
+            get_str(job, "state", d, sizeof d), get_str(job, "priority", e, sizeof e));
+    fprintf(f, "  %-9s %s done", "shards", done_total(job, a, sizeof a));
+    if (get_double(job, "shards_done", &done) == 0 && get_double(job, "shards_total", &total) == 0 && total > 0)
+        fprintf(f, " (%.1f%%)", 100.0 * done / total);
+    fprintf(f, ", %s pending, %s leased, %s failed, %s conflict\n",
+            get_str(job, "shards_pending", a, sizeof a), get_str(job, "shards_leased", b, sizeof b),
+            get_str(job, "shards_failed", c, sizeof c), get_str(job, "shards_conflict", d, sizeof d));
+    fprintf(f, "  %-9s %s, started %s, finished %s\n", "created", get_time(job, "created_at", a, sizeof a),
+            get_time(job, "started_at", b, sizeof b), get_time(job, "finished_at", c, sizeof c));
+    fprintf(f, "  %-9s %s, %s shards/s, ETA %s\n", "elapsed", get_duration(job, "elapsed", a, sizeof a),
+            get_fixed(job, "rate", 3, b, sizeof b), get_duration(job, "eta", c, sizeof c));
+    if (is_kind(job, "count"))
+        fprintf(f, "  %-9s %s, unique %s, nodes %s%s\n", "total", get_str(job, "total", a, sizeof a),
+                get_str(job, "unique", b, sizeof b), get_str(job, "nodes", c, sizeof c),
+                get_bool(job, "final") ? "" : " (so far)");
+    else if (is_kind(job, "solve"))
+        fprintf(f, "  %-9s %s found, %s seeds done, algo %s\n", "solutions",
+                get_str(job, "solutions_found", a, sizeof a), get_str(job, "seeds_done", b, sizeof b),
+                get_str(job, "algo", c, sizeof c));
+    else if (is_kind(job, "enumerate"))
+        fprintf(f, "  %-9s %s\n", "solutions", get_str(job, "solutions", a, sizeof a));
+}
+
+/* What a job has produced so far, in one cell. */
+static const char *job_answer(const msgpack_object *job, char *buf, size_t len)
+{
+    if (is_kind(job, "count")) {
+        char t[48];
+        snprintf(buf, len, "%s%s", get_str(job, "total", t, sizeof t), get_bool(job, "final") ? "" : " (so far)");
+        return buf;
+    }
+    if (is_kind(job, "solve")) {
+        char t[48];
+        snprintf(buf, len, "%s found", get_str(job, "solutions_found", t, sizeof t));
+        return buf;
+    }
+    return get_str(job, "solutions", buf, len);
+}
+
+void render_list(FILE *f, const msgpack_object *arr)
+{
+    char a[64], b[64], c[64], d[64], e[64], g[96];
+    fprintf(f, "%6s  %-9s  %10s  %-9s  %17s  %s\n", "ID", "KIND", "N", "STATE", "DONE/TOTAL", "RESULT");
+    if (!arr || arr->type != MSGPACK_OBJECT_ARRAY)
+        return;
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *j = &arr->via.array.ptr[i];
+        fprintf(f, "%6s  %-9s  %10s  %-9s  %17s  %s\n", get_str(j, "id", a, sizeof a),
+                get_str(j, "kind", b, sizeof b), get_str(j, "n", c, sizeof c), get_str(j, "state", d, sizeof d),
+                done_total(j, e, sizeof e), job_answer(j, g, sizeof g));
+    }
+}
+
+/* ---- workers ---- */
+
+void render_workers(FILE *f, const msgpack_object *arr)
+{
+    char a[256], b[256], c[64], d[64], e[64], g[64], h[64], k[64], t[64];
+    fprintf(f, "%-28s  %-16s  %7s  %5s  %6s  %8s  %12s  %9s  %s\n", "ID", "HOST", "THREADS", "ALIVE",
+            "LEASES", "SHARDS", "NODES/S", "CONFLICTS", "LAST SEEN");
+    if (!arr || arr->type != MSGPACK_OBJECT_ARRAY)
+        return;
+    for (uint32_t i = 0; i < arr->via.array.size; i++) {
+        const msgpack_object *w = &arr->via.array.ptr[i];
+        fprintf(f, "%-28s  %-16s  %7s  %5s  %6s  %8s  %12s  %9s  %s%s\n", get_str(w, "id", a, sizeof a),
+                get_str(w, "host", b, sizeof b), get_str(w, "threads", c, sizeof c),
+                get_str(w, "alive", d, sizeof d), get_str(w, "leases", e, sizeof e),
+                get_str(w, "shards_done", g, sizeof g), get_fixed(w, "nodes_per_s", 0, h, sizeof h),
+                get_str(w, "conflicts", k, sizeof k), get_time(w, "last_seen", t, sizeof t),
+                get_bool(w, "flagged") ? "  FLAGGED" : "");
+    }
+}
+
+/* ---- result ---- */
+
+static void result_answer(FILE *f, const msgpack_object *res)
+{
+    char a[64], b[64], c[64], d[64];
+    const char *n = get_str(res, "n", a, sizeof a);
+    if (is_kind(res, "count")) {
+        fprintf(f, "N=%s: %s solutions, %s unique", n, get_str(res, "total", b, sizeof b),
+                get_str(res, "unique", c, sizeof c));
+        if (!get_bool(res, "final"))
+            fprintf(f, " (partial: %s shards done)", done_total(res, d, sizeof d));
+        fputc('\n', f);
+    } else if (is_kind(res, "solve")) {
+        fprintf(f, "N=%s: %s solution(s) found, %s seeds done\n", n, get_str(res, "solutions_found", b, sizeof b),
+                done_total(res, c, sizeof c));
+    } else if (is_kind(res, "enumerate")) {
+        fprintf(f, "N=%s: %s solutions%s (nq export lists them)\n", n, get_str(res, "solutions", b, sizeof b),
+                get_str(res, "state", c, sizeof c)[0] == 'd' ? "" : " so far");
+    } else {
+        fprintf(f, "job %s: kind %s\n", get_str(res, "id", b, sizeof b), get_str(res, "kind", c, sizeof c));
+    }
+}
+
+static void result_solutions(FILE *f, const msgpack_object *res)
+{
+    char a[64], b[256], c[64], d[64], e[64], g[256];
+    const msgpack_object *sols = get_array(res, "solutions");
+    if (!sols || sols->via.array.size == 0)
+        return;
+    fprintf(f, "\n  %20s  %8s  %14s  %10s  %-16s  %s\n", "SEED", "SHARD", "STEPS", "SECONDS", "HASH", "WHERE");
+    for (uint32_t i = 0; i < sols->via.array.size; i++) {
+        const msgpack_object *s = &sols->via.array.ptr[i];
+        fprintf(f, "  %20s  %8s  %14s  %10s  %-16.16s  %s\n", get_str(s, "seed", a, sizeof a),
+                get_str(s, "shard", c, sizeof c), get_str(s, "steps", d, sizeof d),
+                get_fixed(s, "seconds", 3, e, sizeof e), get_str(s, "hash", b, sizeof b),
+                get_str(s, "where", g, sizeof g));
+    }
+    double total;
+    if (get_double(res, "solutions_total", &total) == 0 && total > sols->via.array.size)
+        fprintf(f, "  ... %.0f more (nq export lists every seed)\n", total - sols->via.array.size);
+}
+
+static void result_study(FILE *f, const msgpack_object *res)
+{
+    char a[128], b[64], c[64], d[64], e[64], g[64], h[64], k[64], m[64], p[64];
+    const msgpack_object *study = get_array(res, "study");
+    if (!study || study->via.array.size == 0)
+        return;
+    fprintf(f, "\n  %-14s  %8s  %8s  %7s  %-17s  %12s  %12s  %10s  %10s\n", "ALGO", "SEEDS", "SOLVED", "RATE",
+            "95% CI", "STEPS MED", "STEPS P95", "SEC MED", "SEC P95");
+    for (uint32_t i = 0; i < study->via.array.size; i++) {
+        const msgpack_object *s = &study->via.array.ptr[i];
+        char ci[160];
+        snprintf(ci, sizeof ci, "%s..%s", get_fixed(s, "ci_low", 3, h, sizeof h),
+                 get_fixed(s, "ci_high", 3, k, sizeof k));
+        fprintf(f, "  %-14s  %8s  %8s  %7s  %-17s  %12s  %12s  %10s  %10s\n", get_str(s, "algo", a, sizeof a),
+                get_str(s, "seeds", b, sizeof b), get_str(s, "solved", c, sizeof c),
+                get_fixed(s, "rate", 3, d, sizeof d), ci, get_fixed(s, "steps_median", 0, e, sizeof e),
+                get_fixed(s, "steps_p95", 0, g, sizeof g), get_fixed(s, "seconds_median", 3, m, sizeof m),
+                get_fixed(s, "seconds_p95", 3, p, sizeof p));
+    }
+}
+
+void render_result(FILE *f, const msgpack_object *res)
+{
+    char a[64], b[64];
+    const msgpack_object *workers = get_array(res, "workers");
+    result_answer(f, res);
+    render_job(f, res);
+    fprintf(f, "  %-9s %s core-seconds, nodes %s, ", "work", get_fixed(res, "core_seconds", 1, a, sizeof a),
+            get_str(res, "nodes", b, sizeof b));
+    if (workers) fprintf(f, "%u worker(s)\n", workers->via.array.size);
+    else fprintf(f, "workers -\n");
+    if (render_get(res, "residues_ok")) {
+        if (get_bool(res, "residues_ok")) fprintf(f, "  %-9s every shard's residues agree with its total\n", "residues");
+        else fprintf(f, "  %-9s %s shard(s) DISAGREE with their totals\n", "residues",
+                     get_str(res, "residues_bad", a, sizeof a));
+    }
+    result_solutions(f, res);
+    result_study(f, res);
+}
+
+/* ---- export pages ---- */
+
+/* The page's columns and rows, or -1 when it is not {columns: [str...], rows: [[ncols]...]}. */
+static int page_check(const msgpack_object *page, const msgpack_object **cols, const msgpack_object **rows)
+{
+    *cols = get_array(page, "columns");
+    *rows = get_array(page, "rows");
+    if (!*cols || !*rows)
+        return -1;
+    for (uint32_t i = 0; i < (*cols)->via.array.size; i++)
+        if ((*cols)->via.array.ptr[i].type != MSGPACK_OBJECT_STR)
+            return -1;
+    for (uint32_t i = 0; i < (*rows)->via.array.size; i++) {
+        const msgpack_object *r = &(*rows)->via.array.ptr[i];
+        if (r->type != MSGPACK_OBJECT_ARRAY || r->via.array.size != (*cols)->via.array.size)
+            return -1;
+    }
+    return 0;
+}
+
+static void csv_string(FILE *f, const char *s, size_t len)
+{
+    int quote = 0;
+    for (size_t i = 0; i < len && !quote; i++)
+        quote = s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == '\r';
+    if (!quote) {
+        fwrite(s, 1, len, f);
+        return;
+    }
+    fputc('"', f);
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '"') fputc('"', f);
+        fputc(s[i], f);
+    }
+    fputc('"', f);
+}
+
+/* One CSV cell: nil is empty, an array its values separated by spaces. */
+static void csv_cell(FILE *f, const msgpack_object *o)
+{
+    char buf[64];
+    const char *num = num_str(o, buf, sizeof buf);
+    if (num) fputs(num, f);
+    else if (o->type == MSGPACK_OBJECT_STR) csv_string(f, o->via.str.ptr, o->via.str.size);
+    else if (o->type == MSGPACK_OBJECT_BOOLEAN) fputs(o->via.boolean ? "true" : "false", f);
+    else if (o->type == MSGPACK_OBJECT_ARRAY) {
+        for (uint32_t i = 0; i < o->via.array.size; i++) {
+            if (i) fputc(' ', f);
+            csv_cell(f, &o->via.array.ptr[i]);
+        }
+    }
+}
+
+static void export_csv(FILE *f, const msgpack_object *cols, const msgpack_object *rows, int first_page)
+{
+    if (first_page) {
+        for (uint32_t i = 0; i < cols->via.array.size; i++) {
+            if (i) fputc(',', f);
+            csv_cell(f, &cols->via.array.ptr[i]);
+        }
+        fputc('\n', f);
+    }
+    for (uint32_t r = 0; r < rows->via.array.size; r++) {
+        const msgpack_object *row = &rows->via.array.ptr[r];
+        for (uint32_t i = 0; i < row->via.array.size; i++) {
+            if (i) fputc(',', f);
+            csv_cell(f, &row->via.array.ptr[i]);
+        }
+        fputc('\n', f);
+    }
+}
+
+static void export_json(FILE *f, const msgpack_object *cols, const msgpack_object *rows,
+                        int first_page, int last_page)
+{
+    if (first_page)
+        fputc('[', f);
+    for (uint32_t r = 0; r < rows->via.array.size; r++) {
+        const msgpack_object *row = &rows->via.array.ptr[r];
+        /* Rows of earlier pages end without a separator, so every row but the very first starts with one. */
+        fputs(first_page && r == 0 ? "\n{" : ",\n{", f);
+        for (uint32_t i = 0; i < row->via.array.size; i++) {
+            const msgpack_object *name = &cols->via.array.ptr[i];
+            if (i) fputc(',', f);
+            json_string(f, name->via.str.ptr, name->via.str.size);
+            fputc(':', f);
+            json_emit(f, &row->via.array.ptr[i]);
+        }
+        fputc('}', f);
+    }
+    if (last_page)
+        fputs("\n]\n", f);
+}
+
+int render_export(FILE *f, const msgpack_object *page, int csv, int first_page, int last_page)
+{
+    const msgpack_object *cols, *rows;
+    if (page_check(page, &cols, &rows) != 0)
+        return -1;
+    if (csv) export_csv(f, cols, rows, first_page);
+    else export_json(f, cols, rows, first_page, last_page);
+    return (int)rows->via.array.size;
+}

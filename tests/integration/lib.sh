@@ -1,0 +1,90 @@
+# Shared helpers for integration tests: a scratch folder, processes that are
+# always cleaned up, free ports, waiting with a deadline, OEIS lookups.
+# Source it first: `. "$(dirname "$0")/lib.sh"`.
+set -u
+
+NQ=${NQ:-nq}
+SRC=${NQ_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+T=$(mktemp -d "${TMPDIR:-/tmp}/nq-test.XXXXXX")
+PIDS=()
+
+cleanup() {
+    local p
+    for p in "${PIDS[@]:-}"; do
+        [ -n "$p" ] && kill -9 "$p" 2>/dev/null
+    done
+    wait 2>/dev/null
+    if [ "${KEEP_TMP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT INT TERM
+
+fail() {
+    echo "FAIL: $*" >&2
+    for f in "$T"/*.log; do
+        [ -f "$f" ] && { echo "--- $f (last 20 lines)"; tail -20 "$f"; } >&2
+    done
+    exit 1
+}
+
+ok() { echo "ok: $*"; }
+
+# A TCP port nobody listens on (random in a high range, checked).
+free_port() {
+    local p
+    for _ in $(seq 50); do
+        p=$((20000 + RANDOM % 30000))
+        (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo "$p"; return; }
+    done
+    echo 29999
+}
+
+# start NAME CMD...: runs CMD in the background, logs to $T/NAME.log, remembers its pid.
+start() {
+    local name=$1; shift
+    "$@" >"$T/$name.log" 2>&1 &
+    PIDS+=($!)
+    echo $!
+}
+
+# wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds or time runs out.
+wait_for() {
+    local limit=$1; shift
+    local end=$((SECONDS + limit))
+    while [ $SECONDS -lt $end ]; do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+oeis_total() { awk -v n="$1" '$1 == n { print $2 }' "$SRC/tests/data/oeis-counts.tsv"; }
+oeis_unique() { awk -v n="$1" '$1 == n { print $3 }' "$SRC/tests/data/oeis-counts.tsv"; }
+
+# json_get KEY < one JSON object: a top-level scalar (numbers and plain strings).
+json_get() { grep -o "\"$1\":[^,}]*" | head -1 | cut -d: -f2- | tr -d '"'; }
+
+# Starts a broker on fresh ports: sets BROKER_PID, WEP (workers), CEP (control); exports NQ_BROKER.
+start_broker() {
+    local db=$1; shift
+    WPORT=${WPORT:-$(free_port)}
+    CPORT=${CPORT:-$(free_port)}
+    WEP=tcp://127.0.0.1:$WPORT
+    CEP=tcp://127.0.0.1:$CPORT
+    export NQ_BROKER=$CEP
+    BROKER_PID=$(start "broker${BROKER_N:-}" "$NQ" broker --db "$db" --bind "$WEP" --control "$CEP" \
+        --heartbeat-ms 200 --liveness 3 "$@")
+    wait_for 20 "$NQ" list --timeout 1 || fail "broker did not come up"
+}
+
+# start_worker NAME [options]: prints the pid.
+start_worker() {
+    local name=$1; shift
+    start "$name" "$NQ" worker --connect "$WEP" "$@"
+}
+
+# job_field JOB KEY: a field of `nq status JOB --json`.
+job_field() { "$NQ" status "$1" --json --timeout 5 | json_get "$2"; }
+job_done() { [ "$(job_field "$1" state)" = done ]; }
+
+# sqlite3 one-liners on a DB (read-only).
+sql() { sqlite3 -readonly "$1" "$2"; }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One broker, two workers on loopback: an exact count, the client commands
+# (status, list, workers, result, cancel, retry), and offline reads with the
+# broker down.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
+
+start_broker d.db >/dev/null
+start_worker w1 --threads 1 >/dev/null
+start_worker w2 --threads 1 >/dev/null
+
+id=$("$NQ" submit count 13) || fail "submit"
+[ "$id" = 1 ] || fail "first job id is '$id'"
+wait_for 120 job_done "$id" || fail "count 13 did not finish"
+res=$("$NQ" result "$id" --json)
+[ "$(echo "$res" | json_get total)" = "$(oeis_total 13)" ] || fail "total: $res"
+[ "$(echo "$res" | json_get unique)" = "$(oeis_unique 13)" ] || fail "unique: $res"
+ok "one broker + two workers: count 13 exact"
+
+"$NQ" workers --json | grep -o '"alive":true' | wc -l | grep -qx 2 || fail "nq workers does not show 2 alive"
+"$NQ" workers | grep -q THREADS || fail "nq workers table"
+[ "$("$NQ" submit count 12 --json | json_get id)" = 2 ] || fail "submit --json"
+"$NQ" status | grep -q count || fail "nq status (all)"
+wait_for 60 job_done 2 || fail "count 12 did not finish"
+ok "status, list, workers, submit --json"
+
+# A job big enough to cancel while it runs; then retry makes it run again.
+id3=$("$NQ" submit count 16 --depth 3) || fail "submit 16"
+"$NQ" cancel "$id3" | grep -q cancelled || fail "cancel"
+[ "$(job_field "$id3" state)" = cancelled ] || fail "state after cancel"
+"$NQ" cancel "$id3" 2>err.txt; [ $? = 1 ] || fail "second cancel should say no"
+grep -q "already cancelled" err.txt || fail "second cancel message: $(cat err.txt)"
+"$NQ" retry "$id3" >/dev/null || fail "retry"
+state=$(job_field "$id3" state)
+case "$state" in running|pending|done) ;; *) fail "state after retry: $state" ;; esac
+"$NQ" cancel "$id3" >/dev/null || fail "cancel again"
+"$NQ" result 999 2>err.txt; [ $? = 1 ] || fail "result of a missing job should exit 1"
+grep -q "999" err.txt || fail "missing job message"
+ok "cancel, retry, missing job"
+
+kill -TERM "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
+"$NQ" result "$id" --db d.db --json | json_get total | grep -qx "$(oeis_total 13)" || fail "offline result"
+"$NQ" list --db d.db | grep -q count || fail "offline list"
+"$NQ" status "$id" --timeout 1 2>err.txt; [ $? = 3 ] || fail "status with the broker down should exit 3"
+grep -q "no answer" err.txt || fail "broker-down message: $(cat err.txt)"
+ok "offline reads with --db while the broker is down; clear error without it"

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# nq run: exact counts for N = 8..12, stored results on a second run, --fresh,
+# solve with verified output, enumerate with export, and refused arguments.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
+
+for n in 8 9 10 11 12; do
+    out=$("$NQ" run count "$n" --db run.db --workers 2 --json) || fail "run count $n"
+    total=$(echo "$out" | json_get total); unique=$(echo "$out" | json_get unique)
+    [ "$total" = "$(oeis_total "$n")" ] || fail "N=$n total $total"
+    [ "$unique" = "$(oeis_unique "$n")" ] || fail "N=$n unique $unique"
+done
+ok "run count 8..12 equals OEIS A000170 and A002562"
+
+id1=$("$NQ" run count 10 --db run.db --json | json_get id)
+id2=$("$NQ" run count 10 --db run.db --json | json_get id)
+[ "$id1" = "$id2" ] || fail "second run made a new job ($id1 vs $id2)"
+id3=$("$NQ" run count 10 --db run.db --fresh --json | json_get id)
+[ "$id3" != "$id1" ] || fail "--fresh did not recompute"
+ok "re-running prints the stored job; --fresh recomputes"
+
+"$NQ" run solve 2000 --db run.db --restarts 3 >solve.txt || fail "run solve"
+sid=$("$NQ" list --db run.db --json | grep -o '"id":[0-9]*,"kind":"solve"' | head -1 | grep -o '[0-9]*')
+"$NQ" result "$sid" --db run.db --out sol.txt || fail "result --out"
+"$NQ" verify sol.txt --n 2000 || fail "stored solution does not verify"
+"$NQ" run solve 8 --db run.db --json >/dev/null || fail "run solve 8"
+sid8=$("$NQ" list --db run.db --json | grep -o '"id":[0-9]*,"kind":"solve","n":8' | grep -o '[0-9]*' | head -1)
+"$NQ" result "$sid8" --db run.db --board | grep -c Q | grep -qx 8 || fail "board of N=8"
+ok "run solve: stored solutions verify, board drawn"
+
+"$NQ" run enumerate 8 --db run.db >/dev/null || fail "run enumerate 8"
+eid=$("$NQ" list --db run.db --json | grep -o '"id":[0-9]*,"kind":"enumerate"' | grep -o '[0-9]*' | head -1)
+rows=$("$NQ" export "$eid" --db run.db --format csv | tail -n +2 | wc -l)
+[ "$rows" = 92 ] || fail "enumerate 8 exported $rows rows"
+uniq=$("$NQ" export "$eid" --db run.db --format csv --unique | tail -n +2 | wc -l)
+[ "$uniq" = 12 ] || fail "enumerate 8 --unique exported $uniq rows"
+"$NQ" export "$eid" --db run.db --format csv | tail -n +2 | sort -c || fail "not in canonical order"
+ok "enumerate 8: 92 solutions in order, 12 classes"
+
+for bad in "count 0" "count 33" "count abc" "count -1" "solve 3" "enumerate 17" "frob 8" "count" \
+           "count 8 --workers 0" "count 8 --algo qs4" "solve 100 --algo nope" "count 8 --depth 99"; do
+    # shellcheck disable=SC2086
+    "$NQ" run $bad --db run.db >out.txt 2>err.txt
+    rc=$?
+    [ $rc = 2 ] || fail "nq run $bad: exit $rc, want 2"
+    [ -s err.txt ] || fail "nq run $bad: no message"
+done
+ok "bad arguments refused with exit 2 and a message"
