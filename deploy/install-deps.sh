@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs what nq needs to build, test and run, from Debian's packages.
+# Idempotent: packages already present are skipped. Uses sudo when not root.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libsqlite3-dev libmicrohttpd-dev
+      sqlite3 iproute2 clang libclang-rt-dev shellcheck yamllint procps dpkg-dev file)
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds nq and runs the whole test suite with ctest.
+#   tests/run.sh              normal build in build/
+#   tests/run.sh --sanitize   AddressSanitizer + UBSan build in build-asan/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=build; flags=()
+if [ "${1:-}" = "--sanitize" ]; then
+    dir=build-asan; flags=(-DNQ_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+fi
+cmake -S . -B "$dir" "${flags[@]}" >/dev/null
+cmake --build "$dir" -j"$(nproc)"
+ctest --test-dir "$dir" --output-on-failure -j2 --timeout 600
