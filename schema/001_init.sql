@@ -40,7 +40,9 @@ CREATE TABLE shards (
     algo          TEXT,                           -- solve: method of this seed
     cost          REAL NOT NULL DEFAULT 0,        -- relative cost estimate: larger first
     state         TEXT NOT NULL DEFAULT 'pending'
-                  CHECK (state IN ('pending', 'leased', 'done', 'failed', 'conflict', 'cancelled')),
+                  -- ORs, not IN (...): SQLite 3.40 builds a temporary b-tree per row for an IN list
+                  CHECK (state = 'pending' OR state = 'leased' OR state = 'done' OR state = 'failed'
+                         OR state = 'conflict' OR state = 'cancelled'),
     attempts      INTEGER NOT NULL DEFAULT 0,
     lease         INTEGER,
     worker        TEXT,                           -- who holds the lease / who delivered

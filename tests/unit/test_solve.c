@@ -1,0 +1,147 @@
+/* The fast solvers (qs4, minconflicts, construct) and solve_run's guards. */
+#include "t.h"
+#include "solve.h"
+#include "verify.h"
+
+/* Solves and verifies; returns the solution (caller frees) or NULL after reporting. */
+static uint32_t *solve_ok(const nq_solver_t *s, uint64_t n, uint64_t seed)
+{
+    uint32_t *cols = NULL;
+    nq_solve_stats_t st;
+    char err[256] = "";
+    int rc = solve_run(s, n, seed, NULL, &cols, &st, err, sizeof err);
+    if (rc != NQ_SOLVE_OK) {
+        fprintf(stderr, "  %s n=%" PRIu64 " seed=%" PRIu64 ": rc=%d %s\n", s->name, n, seed, rc, err);
+        T_CHECK(rc == NQ_SOLVE_OK);
+        return NULL;
+    }
+    nq_clash_t clash;
+    int v = verify_perm(cols, n, &clash);
+    if (v != 0)
+        fprintf(stderr, "  %s n=%" PRIu64 " seed=%" PRIu64 ": rows %" PRIu64 ",%" PRIu64 " %s\n",
+                s->name, n, seed, clash.row_a, clash.row_b, clash.what);
+    T_CHECK(v == 0);
+    return cols;
+}
+
+static void check_range(const nq_solver_t *s, uint64_t lo, uint64_t hi, int seeds)
+{
+    for (uint64_t n = lo; n <= hi; n++)
+        for (int seed = 1; seed <= seeds; seed++)
+            free(solve_ok(s, n, (uint64_t)seed));
+}
+
+static void test_qs4_small(void) { check_range(&nq_solver_qs4, 4, 60, 5); }
+
+static void test_qs4_large(void)
+{
+    free(solve_ok(&nq_solver_qs4, 1000, 7));
+    free(solve_ok(&nq_solver_qs4, 100000, 7));
+    free(solve_ok(&nq_solver_qs4, 1000000, 7));
+}
+
+static int same(const uint32_t *a, const uint32_t *b, uint64_t n)
+{
+    return a && b && memcmp(a, b, n * sizeof *a) == 0;
+}
+
+static void test_qs4_deterministic(void)
+{
+    uint64_t n = 5000;
+    uint32_t *a = solve_ok(&nq_solver_qs4, n, 42), *b = solve_ok(&nq_solver_qs4, n, 42);
+    uint32_t *c = solve_ok(&nq_solver_qs4, n, 43);
+    T_CHECK(same(a, b, n));
+    T_CHECK(!same(a, c, n));
+    free(a); free(b); free(c);
+    /* small N goes through restarts: still the same answer for the same seed */
+    a = solve_ok(&nq_solver_qs4, 8, 3);
+    b = solve_ok(&nq_solver_qs4, 8, 3);
+    T_CHECK(same(a, b, 8));
+    free(a); free(b);
+}
+
+static void test_minconflicts(void)
+{
+    check_range(&nq_solver_minconflicts, 4, 60, 2);
+    free(solve_ok(&nq_solver_minconflicts, 10000, 1));
+    free(solve_ok(&nq_solver_minconflicts, 100000, 1));
+    uint32_t *a = solve_ok(&nq_solver_minconflicts, 500, 9), *b = solve_ok(&nq_solver_minconflicts, 500, 9);
+    T_CHECK(same(a, b, 500));
+    free(a); free(b);
+}
+
+static void test_construct(void)
+{
+    check_range(&nq_solver_construct, 4, 1000, 1);
+    free(solve_ok(&nq_solver_construct, 1000000, 1));
+    uint32_t *a = solve_ok(&nq_solver_construct, 1234, 1), *b = solve_ok(&nq_solver_construct, 1234, 99);
+    T_CHECK(same(a, b, 1234));   /* one answer per N: the seed is ignored */
+    free(a); free(b);
+}
+
+static void test_bad_n_refused(void)
+{
+    const nq_solver_t *all[] = { &nq_solver_qs4, &nq_solver_minconflicts, &nq_solver_construct };
+    for (int i = 0; i < 3; i++) {
+        uint64_t bad[] = { 0, 3, all[i]->n_max + 1 };
+        for (int k = 0; k < 3; k++) {
+            uint32_t *cols = (uint32_t *)1;
+            nq_solve_stats_t st;
+            char err[256] = "";
+            T_CHECK(solve_run(all[i], bad[k], 1, NULL, &cols, &st, err, sizeof err) == NQ_SOLVE_ERROR);
+            T_CHECK(cols == NULL);
+            T_CHECK(strstr(err, "<= N <=") != NULL);   /* the message names the range */
+        }
+    }
+}
+
+static int fake_ran;
+static uint64_t huge_memory(uint64_t n) { return n * 1000000000ULL; }
+static int fake_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *o, uint32_t *cols,
+                    nq_solve_stats_t *st, char *err, size_t errlen)
+{
+    (void)n; (void)seed; (void)o; (void)cols; (void)st; (void)err; (void)errlen;
+    fake_ran = 1;
+    return NQ_SOLVE_OK;
+}
+
+static void test_too_big_for_memory(void)
+{
+    /* A method claiming 1 GB per queen: N=100000 needs 100 TB, refused before allocating. */
+    nq_solver_t fat = { "fat", "test", 4, 1000000000ULL, huge_memory, fake_run };
+    uint32_t *cols = NULL;
+    nq_solve_stats_t st;
+    char err[256] = "";
+    T_CHECK(solve_run(&fat, 100000, 1, NULL, &cols, &st, err, sizeof err) == NQ_SOLVE_ERROR);
+    T_CHECK(!fake_ran);
+    T_CHECK(strstr(err, "needs") != NULL && strstr(err, "GB") != NULL);
+}
+
+static void test_qs4_cancel_and_limit(void)
+{
+    atomic_int cancel = 1;
+    _Atomic uint64_t progress = 0;
+    nq_solve_opts_t o = { .cancel = &cancel, .progress = &progress };
+    uint32_t *cols = NULL;
+    nq_solve_stats_t st;
+    char err[256];
+    T_CHECK(solve_run(&nq_solver_qs4, 3000000, 1, &o, &cols, &st, err, sizeof err) == NQ_SOLVE_CANCELLED);
+    T_CHECK(cols == NULL);
+    T_CHECK(atomic_load(&progress) > 0);
+    nq_solve_opts_t lim = { .max_steps = 1000 };
+    T_CHECK(solve_run(&nq_solver_qs4, 3000000, 1, &lim, &cols, &st, err, sizeof err) == NQ_SOLVE_FAILED);
+    T_CHECK(cols == NULL);
+}
+
+static void test_registry(void)
+{
+    T_CHECK(nq_solvers[0] == &nq_solver_qs4);
+    T_CHECK(solver_find("qs4") == &nq_solver_qs4);
+    T_CHECK(solver_find("minconflicts") == &nq_solver_minconflicts);
+    T_CHECK(solver_find("construct") == &nq_solver_construct);
+    T_CHECK(solver_find("nope") == NULL);
+}
+
+T_MAIN(T_CASE(test_qs4_small), T_CASE(test_qs4_large), T_CASE(test_qs4_deterministic),
+       T_CASE(test_minconflicts), T_CASE(test_construct), T_CASE(test_bad_n_refused),
+       T_CASE(test_too_big_for_memory), T_CASE(test_qs4_cancel_and_limit), T_CASE(test_registry))

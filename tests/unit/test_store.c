@@ -1,0 +1,1054 @@
+/*
+ * The SQLite store: the happy paths, and (SQLite-style) the faults: files that
+ * are not ours, damaged or from a newer nq must be refused without a byte
+ * written; a full disk during a group commit must leave the DB as it was.
+ */
+#include "t.h"
+#include "store.h"
+#include "migrations.h"
+#include "rng.h"
+
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------- helpers */
+
+static char made_paths[32][512];   /* every DB a test made: removed at exit */
+static int nmade;
+
+static void db_unlink(const char *path)
+{
+    const char *sfx[] = { "", "-wal", "-shm", "-journal" };
+    for (int i = 0; i < 4; i++) {
+        char p[600];
+        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+        unlink(p);
+    }
+}
+
+static void db_cleanup(void)
+{
+    for (int i = 0; i < nmade; i++)
+        db_unlink(made_paths[i]);
+}
+
+static const char *db_path(const char *name)
+{
+    static char buf[512];
+    snprintf(buf, sizeof buf, "%s/store_%s_%d.db", t_tmpdir(), name, (int)getpid());
+    db_unlink(buf);
+    if (nmade == 0)
+        atexit(db_cleanup);
+    if (nmade < 32)
+        snprintf(made_paths[nmade++], sizeof made_paths[0], "%s", buf);
+    return buf;
+}
+
+static int side_exists(const char *path, const char *suffix)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s%s", path, suffix);
+    return access(p, F_OK) == 0;
+}
+
+static double now_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Shard specs for count/enumerate: 8 bytes of idx, cost = idx % 7. */
+static int count_shard(void *ud, uint64_t idx, nq_shard_spec_t *out)
+{
+    static uint8_t buf[8];
+    (void)ud;
+    for (int i = 0; i < 8; i++)
+        buf[i] = (uint8_t)(idx >> (8 * i));
+    out->spec = buf;
+    out->spec_len = sizeof buf;
+    out->cost = (double)(idx % 7);
+    return 0;
+}
+
+static int solve_shard(void *ud, uint64_t idx, nq_shard_spec_t *out)
+{
+    (void)ud;
+    out->seed = 1000 + idx;
+    snprintf(out->algo, sizeof out->algo, "%s", idx % 2 ? "qs4" : "minconflicts");
+    return 0;
+}
+
+static nq_job_spec_t job_spec(int kind, uint64_t n)
+{
+    nq_job_spec_t j;
+    memset(&j, 0, sizeof j);
+    j.kind = kind;
+    j.n = n;
+    j.depth = 3;
+    j.encoding = 1;
+    j.max_attempts = 3;
+    j.quorum = 1;
+    if (kind == NQ_KIND_SOLVE) {
+        snprintf(j.algo, sizeof j.algo, "minconflicts,qs4");
+        j.seed0 = 1000;
+    }
+    return j;
+}
+
+static uint64_t make_job(nq_store_t *s, int kind, uint64_t n, uint64_t nshards, uint32_t max_attempts)
+{
+    nq_job_spec_t j = job_spec(kind, n);
+    j.max_attempts = max_attempts;
+    if (kind == NQ_KIND_SOLVE)
+        j.restarts = nshards;
+    uint64_t id = 0;
+    char err[256] = "";
+    int rc = store_job_create(s, &j, nshards, kind == NQ_KIND_SOLVE ? solve_shard : count_shard, NULL,
+                              &id, err, sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "  job create: %s\n", err);
+    T_CHECK(rc == 0);
+    return id;
+}
+
+static nq_result_t count_result(uint64_t job, uint64_t shard, uint64_t lease, uint64_t total)
+{
+    nq_result_t r;
+    memset(&r, 0, sizeof r);
+    r.job = job;
+    r.shard = shard;
+    r.lease = lease;
+    r.kind = NQ_KIND_COUNT;
+    r.status = NQ_RES_OK;
+    r.total = total;
+    r.unique = total / 8;
+    r.nodes = total * 3 + 1;
+    r.res13 = (uint8_t)(total % 13);
+    r.res15 = (uint8_t)(total % 15);
+    r.elapsed_us = 1500000;
+    return r;
+}
+
+static int64_t sql_int(nq_store_t *s, const char *sql)
+{
+    sqlite3_stmt *q;
+    int64_t v = -12345;
+    if (sqlite3_prepare_v2(store_db(s), sql, -1, &q, NULL) != SQLITE_OK)
+        return v;
+    if (sqlite3_step(q) == SQLITE_ROW)
+        v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return v;
+}
+
+static const char *shard_state(nq_store_t *s, uint64_t job, uint64_t idx)
+{
+    nq_shard_row_t r;
+    if (store_shard_get(s, job, idx, &r) != 0)
+        return "(none)";
+    return store_shard_state_name(r.state);
+}
+
+/* A file's bytes and mtime, to prove a refusal wrote nothing. */
+typedef struct { char *bytes; size_t len; struct timespec mtime; } snap_t;
+
+static snap_t snap_take(const char *path)
+{
+    snap_t sn = { NULL, 0, { 0, 0 } };
+    struct stat sb;
+    FILE *f = fopen(path, "rb");
+    if (!f || stat(path, &sb) != 0) {
+        if (f)
+            fclose(f);
+        return sn;
+    }
+    sn.len = (size_t)sb.st_size;
+    sn.mtime = sb.st_mtim;
+    sn.bytes = malloc(sn.len + 1);
+    if (sn.bytes && fread(sn.bytes, 1, sn.len, f) != sn.len)
+        sn.len = (size_t)-1;
+    fclose(f);
+    return sn;
+}
+
+static int snap_same(const snap_t *a, const char *path)
+{
+    snap_t b = snap_take(path);
+    int same = a->bytes && b.bytes && a->len == b.len && memcmp(a->bytes, b.bytes, a->len) == 0 &&
+               a->mtime.tv_sec == b.mtime.tv_sec && a->mtime.tv_nsec == b.mtime.tv_nsec;
+    free(b.bytes);
+    return same;
+}
+
+/* Opens must fail with `want` in the message and leave the file exactly as it was. */
+static void check_refused(const char *path, int readonly, const char *want)
+{
+    snap_t before = snap_take(path);
+    int had_wal = side_exists(path, "-wal"), had_shm = side_exists(path, "-shm");
+    char err[512] = "";
+    nq_store_t *s = store_open(path, readonly, err, sizeof err);
+    T_CHECK(s == NULL);
+    store_destroy(&s);
+    if (!strstr(err, want))
+        fprintf(stderr, "  message '%s' lacks '%s'\n", err, want);
+    T_CHECK(strstr(err, want) != NULL);
+    T_CHECK(strstr(err, path) != NULL);        /* says which file */
+    fprintf(stderr, "  refused: %s\n", err);
+    T_CHECK(snap_same(&before, path));
+    T_CHECK(side_exists(path, "-wal") == had_wal);
+    T_CHECK(side_exists(path, "-shm") == had_shm);
+    T_CHECK(!side_exists(path, "-journal"));
+    free(before.bytes);
+}
+
+static nq_store_t *open_ok(const char *path, int readonly)
+{
+    char err[512] = "";
+    nq_store_t *s = store_open(path, readonly, err, sizeof err);
+    if (!s)
+        fprintf(stderr, "  open %s: %s\n", path, err);
+    T_CHECK(s != NULL);
+    return s;
+}
+
+/* ---------------------------------------------------------------- open, migrate */
+
+static void test_create_migrate_reopen(void)
+{
+    const char *path = db_path("create");
+    int last = nq_migrations[nq_migrations_count - 1].version;
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    T_CHECK(store_schema_version(s) == last);
+    T_EQ_STR(store_path(s), path);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM schema_version") == nq_migrations_count);
+    T_CHECK(sql_int(s, "PRAGMA application_id") != 0);
+    T_CHECK(sql_int(s, "PRAGMA synchronous") == 2);          /* FULL */
+    T_CHECK(sql_int(s, "PRAGMA foreign_keys") == 1);
+    T_CHECK(sql_int(s, "PRAGMA busy_timeout") >= 1000);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM pragma_journal_mode WHERE journal_mode = 'wal'") == 1);
+    for (int i = 0; i < nq_migrations_count; i++) {
+        char sql[200];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM schema_version WHERE version = %d AND name = '%s'",
+                 nq_migrations[i].version, nq_migrations[i].name);
+        T_CHECK(sql_int(s, sql) == 1);
+    }
+    uint64_t job = make_job(s, NQ_KIND_COUNT, 8, 10, 3);
+    store_destroy(&s);
+    T_CHECK(s == NULL);
+
+    /* Reopen: nothing re-applied, the data is there. */
+    s = open_ok(path, 0);
+    if (!s)
+        return;
+    T_CHECK(sql_int(s, "SELECT count(*) FROM schema_version") == nq_migrations_count);
+    nq_job_row_t row;
+    T_CHECK(store_job_get(s, job, &row) == 0);
+    T_EQ_U64(row.shards_total, 10);
+    store_destroy(&s);
+
+    /* Read-only: reads work, writes are refused. */
+    s = open_ok(path, 1);
+    if (!s)
+        return;
+    T_CHECK(store_schema_version(s) == last);
+    T_CHECK(store_job_get(s, job, &row) == 0);
+    T_CHECK(store_worker_seen(s, "w1", "host", NULL, 4) == -1);
+    T_CHECK(store_shard_lease(s, job, 0, 1, "w1") == -1);
+    store_destroy(&s);
+}
+
+static void test_empty_file_is_adopted(void)
+{
+    /* A 0-byte file is an empty SQLite database: nothing to lose, the writer creates in it. */
+    const char *path = db_path("empty");
+    FILE *f = fopen(path, "wb");
+    T_CHECK(f != NULL);
+    if (f)
+        fclose(f);
+    check_refused(path, 1, "empty database");
+    nq_store_t *s = open_ok(path, 0);
+    T_CHECK(s && store_schema_version(s) >= 1);
+    store_destroy(&s);
+}
+
+/* ---------------------------------------------------------------- refusals */
+
+static void test_refuse_garbage(void)
+{
+    const char *path = db_path("garbage");
+    nq_rng_t r;
+    rng_init(&r, 42, 7);
+    FILE *f = fopen(path, "wb");
+    for (int i = 0; f && i < 3 * 4096 / 8; i++) {
+        uint64_t v = rng_next(&r);
+        fwrite(&v, sizeof v, 1, f);
+    }
+    if (f)
+        fclose(f);
+    check_refused(path, 0, "not an nq database (file is not SQLite)");
+    check_refused(path, 1, "not an nq database (file is not SQLite)");
+
+    /* Shorter than an SQLite header. */
+    path = db_path("short");
+    f = fopen(path, "wb");
+    if (f) {
+        fputs("hello\n", f);
+        fclose(f);
+    }
+    check_refused(path, 0, "not an nq database (file is not SQLite)");
+
+    /* The SQLite magic, but the rest is junk: SQLite itself must say NOTADB. */
+    path = db_path("magic");
+    f = fopen(path, "wb");
+    if (f) {
+        fwrite("SQLite format 3", 1, 16, f);
+        for (int i = 0; i < 4096; i++)
+            fputc(0xA5, f);
+        fclose(f);
+    }
+    check_refused(path, 0, "not an nq database");
+}
+
+static void make_foreign_db(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    T_CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    T_CHECK(sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+}
+
+static void test_refuse_other_application(void)
+{
+    const char *path = db_path("foreign");
+    make_foreign_db(path, "CREATE TABLE foo (x INTEGER); INSERT INTO foo VALUES (1), (2);");
+    check_refused(path, 0, "not an nq database");
+    check_refused(path, 1, "not an nq database");
+
+    /* Another application that stamped its id, even with no tables yet. */
+    path = db_path("foreign_id");
+    make_foreign_db(path, "PRAGMA application_id = 1234; CREATE TABLE t (x); DROP TABLE t;");
+    check_refused(path, 0, "application_id 0x000004d2");
+
+    /* Another WAL database: SQLite's side files may appear, the main file must not change. */
+    path = db_path("foreign_wal");
+    make_foreign_db(path, "PRAGMA journal_mode = WAL; CREATE TABLE foo (x);");
+    check_refused(path, 0, "not an nq database");
+}
+
+static void test_refuse_newer_schema(void)
+{
+    const char *path = db_path("newer");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    T_CHECK(sqlite3_exec(store_db(s), "INSERT INTO schema_version VALUES (999, '999_future.sql', 0)",
+                         NULL, NULL, NULL) == SQLITE_OK);
+    store_destroy(&s);
+    char want[128];
+    snprintf(want, sizeof want, "created by a newer nq: schema 999, this build knows 1..%d",
+             nq_migrations[nq_migrations_count - 1].version);
+    check_refused(path, 0, want);
+    check_refused(path, 1, want);
+}
+
+static void test_refuse_damaged(void)
+{
+    const char *path = db_path("damaged");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    make_job(s, NQ_KIND_COUNT, 12, 5000, 3);
+    store_destroy(&s);                  /* checkpoints: everything is in the main file */
+    T_CHECK(!side_exists(path, "-wal"));
+    FILE *f = fopen(path, "r+b");
+    T_CHECK(f != NULL);
+    if (!f)
+        return;
+    nq_rng_t r;
+    rng_init(&r, 7, 1);
+    fseek(f, 4096 * 2, SEEK_SET);
+    for (int i = 0; i < 4096 / 8; i++) {
+        uint64_t v = rng_next(&r);
+        fwrite(&v, sizeof v, 1, f);
+    }
+    fclose(f);
+    check_refused(path, 0, "damaged");
+    check_refused(path, 1, "damaged");
+
+    /* Truncated in the middle of its pages. */
+    path = db_path("truncated");
+    s = open_ok(path, 0);
+    if (!s)
+        return;
+    make_job(s, NQ_KIND_COUNT, 12, 5000, 3);
+    store_destroy(&s);
+    struct stat sb;
+    T_CHECK(stat(path, &sb) == 0 && sb.st_size > 8 * 4096);
+    T_CHECK(truncate(path, sb.st_size / 2) == 0);
+    check_refused(path, 0, "damaged");
+}
+
+static void test_refuse_missing_readonly(void)
+{
+    const char *path = db_path("missing");
+    char err[512] = "";
+    nq_store_t *s = store_open(path, 1, err, sizeof err);
+    T_CHECK(s == NULL);
+    T_CHECK(strstr(err, "no such database") != NULL);
+    T_CHECK(access(path, F_OK) != 0);             /* not created */
+    T_CHECK(!side_exists(path, "-wal") && !side_exists(path, "-shm"));
+
+    /* A directory, and a file in a folder that does not exist. */
+    err[0] = 0;
+    T_CHECK(store_open(t_tmpdir(), 0, err, sizeof err) == NULL);
+    T_CHECK(strstr(err, "not a regular file") != NULL);
+    char bad[600];
+    snprintf(bad, sizeof bad, "%s/no/such/dir/x.db", t_tmpdir());
+    err[0] = 0;
+    T_CHECK(store_open(bad, 0, err, sizeof err) == NULL);
+    T_CHECK(strstr(err, "cannot create") != NULL);
+    err[0] = 0;
+    T_CHECK(store_open("", 0, err, sizeof err) == NULL);
+    T_CHECK(err[0] != 0);
+}
+
+/* ---------------------------------------------------------------- jobs and shards */
+
+typedef struct { uint64_t n, last, bad_order; double cost_sum; } each_ctx_t;
+
+static int each_count(void *ud, const nq_shard_row_t *r)
+{
+    each_ctx_t *c = ud;
+    if (c->n > 0 && r->idx <= c->last)
+        c->bad_order++;
+    c->last = r->idx;
+    c->n++;
+    c->cost_sum += r->cost;
+    return 0;
+}
+
+static uint64_t count_in(nq_store_t *s, uint64_t job, unsigned mask)
+{
+    each_ctx_t c = { 0, 0, 0, 0 };
+    T_CHECK(store_shards_each(s, job, mask, each_count, &c) == 0);
+    T_EQ_U64(c.bad_order, 0);
+    return c.n;
+}
+
+static void test_job_roundtrip_1e5(void)
+{
+    const char *path = db_path("jobs");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    const uint64_t N = 100000;
+    nq_job_spec_t spec = job_spec(NQ_KIND_COUNT, 17);
+    spec.priority = 5;
+    spec.max_attempts = 4;
+    uint64_t id = 0;
+    char err[256] = "";
+    T_CHECK(store_job_create(s, &spec, N, count_shard, NULL, &id, err, sizeof err) == 0);
+    nq_job_row_t row;
+    T_CHECK(store_job_get(s, id, &row) == 0);
+    T_EQ_U64(row.id, id);
+    T_CHECK(row.spec.kind == NQ_KIND_COUNT && row.spec.n == 17 && row.spec.priority == 5);
+    T_CHECK(row.spec.depth == 3 && row.spec.encoding == 1 && row.spec.max_attempts == 4);
+    T_CHECK(row.state == NQ_JOB_PENDING && row.created_at > 1e9 && row.started_at == 0);
+    T_EQ_U64(row.shards_total, N);
+    T_EQ_U64(row.shards_done, 0);
+    uint64_t probes[] = { 0, 1, 255, 256, 65537, N - 1 };
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        nq_shard_row_t sh;
+        T_CHECK(store_shard_get(s, id, probes[i], &sh) == 0);
+        T_EQ_U64(sh.idx, probes[i]);
+        T_CHECK(sh.state == NQ_SHARD_PENDING && sh.attempts == 0 && sh.spec_len == 8);
+        uint64_t v = 0;
+        for (int b = 0; b < 8; b++)
+            v |= (uint64_t)sh.spec[b] << (8 * b);
+        T_EQ_U64(v, probes[i]);
+        T_CHECK(sh.cost == (double)(probes[i] % 7));
+    }
+    nq_shard_row_t sh;
+    T_CHECK(store_shard_get(s, id, N, &sh) == -1);
+    T_EQ_U64(count_in(s, id, 1u << NQ_SHARD_PENDING), N);
+    T_EQ_U64(count_in(s, id, (1u << NQ_SHARD_PENDING) | (1u << NQ_SHARD_LEASED)), N);
+    T_EQ_U64(count_in(s, id, 1u << NQ_SHARD_DONE), 0);
+    T_CHECK(store_shards_each(s, id, 1u << 9, each_count, NULL) == -1);   /* no such state */
+
+    /* Same job found again (depth 0 = any depth); a different N is not. */
+    uint64_t found = 0;
+    T_CHECK(store_job_find_same(s, &spec, &found) == 0 && found == id);
+    spec.depth = 0;
+    T_CHECK(store_job_find_same(s, &spec, &found) == 0 && found == id);
+    spec.n = 18;
+    T_CHECK(store_job_find_same(s, &spec, &found) == 1);
+
+    /* A solve job keeps seeds (u64 bit patterns) and methods. */
+    uint64_t sid = make_job(s, NQ_KIND_SOLVE, 1000000, 6, 3);
+    T_CHECK(store_shard_get(s, sid, 5, &sh) == 0);
+    T_EQ_U64(sh.seed, 1005);
+    T_EQ_STR(sh.algo, "qs4");
+    T_CHECK(store_job_get(s, sid, &row) == 0);
+    T_EQ_STR(row.spec.algo, "minconflicts,qs4");
+    store_destroy(&s);
+}
+
+static int iter_short(void *ud, uint64_t idx, nq_shard_spec_t *out)
+{
+    (void)ud;
+    return idx < 5 ? count_shard(NULL, idx, out) : 1;
+}
+
+static int iter_bigspec(void *ud, uint64_t idx, nq_shard_spec_t *out)
+{
+    static uint8_t big[NQ_MAX_SPEC + 1];
+    (void)ud;
+    (void)idx;
+    out->spec = big;
+    out->spec_len = sizeof big;
+    return 0;
+}
+
+static void test_job_create_refused(void)
+{
+    const char *path = db_path("jobs_refused");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    nq_job_spec_t spec = job_spec(NQ_KIND_COUNT, 10);
+    uint64_t id = 77;
+    char err[256] = "";
+    spec.kind = 9;
+    T_CHECK(store_job_create(s, &spec, 10, count_shard, NULL, &id, err, sizeof err) == -1);
+    T_CHECK(strstr(err, "kind") != NULL);
+    spec = job_spec(NQ_KIND_COUNT, 10);
+    err[0] = 0;
+    T_CHECK(store_job_create(s, &spec, 0, count_shard, NULL, &id, err, sizeof err) == -1);
+    T_CHECK(strstr(err, "shard") != NULL);
+    spec.quorum = 0;
+    T_CHECK(store_job_create(s, &spec, 10, count_shard, NULL, &id, err, sizeof err) == -1);
+    spec = job_spec(NQ_KIND_COUNT, 10);
+    err[0] = 0;
+    T_CHECK(store_job_create(s, &spec, 10, iter_short, NULL, &id, err, sizeof err) == -1);
+    T_CHECK(strstr(err, "ended at 5 of 10") != NULL);
+    err[0] = 0;
+    T_CHECK(store_job_create(s, &spec, 10, iter_bigspec, NULL, &id, err, sizeof err) == -1);
+    T_CHECK(strstr(err, "descriptor") != NULL);
+    T_EQ_U64(id, 77);                   /* untouched on failure */
+    T_CHECK(sql_int(s, "SELECT count(*) FROM jobs") == 0);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM shards") == 0);
+
+    /* Inside a group, a refused job is undone alone: the group still commits. */
+    T_CHECK(store_begin(s) == 0);
+    T_CHECK(store_worker_seen(s, "w-group", "h", NULL, 2) == 0);
+    T_CHECK(store_job_create(s, &spec, 10, iter_short, NULL, &id, err, sizeof err) == -1);
+    uint64_t ok = make_job(s, NQ_KIND_COUNT, 10, 3, 3);
+    T_CHECK(store_commit(s, err, sizeof err) == 0);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM workers WHERE id = 'w-group'") == 1);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM jobs") == 1);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM shards") == 3);
+    nq_job_row_t row;
+    T_CHECK(store_job_get(s, ok, &row) == 0);
+    store_destroy(&s);
+}
+
+static void test_shard_transitions(void)
+{
+    const char *path = db_path("transitions");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    uint64_t job = make_job(s, NQ_KIND_COUNT, 10, 6, 2);
+    nq_shard_row_t sh;
+    int failed = -1;
+
+    T_CHECK(store_shard_lease(s, job, 0, 101, "wA") == 0);
+    T_CHECK(store_shard_get(s, job, 0, &sh) == 0 && sh.state == NQ_SHARD_LEASED && sh.lease == 101);
+    T_CHECK(store_shard_lease(s, job, 99, 102, "wA") == 1);          /* no such shard */
+    /* Lost lease, counted: attempts 1 of 2, back to pending. */
+    T_CHECK(store_shard_release(s, job, 0, 1, &failed) == 0 && failed == 0);
+    T_CHECK(store_shard_get(s, job, 0, &sh) == 0 && sh.state == NQ_SHARD_PENDING && sh.attempts == 1);
+    T_CHECK(store_shard_release(s, job, 0, 1, &failed) == 1);         /* not leased: no change */
+    T_CHECK(store_shard_get(s, job, 0, &sh) == 0 && sh.attempts == 1);
+    /* Released without counting (a clean BYE): attempts unchanged. */
+    T_CHECK(store_shard_lease(s, job, 0, 103, "wB") == 0);
+    T_CHECK(store_shard_release(s, job, 0, 0, &failed) == 0 && failed == 0);
+    T_CHECK(store_shard_get(s, job, 0, &sh) == 0 && sh.attempts == 1 && sh.state == NQ_SHARD_PENDING);
+    /* Second counted loss reaches max_attempts = 2: FAILED, and not leasable. */
+    T_CHECK(store_shard_lease(s, job, 0, 104, "wB") == 0);
+    T_CHECK(store_shard_release(s, job, 0, 1, &failed) == 0 && failed == 1);
+    T_EQ_STR(shard_state(s, job, 0), "failed");
+    T_CHECK(store_shard_lease(s, job, 0, 105, "wB") == 1);
+    nq_job_row_t row;
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_failed == 1);
+
+    /* Retry: failed -> pending, attempts 0. */
+    T_CHECK(store_shards_retry(s, job) == 0);
+    T_CHECK(store_shard_get(s, job, 0, &sh) == 0 && sh.state == NQ_SHARD_PENDING && sh.attempts == 0);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_failed == 0);
+
+    /* Cancel: pending and leased -> cancelled; a done shard stays done. */
+    nq_result_t r = count_result(job, 1, 200, 92);
+    T_CHECK(store_shard_lease(s, job, 1, 200, "wA") == 0);
+    T_CHECK(store_result_put(s, &r, "wA", NULL, NULL) == NQ_PUT_NEW);
+    T_CHECK(store_shard_lease(s, job, 2, 201, "wA") == 0);
+    T_CHECK(store_shards_cancel_pending(s, job) == 0);
+    T_EQ_STR(shard_state(s, job, 1), "done");
+    T_EQ_STR(shard_state(s, job, 2), "cancelled");
+    T_EQ_U64(count_in(s, job, 1u << NQ_SHARD_CANCELLED), 5);
+    T_CHECK(store_shard_lease(s, job, 3, 202, "wA") == 1);
+
+    /* Job states and their times. */
+    T_CHECK(store_job_set_state(s, job, NQ_JOB_RUNNING) == 0);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.state == NQ_JOB_RUNNING && row.started_at > 0);
+    double started = row.started_at;
+    T_CHECK(store_job_set_state(s, job, NQ_JOB_CANCELLED) == 0);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.state == NQ_JOB_CANCELLED && row.finished_at >= started);
+    T_CHECK(row.started_at == started);
+    T_CHECK(store_job_set_state(s, job + 100, NQ_JOB_RUNNING) == -1);  /* no such job */
+    T_CHECK(store_job_set_state(s, job, (nq_job_state_t)17) == -1);
+
+    store_destroy(&s);
+}
+
+typedef struct { uint64_t ids[8]; int n; } active_ctx_t;
+
+static int active_cb(void *ud, const nq_job_row_t *j)
+{
+    active_ctx_t *c = ud;
+    if (c->n < 8)
+        c->ids[c->n++] = j->id;
+    return 0;
+}
+
+static void test_jobs_active_order(void)
+{
+    const char *path = db_path("active");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    uint64_t a = make_job(s, NQ_KIND_COUNT, 8, 1, 3);
+    nq_job_spec_t hi = job_spec(NQ_KIND_COUNT, 9);
+    hi.priority = 9;
+    uint64_t b = 0, c;
+    char err[256];
+    T_CHECK(store_job_create(s, &hi, 1, count_shard, NULL, &b, err, sizeof err) == 0);
+    c = make_job(s, NQ_KIND_COUNT, 10, 1, 3);
+    T_CHECK(store_job_set_state(s, c, NQ_JOB_CANCELLED) == 0);
+    uint64_t d = make_job(s, NQ_KIND_COUNT, 11, 1, 3);
+    T_CHECK(store_job_set_state(s, d, NQ_JOB_RUNNING) == 0);
+    active_ctx_t ctx = { { 0 }, 0 };
+    T_CHECK(store_jobs_active(s, active_cb, &ctx) == 0);
+    T_CHECK(ctx.n == 3);
+    T_EQ_U64(ctx.ids[0], b);
+    T_EQ_U64(ctx.ids[1], a);
+    T_EQ_U64(ctx.ids[2], d);
+    store_destroy(&s);
+}
+
+/* ---------------------------------------------------------------- results */
+
+static void test_result_put(void)
+{
+    const char *path = db_path("results");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    uint64_t job = make_job(s, NQ_KIND_COUNT, 12, 6, 1);
+    T_CHECK(store_worker_seen(s, "wA", "alpha", "KEYA", 8) == 0);
+    nq_result_t r = count_result(job, 0, 11, 14200);
+    nq_job_row_t row;
+
+    /* First result wins. */
+    T_CHECK(store_shard_lease(s, job, 0, 11, "wA") == 0);
+    T_CHECK(store_result_put(s, &r, "wA", NULL, NULL) == NQ_PUT_NEW);
+    T_EQ_STR(shard_state(s, job, 0), "done");
+    T_CHECK(store_job_get(s, job, &row) == 0);
+    T_EQ_U64(row.shards_done, 1);
+    T_CHECK(sql_int(s, "SELECT shards_done FROM workers WHERE id = 'wA'") == 1);
+    T_CHECK(sql_int(s, "SELECT nodes FROM workers WHERE id = 'wA'") == (int64_t)r.nodes);
+    T_CHECK(sql_int(s, "SELECT total FROM shards WHERE idx = 0") == 14200);
+
+    /* The same worker resending after a lost ACK: idempotent, not a second opinion. */
+    T_CHECK(store_result_put(s, &r, "wA", NULL, NULL) == NQ_PUT_CONFIRMED);
+    T_CHECK(sql_int(s, "SELECT confirmations FROM shards WHERE idx = 0") == 0);
+    T_CHECK(sql_int(s, "SELECT shards_done FROM workers WHERE id = 'wA'") == 1);
+
+    /* Another worker, equal: a confirmation. */
+    nq_result_t r2 = r;
+    r2.lease = 12;
+    T_CHECK(store_result_put(s, &r2, "wB", NULL, NULL) == NQ_PUT_CONFIRMED);
+    T_CHECK(sql_int(s, "SELECT confirmations FROM shards WHERE idx = 0") == 1);
+    T_CHECK(sql_int(s, "SELECT shards_done FROM workers WHERE id = 'wB'") == 1);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 1);
+
+    /* Unequal in any compared field: a conflict, and the job may not finish. */
+    nq_result_t r3 = r;
+    r3.lease = 13;
+    r3.nodes++;
+    T_CHECK(store_result_put(s, &r3, "wC", NULL, NULL) == NQ_PUT_CONFLICT);
+    T_EQ_STR(shard_state(s, job, 0), "conflict");
+    T_CHECK(sql_int(s, "SELECT count(*) FROM shards WHERE idx = 0 AND conflict_with = 'wC'") == 1);
+    T_CHECK(sql_int(s, "SELECT conflicts FROM workers WHERE id = 'wC'") == 1);
+    T_CHECK(sql_int(s, "SELECT total FROM shards WHERE idx = 0") == 14200);   /* first still stands */
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 0 && row.shards_conflict == 1);
+    T_CHECK(store_job_set_state(s, job, NQ_JOB_DONE) == -1);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.state == NQ_JOB_PENDING);
+
+    /* Each field on its own makes a conflict. */
+    for (int f = 0; f < 5; f++) {
+        nq_result_t x = count_result(job, 1, 30 + f, 500);
+        T_CHECK(store_result_put(s, &x, "wA", NULL, NULL) == NQ_PUT_NEW);
+        x.lease = 60 + f;
+        if (f == 0) x.status = NQ_RES_NOTFOUND;
+        if (f == 1) x.total++;
+        if (f == 2) x.unique++;
+        if (f == 3) x.res13 = (uint8_t)((x.res13 + 1) % 13);
+        if (f == 4) x.res15 = (uint8_t)((x.res15 + 1) % 15);
+        T_CHECK(store_result_put(s, &x, "wD", NULL, NULL) == NQ_PUT_CONFLICT);
+        T_CHECK(store_shards_retry(s, job) == 0);       /* retry forgets both: fresh first result */
+        T_EQ_STR(shard_state(s, job, 1), "pending");
+    }
+    T_EQ_STR(shard_state(s, job, 0), "pending");
+    T_CHECK(sql_int(s, "SELECT count(*) FROM shards WHERE total IS NOT NULL") == 0);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 0 && row.shards_conflict == 0);
+
+    /* A failed shard accepts a late result as its first. */
+    int failed = 0;
+    T_CHECK(store_shard_lease(s, job, 2, 70, "wA") == 0);
+    T_CHECK(store_shard_release(s, job, 2, 1, &failed) == 0 && failed == 1);
+    nq_result_t late = count_result(job, 2, 70, 40);
+    T_CHECK(store_result_put(s, &late, "wA", NULL, NULL) == NQ_PUT_NEW);
+    T_EQ_STR(shard_state(s, job, 2), "done");
+
+    /* Ignored: unknown shard or job, wrong kind, a worker error, cancelled shards. */
+    nq_result_t bad = count_result(job, 999, 1, 1);
+    T_CHECK(store_result_put(s, &bad, "wA", NULL, NULL) == NQ_PUT_IGNORED);
+    bad = count_result(job + 50, 0, 1, 1);
+    T_CHECK(store_result_put(s, &bad, "wA", NULL, NULL) == NQ_PUT_IGNORED);
+    bad = count_result(job, 3, 1, 1);
+    bad.kind = NQ_KIND_ENUMERATE;
+    T_CHECK(store_result_put(s, &bad, "wA", NULL, NULL) == NQ_PUT_IGNORED);
+    bad = count_result(job, 3, 1, 1);
+    bad.status = NQ_RES_ERROR;
+    T_CHECK(store_result_put(s, &bad, "wA", NULL, NULL) == NQ_PUT_IGNORED);
+    T_EQ_STR(shard_state(s, job, 3), "pending");
+    T_CHECK(store_shards_cancel_pending(s, job) == 0);
+    bad = count_result(job, 3, 1, 1);
+    T_CHECK(store_result_put(s, &bad, "wA", NULL, NULL) == NQ_PUT_IGNORED);
+    T_EQ_STR(shard_state(s, job, 3), "cancelled");
+
+    /* Caller bugs are refused before the DB is touched, and do not spoil an open group. */
+    T_CHECK(store_begin(s) == 0);
+    T_CHECK(store_result_put(s, NULL, "wA", NULL, NULL) == -1);
+    nq_result_t nopay = count_result(job, 4, 1, 1);
+    nopay.payload_len = 10;             /* length without bytes */
+    T_CHECK(store_result_put(s, &nopay, "wA", NULL, NULL) == -1);
+    char err[256] = "";
+    T_CHECK(store_commit(s, err, sizeof err) == 0);
+    store_destroy(&s);
+}
+
+static void test_enumerate_and_solve_payloads(void)
+{
+    const char *path = db_path("payloads");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    /* enumerate: the packed solutions are kept; a different payload is a conflict. */
+    uint64_t ej = make_job(s, NQ_KIND_ENUMERATE, 6, 3, 3);
+    nq_result_t e = count_result(ej, 0, 1, 2);
+    e.kind = NQ_KIND_ENUMERATE;
+    const uint8_t sols[] = { 0x31, 0x50, 0x42, 0x42, 0x05, 0x13 };
+    e.payload = sols;
+    e.payload_len = sizeof sols;
+    T_CHECK(store_result_put(s, &e, "wA", NULL, NULL) == NQ_PUT_NEW);
+    T_CHECK(sql_int(s, "SELECT length(data) FROM enum_solutions WHERE shard = 0") == (int64_t)sizeof sols);
+    T_CHECK(sql_int(s, "SELECT count FROM enum_solutions WHERE shard = 0") == 2);
+    e.lease = 2;
+    T_CHECK(store_result_put(s, &e, "wB", NULL, NULL) == NQ_PUT_CONFIRMED);
+    uint8_t other[sizeof sols];
+    memcpy(other, sols, sizeof sols);
+    other[3] ^= 1;
+    e.payload = other;
+    e.lease = 3;
+    T_CHECK(store_result_put(s, &e, "wC", NULL, NULL) == NQ_PUT_CONFLICT);
+    /* A shard without solutions stores an empty blob (NOT NULL column). */
+    nq_result_t none = count_result(ej, 1, 4, 0);
+    none.kind = NQ_KIND_ENUMERATE;
+    T_CHECK(store_result_put(s, &none, "wA", NULL, NULL) == NQ_PUT_NEW);
+    T_CHECK(sql_int(s, "SELECT length(data) FROM enum_solutions WHERE shard = 1") == 0);
+
+    /* solve: inline columns for small N, a file name for large N; one row per distinct solution. */
+    uint64_t sj = make_job(s, NQ_KIND_SOLVE, 4, 4, 3);
+    const uint8_t cols[16] = { 1, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0 };
+    nq_result_t v;
+    memset(&v, 0, sizeof v);
+    v.job = sj;
+    v.kind = NQ_KIND_SOLVE;
+    v.status = NQ_RES_OK;
+    v.nodes = 17;
+    v.sol_n = 4;
+    v.payload = cols;
+    v.payload_len = sizeof cols;
+    T_CHECK(store_result_put(s, &v, "wA", "abc123", NULL) == NQ_PUT_NEW);
+    T_CHECK(sql_int(s, "SELECT length(cols) FROM solutions WHERE hash = 'abc123'") == 16);
+    T_CHECK(sql_int(s, "SELECT seed FROM solutions WHERE hash = 'abc123'") == 1000);
+    v.shard = 1;                        /* another seed, the same permutation */
+    v.lease = 5;
+    T_CHECK(store_result_put(s, &v, "wA", "abc123", NULL) == NQ_PUT_NEW);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM solutions") == 1);
+    v.shard = 2;
+    v.payload = NULL;
+    v.payload_len = 0;
+    T_CHECK(store_result_put(s, &v, "wA", "def456", "x.db.solutions/def456.nqsol") == NQ_PUT_NEW);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM solutions WHERE path = 'x.db.solutions/def456.nqsol'"
+                       " AND cols IS NULL") == 1);
+    /* Refused before the DB: a hash without the permutation; ignored: wrong length for N. */
+    v.shard = 3;
+    T_CHECK(store_result_put(s, &v, "wA", "0badc0de", NULL) == -1);
+    v.payload = cols;
+    v.payload_len = 12;
+    T_CHECK(store_result_put(s, &v, "wA", "0badc0de", NULL) == NQ_PUT_IGNORED);
+    T_EQ_STR(shard_state(s, sj, 3), "pending");
+    /* Not found: a real outcome of a study, no solution row. */
+    nq_result_t nf = v;
+    nf.status = NQ_RES_NOTFOUND;
+    nf.payload = NULL;
+    nf.payload_len = 0;
+    T_CHECK(store_result_put(s, &nf, "wA", NULL, NULL) == NQ_PUT_NEW);
+    nq_job_totals_t t;
+    T_CHECK(store_job_totals(s, sj, &t) == 0);
+    T_EQ_U64(t.solutions, 2);
+    T_EQ_U64(t.shards_done, 4);
+    T_EQ_U64(t.workers, 1);
+    store_destroy(&s);
+}
+
+static void test_totals_128bit(void)
+{
+    const char *path = db_path("totals");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    const uint64_t N = 2000;
+    uint64_t job = make_job(s, NQ_KIND_COUNT, 27, N, 3);
+    unsigned __int128 want_total = 0, want_unique = 0, want_nodes = 0;
+    T_CHECK(store_begin(s) == 0);
+    for (uint64_t i = 0; i < N; i++) {
+        nq_result_t r = count_result(job, i, i + 1, UINT64_MAX - i);   /* near 2^64 each */
+        r.unique = (UINT64_C(1) << 63) + i;
+        r.nodes = UINT64_MAX - 3 * i;
+        want_total += r.total;
+        want_unique += r.unique;
+        want_nodes += r.nodes;
+        T_CHECK(store_result_put(s, &r, i % 2 ? "wOdd" : "wEven", NULL, NULL) == NQ_PUT_NEW);
+    }
+    char err[256] = "";
+    T_CHECK(store_commit(s, err, sizeof err) == 0);
+    nq_job_totals_t t;
+    T_CHECK(store_job_totals(s, job, &t) == 0);
+    T_CHECK(t.total == want_total);
+    T_CHECK(t.unique == want_unique);
+    T_CHECK(t.nodes == want_nodes);
+    T_CHECK((t.total >> 64) == N - 1);        /* well past 2^64: exact, not a float */
+    T_EQ_U64((uint64_t)t.total, (uint64_t)want_total);
+    T_EQ_U64(t.shards_done, N);
+    T_EQ_U64(t.workers, 2);
+    T_CHECK(t.core_seconds > 1.5 * N - 1 && t.core_seconds < 1.5 * N + 1);
+    /* A worker's node counter saturates instead of wrapping. */
+    T_CHECK((uint64_t)sql_int(s, "SELECT nodes FROM workers WHERE id = 'wOdd'") == UINT64_MAX);
+    T_CHECK(store_job_totals(s, job + 1, &t) == -1);
+    store_destroy(&s);
+}
+
+static void test_worker_seen(void)
+{
+    const char *path = db_path("workers");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    T_CHECK(store_worker_seen(s, "h1:10:1", "h1", "PUBKEY", 4) == 0);
+    int64_t first = sql_int(s, "SELECT CAST(first_seen * 1000 AS INTEGER) FROM workers");
+    T_CHECK(store_worker_seen(s, "h1:10:1", "h1b", NULL, 8) == 0);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM workers") == 1);
+    T_CHECK(sql_int(s, "SELECT threads FROM workers") == 8);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM workers WHERE host = 'h1b' AND pubkey = 'PUBKEY'") == 1);
+    T_CHECK(sql_int(s, "SELECT CAST(first_seen * 1000 AS INTEGER) FROM workers") == first);
+    T_CHECK(store_worker_seen(s, "", "h", NULL, 1) == -1);
+    T_CHECK(store_worker_seen(s, NULL, "h", NULL, 1) == -1);
+    store_destroy(&s);
+}
+
+/* ---------------------------------------------------------------- faults */
+
+static int put_group(nq_store_t *s, uint64_t job, uint64_t from, uint64_t count, int *failed_puts)
+{
+    *failed_puts = 0;
+    if (store_begin(s) != 0)
+        return -1;
+    for (uint64_t i = from; i < from + count; i++) {
+        nq_result_t r = count_result(job, i, 1000 + i, 1000000 + i);
+        if (store_result_put(s, &r, "wFull", NULL, NULL) < 0)
+            (*failed_puts)++;
+    }
+    return 0;
+}
+
+static void test_disk_full_group(void)
+{
+    const char *path = db_path("full");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    uint64_t job = make_job(s, NQ_KIND_COUNT, 16, 3000, 3);
+    /* The file may not grow by a single page: results need new pages, so the group hits SQLITE_FULL. */
+    char sql[80];
+    snprintf(sql, sizeof sql, "PRAGMA max_page_count = %lld", (long long)sql_int(s, "PRAGMA page_count"));
+    T_CHECK(sqlite3_exec(store_db(s), sql, NULL, NULL, NULL) == SQLITE_OK);
+    int failed_puts = 0;
+    T_CHECK(put_group(s, job, 0, 1000, &failed_puts) == 0);
+    T_CHECK(failed_puts > 0);
+    char err[512] = "";
+    T_CHECK(store_commit(s, err, sizeof err) == -1);
+    if (!strstr(err, "disk is full"))
+        fprintf(stderr, "  message: %s\n", err);
+    T_CHECK(strstr(err, "disk is full") != NULL);
+    T_CHECK(strstr(err, "rolled back") != NULL);
+    /* Nothing of the group is visible, here or to another reader. */
+    nq_job_row_t row;
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 0);
+    T_EQ_U64(count_in(s, job, 1u << NQ_SHARD_DONE), 0);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM workers") == 0);
+    nq_store_t *ro = open_ok(path, 1);
+    T_CHECK(ro && store_job_get(ro, job, &row) == 0 && row.shards_done == 0);
+    store_destroy(&ro);
+    /* Outside a group too: a job that needs pages is refused whole, with the reason. */
+    uint64_t id = 0;
+    nq_job_spec_t big = job_spec(NQ_KIND_COUNT, 17);
+    err[0] = 0;
+    T_CHECK(store_job_create(s, &big, 5000, count_shard, NULL, &id, err, sizeof err) == -1);
+    T_CHECK(strstr(err, "disk is full") != NULL);
+    T_CHECK(sqlite3_get_autocommit(store_db(s)) == 1);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM jobs") == 1);
+
+    /* Space again: the same group commits, all of it. */
+    T_CHECK(sqlite3_exec(store_db(s), "PRAGMA max_page_count = 1073741823", NULL, NULL, NULL) == SQLITE_OK);
+    T_CHECK(put_group(s, job, 0, 1000, &failed_puts) == 0);
+    T_CHECK(failed_puts == 0);
+    T_CHECK(store_commit(s, err, sizeof err) == 0);
+    T_CHECK(store_job_get(s, job, &row) == 0);
+    T_EQ_U64(row.shards_done, 1000);
+    T_EQ_U64(count_in(s, job, 1u << NQ_SHARD_DONE), 1000);
+    store_destroy(&s);
+    /* And the DB still opens, checks and holds the results. */
+    s = open_ok(path, 0);
+    T_CHECK(s && store_job_get(s, job, &row) == 0 && row.shards_done == 1000);
+    store_destroy(&s);
+}
+
+static void test_group_without_own_transactions(void)
+{
+    const char *path = db_path("group");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    uint64_t job = make_job(s, NQ_KIND_COUNT, 10, 10, 3);
+    T_CHECK(store_begin(s) == 0);
+    T_CHECK(store_begin(s) == -1);                    /* no nesting */
+    nq_result_t r = count_result(job, 0, 1, 724);
+    T_CHECK(store_result_put(s, &r, "w", NULL, NULL) == NQ_PUT_NEW);
+    T_CHECK(sqlite3_get_autocommit(store_db(s)) == 0);   /* still inside the one transaction */
+    store_rollback(s);
+    T_EQ_STR(shard_state(s, job, 0), "pending");
+    char err[256] = "";
+    T_CHECK(store_commit(s, err, sizeof err) == -1);   /* nothing open */
+    T_CHECK(err[0] != 0);
+    store_destroy(&s);
+}
+
+static void test_concurrent_readonly(void)
+{
+    const char *path = db_path("concurrent");
+    nq_store_t *w = open_ok(path, 0);
+    if (!w)
+        return;
+    uint64_t job = make_job(w, NQ_KIND_COUNT, 10, 10, 3);
+    nq_result_t r = count_result(job, 0, 1, 724);
+    T_CHECK(store_result_put(w, &r, "w", NULL, NULL) == NQ_PUT_NEW);
+    /* The writer holds a transaction with 5 more results in it. */
+    T_CHECK(store_begin(w) == 0);
+    for (uint64_t i = 1; i <= 5; i++) {
+        nq_result_t x = count_result(job, i, 1 + i, 100 + i);
+        T_CHECK(store_result_put(w, &x, "w", NULL, NULL) == NQ_PUT_NEW);
+    }
+    double t0 = now_mono();
+    nq_store_t *ro = open_ok(path, 1);
+    T_CHECK(now_mono() - t0 < 2.0);                     /* not waiting for the writer */
+    nq_job_row_t row;
+    T_CHECK(ro && store_job_get(ro, job, &row) == 0);
+    T_EQ_U64(row.shards_done, 1);                       /* the last committed state */
+    nq_job_totals_t t;
+    T_CHECK(ro && store_job_totals(ro, job, &t) == 0 && t.total == 724);
+    char err[256] = "";
+    T_CHECK(store_commit(w, err, sizeof err) == 0);
+    T_CHECK(ro && store_job_get(ro, job, &row) == 0);
+    T_EQ_U64(row.shards_done, 6);                       /* a new read sees the commit */
+    store_destroy(&ro);
+    store_destroy(&w);
+}
+
+/* ---------------------------------------------------------------- measure (printed, not asserted) */
+
+static void test_measure(void)
+{
+    const char *path = db_path("measure");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    const uint64_t SHARDS = 1000000, RESULTS = 100000, GROUP = 1000;
+    double t0 = now_mono();
+    uint64_t job = make_job(s, NQ_KIND_COUNT, 20, SHARDS, 3);
+    double t1 = now_mono();
+    char err[256] = "";
+    for (uint64_t g = 0; g < RESULTS; g += GROUP) {
+        T_CHECK(store_begin(s) == 0);
+        for (uint64_t i = g; i < g + GROUP; i++) {
+            nq_result_t r = count_result(job, i * (SHARDS / RESULTS), i + 1, 1000 + i);
+            if (store_result_put(s, &r, i % 4 ? "wA" : "wB", NULL, NULL) != NQ_PUT_NEW)
+                T_CHECK(0);
+        }
+        T_CHECK(store_commit(s, err, sizeof err) == 0);
+    }
+    double t2 = now_mono();
+    nq_job_totals_t t;
+    T_CHECK(store_job_totals(s, job, &t) == 0);
+    double t3 = now_mono();
+    store_destroy(&s);
+    double t4 = now_mono();
+    s = open_ok(path, 1);               /* quick_check of the whole file on open */
+    double t5 = now_mono();
+    store_destroy(&s);
+    T_EQ_U64(t.shards_done, RESULTS);
+    fprintf(stderr, "  create job, %llu shards: %.2f s (%.0f shards/s)\n", (unsigned long long)SHARDS,
+            t1 - t0, SHARDS / (t1 - t0));
+    fprintf(stderr, "  put %llu results, groups of %llu: %.2f s (%.0f results/s)\n",
+            (unsigned long long)RESULTS, (unsigned long long)GROUP, t2 - t1, RESULTS / (t2 - t1));
+    fprintf(stderr, "  totals over %llu done shards: %.3f s; close %.2f s; read-only open with quick_check: %.2f s\n",
+            (unsigned long long)RESULTS, t3 - t2, t4 - t3, t5 - t4);
+}
+
+T_MAIN(T_CASE(test_create_migrate_reopen), T_CASE(test_empty_file_is_adopted),
+       T_CASE(test_refuse_garbage), T_CASE(test_refuse_other_application),
+       T_CASE(test_refuse_newer_schema), T_CASE(test_refuse_damaged),
+       T_CASE(test_refuse_missing_readonly), T_CASE(test_job_roundtrip_1e5),
+       T_CASE(test_job_create_refused), T_CASE(test_shard_transitions),
+       T_CASE(test_jobs_active_order), T_CASE(test_result_put),
+       T_CASE(test_enumerate_and_solve_payloads), T_CASE(test_totals_128bit),
+       T_CASE(test_worker_seen), T_CASE(test_disk_full_group),
+       T_CASE(test_group_without_own_transactions), T_CASE(test_concurrent_readonly),
+       T_CASE(test_measure))
