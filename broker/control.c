@@ -131,12 +131,22 @@ static void reply(nq_broker_t *b, const void *rid, size_t rid_len, int code, con
     nq_msg_t m = { .type = NQ_MSG_CTL_REP };
     m.u.ctl_rep.code = code;
     snprintf(m.u.ctl_rep.error, sizeof m.u.ctl_rep.error, "%s", error ? error : "");
+    for (char *p = m.u.ctl_rep.error; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = ' ';                   /* the protocol refuses control bytes in strings */
     m.u.ctl_rep.doc_bytes = doc ? doc->data : NULL;
     m.u.ctl_rep.doc_len = doc ? doc->size : 0;
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
-    if (proto_encode(&m, &sb) == 0 &&
-        zmq_send(b->control_sock, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
+    if (proto_encode(&m, &sb) != 0) {   /* too big or too deep to send: say so, never go silent */
+        nq_msg_t fb = { .type = NQ_MSG_CTL_REP };
+        fb.u.ctl_rep.code = NQ_EXIT_ERROR;
+        snprintf(fb.u.ctl_rep.error, sizeof fb.u.ctl_rep.error,
+                 "the reply does not fit in one message; use --db PATH to read the DB directly");
+        msgpack_sbuffer_clear(&sb);
+        proto_encode(&fb, &sb);
+    }
+    if (sb.size > 0 && zmq_send(b->control_sock, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
         zmq_send(b->control_sock, sb.data, sb.size, ZMQ_DONTWAIT);
     msgpack_sbuffer_destroy(&sb);
 }

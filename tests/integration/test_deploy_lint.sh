@@ -41,7 +41,7 @@ else
 fi
 for s in "${scripts[@]}"; do
     [[ -x $s ]] || fail "$s is not executable"
-    head -1 "$s" | grep -q '^#!/bin/\(ba\)\?sh$' || fail "$s: first line must be #!/bin/sh or #!/bin/bash"
+    head -1 "$s" | grep -Eq '^#!(/bin/|/usr/bin/env )(ba)?sh$' || fail "$s: first line must start a POSIX shell or bash"
 done
 
 # ---- systemd units --------------------------------------------------------------------

@@ -5,7 +5,7 @@
 # a broker restart delivers its outbox.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
-N=15
+N=16
 
 WPORT=$(free_port); CPORT=$(free_port)
 export WPORT CPORT
@@ -13,9 +13,9 @@ WEP=tcp://127.0.0.1:$WPORT
 start_worker early --threads 2 >/dev/null          # before the broker exists
 sleep 0.5
 BROKER_N=0 start_broker kb.db >/dev/null
-id=$("$NQ" submit count $N --depth 4) || fail "submit"
+id=$("$NQ" submit count $N ) || fail "submit"
 for round in 1 2 3; do
-    wait_for 60 bash -c "[ \$($NQ status $id --json | grep -o '\"shards_done\":[0-9]*' | cut -d: -f2) -gt $((round * 20)) ]" \
+    wait_for 60 bash -c "[ \$($NQ status $id --json | grep -o '\"shards_done\":[0-9]*' | cut -d: -f2) -gt $((round * 30)) ]" \
         || break                                   # it may simply have finished
     kill -9 "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
     sleep 0.3

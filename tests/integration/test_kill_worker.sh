@@ -4,11 +4,11 @@
 # results are compared, not counted twice.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
-N=15
+N=16
 
 start_broker k.db >/dev/null
 victim=$(start_worker victim --threads 1)
-id=$("$NQ" submit count $N --depth 4) || fail "submit"
+id=$("$NQ" submit count $N ) || fail "submit"
 wait_for 60 bash -c "[ \$($NQ status $id --json | grep -o '\"shards_done\":[0-9]*' | cut -d: -f2) -gt 3 ]" \
     || fail "no progress"
 kill -9 "$victim"
@@ -18,7 +18,7 @@ wait_for 240 job_done "$id" || fail "count did not finish after kill -9"
 grep -q "worker.lost" "$T/broker.log" || fail "broker did not log the lost worker"
 ok "kill -9 of a worker: shards re-leased, count $N exact"
 
-id2=$("$NQ" submit count $N --depth 4) || fail "submit 2"
+id2=$("$NQ" submit count $N ) || fail "submit 2"
 stopped=$(start_worker stopped --threads 1)
 wait_for 60 bash -c "$NQ workers --json | grep -q '\"leases\":[1-9]'" || fail "no lease"
 kill -STOP "$stopped"
