@@ -305,8 +305,8 @@ static void drain_control(nq_broker_t *b)
 static long poll_timeout_ms(nq_broker_t *b, double now)
 {
     double t = b->cfg.heartbeat_ms / 4000.0;
-    if (b->ngroup > 0) {
-        double due = b->group_since + b->cfg.group_ms / 1000.0 - now;
+    if (b->txn_open) {
+        double due = b->txn_since + b->cfg.group_ms / 1000.0 - now;
         if (due < t)
             t = due;
     }
@@ -323,6 +323,7 @@ int broker_run(nq_broker_t *b, const atomic_int *stop)
         double now = broker_now();
         if (zmq_poll(items, 2, poll_timeout_ms(b, now)) < 0 && errno != EINTR)
             break;
+        broker_txn(b);                  /* every write of this round rides the group commit */
         if (items[0].revents & ZMQ_POLLIN)
             drain_workers(b);
         if (items[1].revents & ZMQ_POLLIN)

@@ -45,6 +45,7 @@ static void call_local(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_cl
         size_t off = 0;
         if (!rep->zone || msgpack_unpack(sb.data, sb.size, &off, rep->zone, &rep->doc) != MSGPACK_UNPACK_SUCCESS)
             set_error(rep, NQ_EXIT_ERROR, "%s", "cannot read the query's document");
+        rep->buf = msgpack_sbuffer_release(&sb);   /* doc's strings point into it */
     } else {
         snprintf(rep->error, sizeof rep->error, "%s", err);
     }
@@ -139,4 +140,6 @@ void client_reply_free(nq_client_reply_t *rep)
     if (rep->zone)
         msgpack_zone_free(rep->zone);
     rep->zone = NULL;
+    free(rep->buf);
+    rep->buf = NULL;
 }

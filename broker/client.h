@@ -24,6 +24,7 @@ typedef struct {
     char error[NQ_STR_MAX];
     msgpack_object doc;          /* valid until client_reply_free */
     msgpack_zone *zone;
+    char *buf;                   /* the packed document doc points into (offline path) */
 } nq_client_reply_t;
 
 /* Sends req and waits for the reply; a transport failure is code NQ_EXIT_ERROR with error set. */
