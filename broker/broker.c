@@ -350,6 +350,7 @@ void broker_destroy(nq_broker_t **bp)
         return;
     broker_metrics_stop(b);
     results_free_all(b);
+    quorum_free_all();
     leases_free_all(b);
     jobs_free_all(b);
     if (b->workers_sock)

@@ -44,6 +44,10 @@ typedef struct nq_lease {
     struct nq_lease *hnext;            /* hash chain */
 } nq_lease_t;
 
+/* A worker that sends results failing the broker's checks is flagged; after this many it gets
+   no more work (its credit is ignored), so its shards go to others. */
+#define QUARANTINE_AFTER 3
+
 /* A connected worker, known by its ZeroMQ routing id. */
 struct nq_peer {
     char rid[256];
@@ -55,6 +59,7 @@ struct nq_peer {
     double last_recv, last_sent;       /* monotonic seconds */
     nq_lease_t *leases;
     uint64_t nodes_done;               /* for nodes/s */
+    uint32_t rejected;                 /* results that failed the broker's checks */
     double first_seen;
     nq_peer_t *next;
 };
@@ -161,6 +166,11 @@ void results_free_all(nq_broker_t *b);
 int broker_metrics_start(nq_broker_t *b, char *err, size_t errlen);
 void broker_metrics_tick(nq_broker_t *b, double now);
 void broker_metrics_stop(nq_broker_t *b);
+
+/* quorum.c */
+int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e, nq_result_t *other);
+int quorum_voted(nq_broker_t *b, uint64_t job, uint64_t shard, const char *worker);
+void quorum_free_all(void);
 
 /* control.c */
 void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const nq_ctl_req_t *req);

@@ -204,6 +204,8 @@ int cmd_run(int argc, char **argv)
     char err[512];
     if ((rc = control_spec_from_params(&a.req, &spec, err, sizeof err)))
         return cli_usage_error("run", "%s", err);
+    if (spec.quorum > 1)
+        return cli_usage_error("run", "--quorum needs independent workers: use nq broker and several nq workers");
     uint64_t id;
     int done;
     if ((rc = run_prepare(db, &spec, a.fresh, &id, &done)))

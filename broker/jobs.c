@@ -63,7 +63,7 @@ typedef struct { nq_broker_t *b; nq_job_t *j; cost_idx_t *v; size_t n, cap; doub
 static int load_shard(void *ud, const nq_shard_row_t *r)
 {
     load_ctx_t *c = ud;
-    if (r->state == NQ_SHARD_LEASED) {
+    if (r->state == NQ_SHARD_LEASED && c->j->spec.quorum < 2) {
         /* Re-armed: the worker that held it may still deliver, so wait a grace window. */
         leases_add(c->b, NULL, r->job, r->idx, r->attempts, r->lease);
         uint64_t *g = realloc(c->j->grace, (c->j->ngrace + 1) * sizeof *g);
@@ -118,7 +118,8 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
     }
     qsort(c.v, c.n, sizeof *c.v, cost_cmp);
     for (size_t i = 0; i < c.n; i++)
-        jobs_push_pending(j, c.v[i].idx);
+        for (uint32_t q = 0; q < (j->spec.quorum > 1 ? j->spec.quorum : 1); q++)
+            jobs_push_pending(j, c.v[i].idx);   /* under quorum: one copy per vote needed */
     free(c.v);
     j->grace_until = broker_now() + b->cfg.grace_s;
     nq_job_totals_t t;

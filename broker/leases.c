@@ -171,22 +171,54 @@ static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard)
     return 0;
 }
 
+/* Under quorum a worker never gets a shard it holds or has voted on: votes must be independent. */
+static int quorum_excludes(nq_broker_t *b, nq_peer_t *p, const nq_job_t *j, uint64_t shard)
+{
+    if (j->spec.quorum < 2)
+        return 0;
+    for (nq_lease_t *l = p->leases; l; l = l->next_in_peer)
+        if (l->job == j->id && l->shard == shard)
+            return 1;
+    return quorum_voted(b, j->id, shard, p->hello.worker_id);
+}
+
+typedef struct { nq_job_t *j; uint64_t shard; } deferred_t;
+
+static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
+{
+    deferred_t skipped[64];
+    int nskipped = 0;
+    if (p->rejected >= QUARANTINE_AFTER)
+        return;                         /* quarantined: its results failed our checks */
+    while (p->outstanding < p->credit) {
+        nq_job_t *j;
+        uint64_t shard;
+        if (jobs_next_shard(b, &j, &shard) != 0)
+            break;                      /* nothing pending anywhere */
+        if (quorum_excludes(b, p, j, shard)) {
+            skipped[nskipped].j = j;
+            skipped[nskipped++].shard = shard;
+            if (nskipped == 64)
+                break;
+            continue;
+        }
+        if (send_task(b, p, j, shard) != 0) {
+            jobs_push_pending(j, shard);
+            break;                      /* this peer cannot take messages now */
+        }
+    }
+    while (nskipped > 0) {              /* for the next worker, in their old order */
+        nskipped--;
+        jobs_push_pending(skipped[nskipped].j, skipped[nskipped].shard);
+    }
+}
+
 void leases_dispatch(nq_broker_t *b)
 {
     if (!b->store_ok || b->stopping)
         return;
-    for (nq_peer_t *p = b->peers; p; p = p->next) {
-        while (p->outstanding < p->credit) {
-            nq_job_t *j;
-            uint64_t shard;
-            if (jobs_next_shard(b, &j, &shard) != 0)
-                return;                 /* nothing pending anywhere */
-            if (send_task(b, p, j, shard) != 0) {
-                jobs_push_pending(j, shard);
-                break;                  /* this peer cannot take messages now */
-            }
-        }
-    }
+    for (nq_peer_t *p = b->peers; p; p = p->next)
+        dispatch_peer(b, p);
 }
 
 /* ---- liveness ---- */

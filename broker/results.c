@@ -40,11 +40,16 @@ static void reject(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, const cha
     b->stats.results_rejected++;
     nq_log(NQ_LOG_WARN, "result.rejected", "job=%llu shard=%llu worker=%s reason=\"%s\"",
            (unsigned long long)r->job, (unsigned long long)r->shard, p->hello.worker_id, why);
+    if (r->status == NQ_RES_ERROR)
+        return;                         /* the worker said it failed: not a lie */
+    store_worker_flag(b->store, p->hello.worker_id);
+    if (++p->rejected == QUARANTINE_AFTER)
+        nq_log(NQ_LOG_WARN, "worker.quarantined", "worker=%s rejected=%u", p->hello.worker_id, p->rejected);
 }
 
 static void send_ack(nq_broker_t *b, const char *rid, size_t rid_len, const nq_result_t *r)
 {
-    nq_peer_t *p = peers_find(b, rid, rid_len);
+    nq_peer_t *p = rid_len ? peers_find(b, rid, rid_len) : NULL;
     if (!p)
         return;                         /* gone: it resends from its outbox after reconnecting */
     nq_msg_t m = { .type = NQ_MSG_ACK };
@@ -172,6 +177,36 @@ static nq_pending_result_t *group_append(nq_broker_t *b, nq_peer_t *p, const nq_
     return e;
 }
 
+/*
+ * Under quorum a result is a vote: only a decided shard goes on to the store.
+ * Returns 0 when e should be stored now, 1 when it was taken as a vote only.
+ */
+static int quorum_gate(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_result_t *e)
+{
+    nq_result_t other;
+    int rc = quorum_vote(b, j, e, &other);
+    if (rc == 1)
+        return 0;
+    if (rc == 2) {                      /* no agreement: store two differing votes = CONFLICT */
+        b->ngroup++;
+        broker_txn(b);
+        if (b->store_ok)
+            group_put(b, e);
+        nq_pending_result_t *d = group_append(b, p, &other);
+        if (d) {
+            snprintf(d->worker, sizeof d->worker, "quorum-dissent");
+            d->rid_len = 0;             /* nobody to acknowledge */
+            b->ngroup++;
+            if (b->store_ok)
+                group_put(b, d);
+        }
+        return 1;
+    }
+    send_ack(b, p->rid, p->rid_len, &e->r);   /* a vote, or a resend of one: nothing to commit */
+    free(e->payload);
+    return 1;
+}
+
 void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
 {
     nq_lease_t *l = leases_find(b, r->lease);
@@ -198,6 +233,9 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
     if (l)
         leases_remove(b, l);            /* its credit is free again at once */
     p->nodes_done += r->nodes;
+    nq_job_t *j = jobs_find(b, r->job);
+    if (j && j->spec.quorum > 1 && quorum_gate(b, p, j, e) != 0)
+        return;
     b->ngroup++;
     broker_txn(b);
     if (b->store_ok && group_put(b, e) != 0)

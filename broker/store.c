@@ -39,7 +39,7 @@ enum {
     Q_SHARD_LEASE, Q_SHARD_RELEASE, Q_SHARDS_CANCEL, Q_ENUM_RETRY_DELETE, Q_SHARDS_RETRY,
     Q_PUT_LOOKUP, Q_PUT_FIRST, Q_PUT_CONFIRM, Q_PUT_CONFLICT, Q_JOB_DONE_ADD,
     Q_ENUM_PUT, Q_ENUM_GET, Q_SOLUTION_PUT, Q_WORKER_NODES, Q_WORKER_CREDIT, Q_WORKER_CONFLICT,
-    Q_WORKER_SEEN, Q_TOTALS_ROWS, Q_TOTALS_WORKERS, Q_TOTALS_SOLUTIONS, Q_COUNT
+    Q_WORKER_FLAG, Q_WORKER_SEEN, Q_TOTALS_ROWS, Q_TOTALS_WORKERS, Q_TOTALS_SOLUTIONS, Q_COUNT
 };
 
 static const char *const sql_text[Q_COUNT] = {
@@ -133,6 +133,8 @@ static const char *const sql_text[Q_COUNT] = {
     [Q_WORKER_CONFLICT] =
         "INSERT INTO workers (id, host, first_seen, last_seen, conflicts) VALUES (?1, '', ?2, ?2, 1)"
         " ON CONFLICT (id) DO UPDATE SET last_seen = ?2, conflicts = conflicts + 1",
+    [Q_WORKER_FLAG] =
+        "UPDATE workers SET conflicts = conflicts + 1, flagged = 1 WHERE id = ?1",
     [Q_WORKER_SEEN] =
         "INSERT INTO workers (id, host, pubkey, threads, first_seen, last_seen)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (id) DO UPDATE SET host = excluded.host,"
@@ -1384,6 +1386,23 @@ int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
 }
 
 /* ---------------------------------------------------------------- workers */
+
+int store_worker_flag(nq_store_t *s, const char *id)
+{
+    if (!id || !*id)
+        return -1;
+    int own;
+    if (tx_enter(s, &own) != 0)
+        return -1;
+    sqlite3_stmt *q = stmt(s, Q_WORKER_FLAG);
+    int rc = -1;
+    if (q) {
+        sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+        int e = run_done(q);
+        rc = e ? db_fail(s, "worker.flag", e) : 0;
+    }
+    return tx_leave(s, own, rc);
+}
 
 int store_worker_seen(nq_store_t *s, const char *id, const char *host, const char *key, uint32_t threads)
 {

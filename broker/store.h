@@ -135,7 +135,8 @@ int store_shards_retry(nq_store_t *s, uint64_t job);                    /* faile
 int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
                      const char *sol_hash, const char *sol_path);
 
-/* Workers. */
+/* Workers. flag: outvoted under quorum (conflicts + 1, flagged). */
+int store_worker_flag(nq_store_t *s, const char *id);
 int store_worker_seen(nq_store_t *s, const char *id, const char *host, const char *key, uint32_t threads);
 
 /* Sums over the job's done shards: 128-bit totals. 0 ok. */

@@ -11,8 +11,10 @@
 #include <time.h>
 
 #ifdef NQ_TEST_FAULTS
-/* Test-only fault switch (never in release builds): NQ_FAULT_CORRUPT=P corrupts that share of
-   count results, NQ_FAULT_CRASH_SHARD=I aborts the process on shard I (a poison shard). */
+/* Test-only fault switch (compiled in only with -DNQ_TEST_FAULTS=ON; release packages are built
+   without it): NQ_FAULT_CORRUPT=P corrupts that share of count results — the total alone, so the
+   residues catch it, or with NQ_FAULT_CORRUPT_MODE=consistent the residues too, so only a quorum
+   can; NQ_FAULT_CRASH_SHARD=I aborts the process on shard I (a poison shard). */
 static void fault_inject(nq_wtask_t *t)
 {
     const char *crash = getenv("NQ_FAULT_CRASH_SHARD");
@@ -22,9 +24,12 @@ static void fault_inject(nq_wtask_t *t)
     if (p && t->r.kind == NQ_KIND_COUNT) {
         uint64_t x = t->t.shard * 0x9e3779b97f4a7c15ull + t->t.lease;
         if ((double)(x >> 11) / 9007199254740992.0 < atof(p)) {
-            t->r.total += 1;            /* a plausible wrong count: residues recomputed to match */
-            t->r.res13 = (uint8_t)(t->r.total % 13);
-            t->r.res15 = (uint8_t)(t->r.total % 15);
+            t->r.total += 2;            /* a plausible wrong count */
+            const char *mode = getenv("NQ_FAULT_CORRUPT_MODE");
+            if (mode && strcmp(mode, "consistent") == 0) {
+                t->r.res13 = (uint8_t)(t->r.total % 13);
+                t->r.res15 = (uint8_t)(t->r.total % 15);
+            }
         }
     }
 }

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Wrong answers: a worker that corrupts its results (test-only fault switch).
+# With --quorum 2 the answer is exact and the faulty worker is flagged; without
+# quorum the residue check catches a corrupted total. A poison shard (crashes
+# its worker every time) ends FAILED after --max-attempts, never loops, and
+# `nq retry` finishes the job once the fault is gone.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
+ulimit -c 0
+
+"$NQ" help worker >/dev/null || fail "no nq"
+start_broker w.db >/dev/null
+start_worker good1 --threads 1 --id good1 >/dev/null
+start_worker good2 --threads 1 --id good2 >/dev/null
+NQ_FAULT_CORRUPT=0.5 NQ_FAULT_CORRUPT_MODE=consistent start_worker bad --threads 1 --id bad >/dev/null
+id=$("$NQ" submit count 13 --quorum 2) || fail "submit quorum"
+wait_for 120 job_done "$id" || fail "quorum job did not finish"
+[ "$(job_field "$id" total)" = "$(oeis_total 13)" ] || fail "quorum total"
+[ "$(job_field "$id" unique)" = "$(oeis_unique 13)" ] || fail "quorum unique"
+"$NQ" workers --json | grep -o '{[^{}]*"id":"bad"[^{}]*}' | grep -q '"flagged":true' \
+    || fail "faulty worker not flagged: $("$NQ" workers --json)"
+"$NQ" workers --json | grep -o '{[^{}]*"id":"good1"[^{}]*}' | grep -q '"flagged":false' \
+    || fail "good worker flagged"
+"$NQ" workers | grep bad | grep -q FLAGGED || fail "nq workers table does not name the faulty worker"
+ok "quorum 2 with a worker corrupting half its results: exact, and the faulty worker is flagged"
+
+# Without quorum, a corrupted total with stale residues is refused and recomputed.
+pkill -f -- "--id bad" 2>/dev/null
+NQ_FAULT_CORRUPT=0.5 start_worker bad2 --threads 1 --id bad2 >/dev/null
+id2=$("$NQ" submit count 13) || fail "submit"
+wait_for 120 job_done "$id2" || fail "job without quorum did not finish"
+[ "$(job_field "$id2" total)" = "$(oeis_total 13)" ] || fail "total with residue checks"
+grep -q 'result.rejected.*residues do not match' "$T/broker.log" || fail "no residue rejection logged"
+ok "without quorum: corrupted totals caught by the residues, refused, recomputed; exact"
+
+# A poison shard: every worker that takes shard 3 of the next job crashes.
+pkill -f -- "--connect $WEP" 2>/dev/null
+sleep 0.5
+(while :; do NQ_FAULT_CRASH_SHARD=3 "$NQ" worker --connect "$WEP" --threads 1 --prefetch 0 >>"$T/poison.log" 2>&1; sleep 0.2; done) &
+PIDS+=($!)
+id3=$("$NQ" submit count 10 --max-attempts 3) || fail "submit poison"
+wait_for 120 bash -c "[ \"\$($NQ status $id3 --json | grep -o '\"state\":\"[a-z]*\"')\" = '\"state\":\"failed\"' ]" \
+    || fail "poison job did not end failed: $("$NQ" status "$id3" --json)"
+[ "$(job_field "$id3" shards_failed)" = 1 ] || fail "want exactly one failed shard"
+kill "${PIDS[-1]}"; pkill -f -- "--connect $WEP" 2>/dev/null
+ok "poison shard: FAILED after 3 attempts, job failed and visible"
+
+start_worker healthy --threads 2 >/dev/null
+"$NQ" retry "$id3" >/dev/null || fail "retry"
+wait_for 60 job_done "$id3" || fail "retry did not finish"
+[ "$(job_field "$id3" total)" = "$(oeis_total 10)" ] || fail "total after retry"
+ok "nq retry after the fault is gone: exact"
