@@ -13,6 +13,7 @@
       "\n" \
       "count: count all solutions of the N x N board (1 <= N <= 32) with K threads\n" \
       "       (default: all cores) pulling shards; prints total, unique, nodes, seconds, nodes/s.\n" \
+      "       --depth D fixes rows 0..D-1 besides the border in each shard (0 = auto from N).\n" \
       "solve: find one solution by local search (4 <= N <= 1e9 for qs4), verify it,\n" \
       "       print seconds and peak memory; --out writes it (text: one 0-based column per\n" \
       "       line; bin: compact binary). 'nq bench solve --algo list' lists the methods.\n" }, \
@@ -20,7 +21,9 @@
       "usage: nq estimate count N [--sample K] [--seed S] [--depth D] [--json]\n" \
       "\n" \
       "Times a uniform random sample of K shards (default 64) on this machine and\n" \
-      "extrapolates the core-hours the whole count of N needs, with a 95% interval.\n" }, \
+      "extrapolates the core-hours the whole count of N needs, with a 95% interval\n" \
+      "(shards x (mean +- 1.96 sd/sqrt(K) x finite-population correction), CPU time).\n" \
+      "--seed S picks the sample (default 1); --depth D as for 'nq bench count'.\n" }, \
     { "verify", cmd_verify, "check a solution file", \
       "usage: nq verify FILE [--n N]\n" \
       "\n" \

@@ -1,0 +1,67 @@
+/*
+ * The search engine behind count_shard and enumerate_shard (internal to
+ * common/): a shard's fixed queens turned into per-row masks, and the
+ * iterative bitboard backtracker over the free rows.
+ *
+ * Fixed queens never enter the moving diagonal masks: each free row gets a
+ * static mask of the cells fixed queens attack diagonally, and the column
+ * mask starts with their columns. Attack is symmetric, so this checks both
+ * directions, and fixed rows are simply jumped: the diagonal masks shift by
+ * the row distance between consecutive free rows.
+ */
+#ifndef NQ_COUNT_SEARCH_H
+#define NQ_COUNT_SEARCH_H
+
+#include "count.h"
+#include "shard.h"
+
+typedef struct {
+    int n, m;                          /* board size; number of free rows */
+    uint32_t full;                     /* the n column bits */
+    uint32_t colfix;                   /* columns of fixed queens */
+    int row[NQ_SHARD_MAX_N];           /* free rows, increasing */
+    int shift[NQ_SHARD_MAX_N + 1];     /* shift[L] = row[L] - row[L-1] (L >= 1) */
+    uint32_t block[NQ_SHARD_MAX_N + 1];/* cells of free row L attacked by fixed queens */
+    uint8_t cols[NQ_SHARD_MAX_N];      /* fixed queens' columns (free rows filled during search) */
+    /* The last free level's cells by what a solution ending there weighs:
+       leaf8 = weight 8 with a trivial stabilizer (unique = 1 each, no check),
+       leafx = any other weight (checked solution by solution). The last
+       free level's block already excludes every other cell. */
+    uint32_t leaf8, leafx;
+    uint8_t bweight[NQ_SHARD_MAX_N], bstab[NQ_SHARD_MAX_N];   /* by column of row n-1 */
+    int flipped;                       /* rows are numbered from the bottom (see plan_init) */
+    uint64_t node_base;                /* added to the nodes this search publishes as progress */
+} nq_plan_t;
+
+/*
+ * flip = 0: free rows are searched top-down. flip = 1: the board is mirrored
+ * top to bottom first (plan row p = board row n-1-p), so the search runs
+ * bottom-up; cols[] are then in plan orientation, and the leaf masks are left
+ * to the caller (the row n-1 queen is the first level, not the last).
+ */
+void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip);
+
+/* Called for each solution in lexicographic order; nonzero stops the search and is returned. */
+typedef int (*nq_leaf_fn)(void *ud, const uint8_t *cols, int n);
+
+/* Every completion, one by one. 0 done, 2 cancelled, else what leaf returned. *nodes gets the node count. */
+int search_leaves(nq_plan_t *pl, nq_leaf_fn leaf, void *ud, const nq_kernel_ctl_t *ctl, uint64_t *nodes);
+
+/* A weighted count in progress. */
+typedef struct {
+    nq_count_tally_t tally;   /* weighted solutions, checked, with residues */
+    uint64_t unique;
+    const nq_plan_t *plan;
+} nq_count_acc_t;
+
+/* Adds one solution (all columns known) with its weight and unique check: 0, -1 overflow. */
+int count_solution(const nq_plan_t *pl, const uint8_t *cols, nq_count_acc_t *acc);
+
+/*
+ * count_fast.c, for m >= 2 free rows: adds every completion to *acc (weight 8
+ * cells in bulk, others through count_solution). 0 done, 2 cancelled, -1
+ * overflow. *nodes gets the node count.
+ */
+int search_fast(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes);
+
+#endif

@@ -1,0 +1,303 @@
+/* The counting kernel: shard sums against OEIS A000170/A002562, residues, depths, refusals, overflow. */
+#include "t.h"
+#include "count.h"
+#include "count_d4.h"
+#include "enumerate.h"
+#include "proto.h"
+#include "shard.h"
+#include "u128.h"
+
+typedef struct { uint64_t total, unique; } oeis_t;
+
+/* Known counts from tests/data/oeis-counts.tsv (for checking only). */
+static int oeis_load(oeis_t *o, int maxn)
+{
+    char path[512], line[256];
+    const char *src = getenv("NQ_SOURCE_DIR");
+    snprintf(path, sizeof path, "%s/tests/data/oeis-counts.tsv", src ? src : ".");
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "  cannot open %s\n", path);
+        return -1;
+    }
+    int got = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long long t, u;
+        int n;
+        if (line[0] != '#' && sscanf(line, "%d %llu %llu", &n, &t, &u) == 3 && n >= 1 && n <= maxn) {
+            o[n].total = t; o[n].unique = u;
+            got++;
+        }
+    }
+    fclose(f);
+    return got == maxn ? 0 : -1;
+}
+
+/* Sums every shard of (n, depth); checks each shard's residues on the way. */
+static int count_all(int n, int depth, uint64_t *total, uint64_t *unique, size_t *nshards)
+{
+    char err[256];
+    nq_shards_t *s = shards_new(NQ_KIND_COUNT, n, depth, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "  shards_new(%d, %d): %s\n", n, depth, err);
+        return -1;
+    }
+    *total = *unique = 0;
+    *nshards = shards_count(s);
+    int bad = 0;
+    for (size_t i = 0; i < shards_count(s); i++) {
+        size_t len;
+        const uint8_t *b = shards_get(s, i, &len);
+        nq_count_result_t r;
+        if (count_shard(b, len, &r, NULL, err, sizeof err) != 0) {
+            fprintf(stderr, "  n=%d shard %zu: %s\n", n, i, err);
+            bad = 1;
+            break;
+        }
+        if (r.res13 != r.total % 13 || r.res15 != r.total % 15)
+            bad = 1;
+        *total += r.total;
+        *unique += r.unique;
+    }
+    shards_destroy(&s);
+    return bad ? -1 : 0;
+}
+
+static void test_oeis_1_to_14(void)
+{
+    oeis_t o[15];
+    T_CHECK(oeis_load(o, 14) == 0);
+    for (int n = 1; n <= 14; n++) {
+        uint64_t total = 0, unique = 0;
+        size_t ns;
+        T_CHECK(count_all(n, 0, &total, &unique, &ns) == 0);
+        T_EQ_U64(total, o[n].total);
+        T_EQ_U64(unique, o[n].unique);
+    }
+}
+
+static void test_depths_agree(void)
+{
+    oeis_t o[15];
+    T_CHECK(oeis_load(o, 14) == 0);
+    for (int n = 4; n <= 11; n++) {
+        for (int d = 1; d <= n - 2 && d <= 4; d++) {
+            uint64_t total = 0, unique = 0;
+            size_t ns;
+            T_CHECK(count_all(n, d, &total, &unique, &ns) == 0);
+            T_EQ_U64(total, o[n].total);
+            T_EQ_U64(unique, o[n].unique);
+        }
+    }
+}
+
+static void test_residues_nonzero_shards(void)
+{
+    /* a shard with a large total: residues must still match and be kernel-computed */
+    char err[256];
+    nq_shards_t *s = shards_new(NQ_KIND_COUNT, 12, 1, err, sizeof err);
+    T_CHECK(s != NULL);
+    int seen = 0;
+    for (size_t i = 0; s && i < shards_count(s); i++) {
+        size_t len;
+        const uint8_t *b = shards_get(s, i, &len);
+        nq_count_result_t r;
+        T_CHECK(count_shard(b, len, &r, NULL, err, sizeof err) == 0);
+        T_EQ_U64(r.res13, r.total % 13);
+        T_EQ_U64(r.res15, r.total % 15);
+        T_CHECK(r.unique <= r.total);
+        if (r.total >= 15)
+            seen++;
+    }
+    T_CHECK(seen > 0);
+    shards_destroy(&s);
+}
+
+static void test_corrupt_refused(void)
+{
+    char err[256];
+    nq_shards_t *s = shards_new(NQ_KIND_COUNT, 10, 2, err, sizeof err);
+    T_CHECK(s != NULL);
+    size_t len;
+    const uint8_t *b = shards_get(s, 5, &len);
+    uint8_t buf[NQ_MAX_SPEC];
+    nq_count_result_t r;
+    memcpy(buf, b, len);
+    buf[0] = 9;                                   /* wrong version */
+    T_CHECK(count_shard(buf, len, &r, NULL, err, sizeof err) == -1);
+    T_CHECK(strstr(err, "encoding") != NULL);
+    memcpy(buf, b, len);
+    T_CHECK(count_shard(buf, len - 1, &r, NULL, err, sizeof err) == -1);   /* truncated */
+    buf[6] = 10;                                  /* column out of range */
+    T_CHECK(count_shard(buf, len, &r, NULL, err, sizeof err) == -1);
+    T_CHECK(count_shard(NULL, 0, &r, NULL, err, sizeof err) == -1);
+    /* an enumerate shard is not a count shard */
+    nq_shards_t *e = shards_new(NQ_KIND_ENUMERATE, 8, 1, err, sizeof err);
+    T_CHECK(e != NULL);
+    b = shards_get(e, 0, &len);
+    T_CHECK(count_shard(b, len, &r, NULL, err, sizeof err) == -1);
+    shards_destroy(&e);
+    shards_destroy(&s);
+}
+
+static void test_overflow_checked(void)
+{
+    nq_count_tally_t t = { UINT64_MAX - 3, (uint8_t)((UINT64_MAX - 3) % 13), (uint8_t)((UINT64_MAX - 3) % 15) };
+    T_CHECK(count_tally_add(&t, 3) == 0);
+    T_EQ_U64(t.total, UINT64_MAX);
+    T_EQ_U64(t.r13, UINT64_MAX % 13);
+    T_EQ_U64(t.r15, UINT64_MAX % 15);
+    T_CHECK(count_tally_add(&t, 1) == -1);
+    T_EQ_U64(t.total, UINT64_MAX);               /* unchanged on overflow */
+    /* residues follow the adds, not the total: a corrupted total shows */
+    nq_count_tally_t v = { 0, 0, 0 };
+    for (int i = 0; i < 1000; i++)
+        T_CHECK(count_tally_add(&v, (uint64_t)(i % 3 == 0 ? 8 : i % 3 == 1 ? 4 : 2)) == 0);
+    T_EQ_U64(v.r13, v.total % 13);
+    T_EQ_U64(v.r15, v.total % 15);
+    v.total += 1;
+    T_CHECK(v.r13 != v.total % 13 && v.r15 != v.total % 15);
+}
+
+static void test_cancel_and_progress(void)
+{
+    char err[256];
+    atomic_int cancel = 1;
+    _Atomic uint64_t progress = 0;
+    nq_kernel_ctl_t ctl = { &cancel, &progress };
+    size_t len;
+    nq_count_result_t r;
+    /* every N=20 shard passes a poll point (2^20 nodes) quickly: cancelled there */
+    nq_shards_t *s = shards_new(NQ_KIND_COUNT, 20, 1, err, sizeof err);
+    T_CHECK(s != NULL);
+    for (size_t i = 0; s && i < shards_count(s); i += shards_count(s) / 3) {
+        const uint8_t *b = shards_get(s, i, &len);
+        atomic_store(&progress, 0);
+        T_CHECK(count_shard(b, len, &r, &ctl, err, sizeof err) == 2);
+        T_CHECK(atomic_load(&progress) >= NQ_KERNEL_POLL_NODES);
+    }
+    shards_destroy(&s);
+    /* not cancelled: the final progress is the node count */
+    atomic_store(&cancel, 0);
+    s = shards_new(NQ_KIND_COUNT, 12, 1, err, sizeof err);
+    T_CHECK(s != NULL);
+    const uint8_t *b = shards_get(s, shards_count(s) / 2, &len);
+    T_CHECK(count_shard(b, len, &r, &ctl, err, sizeof err) == 0);
+    T_EQ_U64(atomic_load(&progress), r.nodes);
+    T_CHECK(r.nodes > 0);
+    shards_destroy(&s);
+}
+
+/*
+ * Per-shard reference: every solution (from enumeration) goes to the shard
+ * holding its (a, c, d, rows 1..k-1) when its border tuple (a, b, c, d) is
+ * the least of its D4 orbit, with weight 8 / |stabilizer| and unique when it
+ * is least among its stabilizer images. Each shard's kernel result must match.
+ */
+typedef struct {
+    int n, k;
+    size_t count;
+    const nq_shards_t *s;
+    uint64_t *total, *unique;
+    int missing;
+} ref_t;
+
+static void ref_tuple(const uint8_t *cols, int n, int t[4])
+{
+    t[0] = cols[0]; t[1] = cols[n - 1];
+    for (int r = 0; r < n; r++) {
+        if (cols[r] == 0) t[2] = r;
+        if (cols[r] == n - 1) t[3] = r;
+    }
+}
+
+static int ref_solution(void *ud, const uint8_t *cols, int n)
+{
+    ref_t *rf = ud;
+    uint8_t img[32];
+    int t[4], u[4];
+    unsigned stab = 0;
+    ref_tuple(cols, n, t);
+    for (int g = 0; g < 8; g++) {
+        d4_perm(g, n, cols, img);
+        ref_tuple(img, n, u);
+        int cmp = memcmp(u, t, sizeof t);   /* small non-negative ints: byte order is fine for == */
+        for (int i = 0; i < 4 && cmp; i++)
+            if (u[i] != t[i]) { cmp = u[i] < t[i] ? -1 : 1; break; }
+        if (cmp < 0)
+            return 0;                        /* another shard's class member */
+        if (cmp == 0)
+            stab |= 1u << g;
+    }
+    for (size_t i = 0; i < rf->count; i++) {
+        size_t len;
+        const uint8_t *b = shards_get(rf->s, i, &len);
+        if (memcmp(b + 6, cols, (size_t)rf->k) != 0 || b[6 + rf->k] != t[2] || b[7 + rf->k] != t[3])
+            continue;
+        rf->total[i] += (uint64_t)(8 / __builtin_popcount(stab));
+        rf->unique[i] += (uint64_t)d4_is_least(cols, n, stab);
+        return 0;
+    }
+    rf->missing++;
+    return 0;
+}
+
+static void test_per_shard_reference(void)
+{
+    char err[256];
+    for (int n = 6; n <= 11; n++) {
+        for (int k = 1; k <= 3 && k <= n - 2; k++) {
+            nq_shards_t *s = shards_new(NQ_KIND_COUNT, n, k, err, sizeof err);
+            nq_shards_t *e = shards_new(NQ_KIND_ENUMERATE, n, 1, err, sizeof err);
+            T_CHECK(s && e);
+            if (!s || !e)
+                return;
+            ref_t rf = { n, k, shards_count(s), s, calloc(shards_count(s), 8), calloc(shards_count(s), 8), 0 };
+            for (size_t i = 0; i < shards_count(e); i++) {
+                size_t len;
+                const uint8_t *b = shards_get(e, i, &len);
+                T_CHECK(enumerate_shard(b, len, ref_solution, &rf, NULL, err, sizeof err) == 0);
+            }
+            T_EQ_U64(rf.missing, 0);
+            for (size_t i = 0; i < shards_count(s); i++) {
+                size_t len;
+                const uint8_t *b = shards_get(s, i, &len);
+                nq_count_result_t r;
+                T_CHECK(count_shard(b, len, &r, NULL, err, sizeof err) == 0);
+                if (r.total != rf.total[i] || r.unique != rf.unique[i])
+                    fprintf(stderr, "  n=%d k=%d shard %zu: %llu/%llu, reference %llu/%llu\n", n, k, i,
+                            (unsigned long long)r.total, (unsigned long long)r.unique,
+                            (unsigned long long)rf.total[i], (unsigned long long)rf.unique[i]);
+                T_EQ_U64(r.total, rf.total[i]);
+                T_EQ_U64(r.unique, rf.unique[i]);
+            }
+            free(rf.total);
+            free(rf.unique);
+            shards_destroy(&s);
+            shards_destroy(&e);
+        }
+    }
+}
+
+static void test_u128(void)
+{
+    char buf[40];
+    nq_u128 v = 0, big = NQ_U128_MAX;
+    T_EQ_STR(u128_to_str(0, buf), "0");
+    T_EQ_STR(u128_to_str(big, buf), "340282366920938463463374607431768211455");
+    T_CHECK(u128_parse(buf, &v) == 0 && v == big);
+    T_CHECK(u128_parse("234907967154122528", &v) == 0 && v == (nq_u128)234907967154122528ull);
+    nq_u128 x = (nq_u128)UINT64_MAX * 1000 + 7;
+    T_CHECK(u128_parse(u128_to_str(x, buf), &v) == 0 && v == x);
+    const char *bad[] = { "", "-1", "+1", " 1", "1 ", "1e3", "0x10", "340282366920938463463374607431768211456",
+                          "9999999999999999999999999999999999999999", NULL };
+    for (int i = 0; bad[i]; i++)
+        T_CHECK(u128_parse(bad[i], &v) == -1);
+    T_CHECK(u128_parse(NULL, &v) == -1);
+    nq_u128 a = big - 1;
+    T_CHECK(u128_add_checked(&a, 1) == 0 && a == big);
+    T_CHECK(u128_add_checked(&a, 1) == -1 && a == big);
+}
+
+T_MAIN(T_CASE(test_u128), T_CASE(test_oeis_1_to_14), T_CASE(test_per_shard_reference), T_CASE(test_depths_agree), T_CASE(test_residues_nonzero_shards),
+       T_CASE(test_corrupt_refused), T_CASE(test_overflow_checked), T_CASE(test_cancel_and_progress))

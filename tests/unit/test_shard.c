@@ -1,0 +1,196 @@
+/* Shard lists and descriptors: determinism, round trips, and refusal of bad bytes. */
+#include "t.h"
+#include "count_d4.h"
+#include "proto.h"
+#include "rng.h"
+#include "shard.h"
+
+static void test_deterministic(void)
+{
+    char err[256];
+    int kinds[][3] = { { NQ_KIND_COUNT, 12, 0 }, { NQ_KIND_COUNT, 11, 3 }, { NQ_KIND_COUNT, 3, 0 },
+                       { NQ_KIND_ENUMERATE, 10, 0 }, { NQ_KIND_ENUMERATE, 6, 4 } };
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        nq_shards_t *a = shards_new(kinds[k][0], kinds[k][1], kinds[k][2], err, sizeof err);
+        nq_shards_t *b = shards_new(kinds[k][0], kinds[k][1], kinds[k][2], err, sizeof err);
+        T_CHECK(a && b);
+        if (!a || !b)
+            continue;
+        T_CHECK(shards_count(a) == shards_count(b) && shards_count(a) > 0);
+        T_EQ_U64(shards_depth(a), shards_depth(b));
+        for (size_t i = 0; i < shards_count(a); i++) {
+            size_t la, lb;
+            const uint8_t *x = shards_get(a, i, &la), *y = shards_get(b, i, &lb);
+            T_CHECK(la == lb && memcmp(x, y, la) == 0);
+            T_CHECK(shards_cost(a, i) > 0);
+        }
+        shards_destroy(&a);
+        shards_destroy(&b);
+        T_CHECK(a == NULL);
+    }
+}
+
+static void test_roundtrip(void)
+{
+    char err[256];
+    for (int n = 1; n <= 12; n++) {
+        for (int kind = NQ_KIND_COUNT; kind <= NQ_KIND_ENUMERATE; kind += 2) {
+            nq_shards_t *s = shards_new(kind, n, 0, err, sizeof err);
+            T_CHECK(s != NULL);
+            for (size_t i = 0; s && i < shards_count(s); i++) {
+                size_t len;
+                const uint8_t *b = shards_get(s, i, &len);
+                nq_shard_desc_t d;
+                uint8_t re[NQ_MAX_SPEC];
+                T_CHECK(len <= NQ_MAX_SPEC);
+                T_CHECK(shard_decode(b, len, &d, err, sizeof err) == 0);
+                T_CHECK(shard_encode(&d, re) == len && memcmp(re, b, len) == 0);
+                T_CHECK(d.n == n && d.kind == kind && d.k == shards_depth(s));
+                T_CHECK(d.weight == (d.mode == NQ_SHARD_BORDER ? 0 : 1));
+            }
+            T_CHECK(!s || shards_get(s, shards_count(s), &(size_t){ 0 }) == NULL);
+            shards_destroy(&s);
+        }
+    }
+}
+
+/* Border shards are strictly increasing in (a, c, d) order; per b, weight x stabilizer size = 8. */
+static void test_border_orbits(void)
+{
+    char err[256];
+    nq_shards_t *s = shards_new(NQ_KIND_COUNT, 9, 1, err, sizeof err);
+    T_CHECK(s != NULL);
+    const uint8_t *prev = NULL;
+    for (size_t i = 0; s && i < shards_count(s); i++) {
+        size_t len;
+        nq_shard_desc_t d;
+        const uint8_t *b = shards_get(s, i, &len);
+        T_CHECK(shard_decode(b, len, &d, err, sizeof err) == 0);
+        T_EQ_U64(d.weight, 0);
+        /* depth 1: bytes 6..8 are a, c, d */
+        T_CHECK(!prev || memcmp(prev + 6, b + 6, 3) < 0);
+        prev = b;
+        T_CHECK((d.bmask8 | d.bmaskx) != 0 && (d.bmask8 & d.bmaskx) == 0);
+        for (int c = 0; c < 9; c++) {
+            int allowed = (int)((d.bmask8 | d.bmaskx) >> c & 1u);
+            T_CHECK(allowed == (d.bweight[c] != 0));
+            if (allowed) {
+                T_EQ_U64(d.bweight[c] * (uint64_t)__builtin_popcount(d.bstab[c]), 8);
+                T_CHECK(d.bstab[c] & 1u);
+                T_CHECK((d.bweight[c] == 8) == (int)(d.bmask8 >> c & 1u));
+            }
+        }
+    }
+    shards_destroy(&s);
+}
+
+static int refused(const uint8_t *b, size_t len, const char *want)
+{
+    char err[256] = "";
+    nq_shard_desc_t d;
+    int rc = shard_decode(b, len, &d, err, sizeof err);
+    if (rc != -1 || !err[0] || (want && !strstr(err, want))) {
+        fprintf(stderr, "  decode gave %d '%s' (wanted '%s')\n", rc, err, want ? want : "");
+        return 0;
+    }
+    return 1;
+}
+
+static void test_refusals(void)
+{
+    char err[256];
+    nq_shards_t *s = shards_new(NQ_KIND_COUNT, 10, 2, err, sizeof err);
+    size_t len;
+    const uint8_t *good = shards_get(s, 7, &len);
+    uint8_t b[NQ_MAX_SPEC + 8];
+    for (size_t cut = 0; cut < len; cut++)
+        T_CHECK(refused(good, cut, NULL));                     /* truncated */
+    memcpy(b, good, len); b[len] = 0;
+    T_CHECK(refused(b, len + 1, "length"));                    /* trailing byte */
+    memcpy(b, good, len); b[0] = 2;  T_CHECK(refused(b, len, "encoding"));
+    memcpy(b, good, len); b[1] = 2;  T_CHECK(refused(b, len, "kind"));
+    memcpy(b, good, len); b[2] = 0;  T_CHECK(refused(b, len, "n"));
+    memcpy(b, good, len); b[2] = 33; T_CHECK(refused(b, len, "n"));
+    memcpy(b, good, len); b[3] = 0;  T_CHECK(refused(b, len, "mode"));
+    memcpy(b, good, len); b[4] = 8;  T_CHECK(refused(b, len, "weight"));
+    memcpy(b, good, len); b[5] = 9;  T_CHECK(refused(b, len, "depth"));
+    memcpy(b, good, len); b[7] = 10; T_CHECK(refused(b, len, "range"));
+    T_CHECK(refused(NULL, 0, "truncated"));
+    T_CHECK(refused(b, NQ_MAX_SPEC + 1, "long"));
+    /* two attacking queens: rows 0 and 1 in adjacent columns */
+    memcpy(b, good, len); b[7] = (uint8_t)(b[6] + 1 < 10 ? b[6] + 1 : b[6] - 1);
+    T_CHECK(refused(b, len, "attack"));
+    /* a non-canonical border: the column mirror (a, c, d) -> (n-1-a, d, c) of a shard with
+       2a < n-1 puts row 0's queen right of the middle, which no canonical tuple has */
+    nq_shards_t *s1 = shards_new(NQ_KIND_COUNT, 10, 1, err, sizeof err);
+    int found = 0;
+    for (size_t i = 0; s1 && i < shards_count(s1) && found < 20; i++) {
+        size_t l1;
+        const uint8_t *x = shards_get(s1, i, &l1);
+        if (2 * x[6] >= 9)
+            continue;
+        memcpy(b, x, l1);
+        b[6] = (uint8_t)(9 - x[6]); b[7] = x[8]; b[8] = x[7];
+        found++;
+        T_CHECK(refused(b, l1, "canonical"));
+    }
+    T_CHECK(found == 20);
+    shards_destroy(&s1);
+    /* enumerate beyond 16, plain count shards above n = 3 */
+    uint8_t e[] = { 1, NQ_KIND_ENUMERATE, 17, 0, 1, 1, 0 };
+    T_CHECK(refused(e, sizeof e, "n"));
+    uint8_t p[] = { 1, NQ_KIND_COUNT, 8, 0, 1, 0 };
+    T_CHECK(refused(p, sizeof p, "mode"));
+    shards_destroy(&s);
+}
+
+/* Random bytes and random single-byte changes never crash and are refused or re-encode exactly. */
+static void test_fuzzish(void)
+{
+    char err[256];
+    nq_rng_t rng;
+    rng_init(&rng, 42, 7);
+    nq_shards_t *s = shards_new(NQ_KIND_COUNT, 12, 3, err, sizeof err);
+    int accepted = 0;
+    for (int it = 0; it < 20000; it++) {
+        uint8_t b[NQ_MAX_SPEC], re[NQ_MAX_SPEC];
+        size_t len;
+        if (it % 2) {
+            len = (size_t)rng_below(&rng, 24);
+            for (size_t i = 0; i < len; i++)
+                b[i] = (uint8_t)rng_next(&rng);
+            if (len > 0) b[0] = 1;
+            if (len > 1) b[1] = (uint8_t)(rng_below(&rng, 2) ? NQ_KIND_COUNT : NQ_KIND_ENUMERATE);
+            if (len > 2) b[2] = (uint8_t)rng_below(&rng, 34);
+        } else {
+            const uint8_t *g = shards_get(s, (size_t)rng_below(&rng, shards_count(s)), &len);
+            memcpy(b, g, len);
+            b[rng_below(&rng, len)] ^= (uint8_t)(1 + rng_below(&rng, 255));
+        }
+        nq_shard_desc_t d;
+        if (shard_decode(b, len, &d, err, sizeof err) == 0) {
+            accepted++;
+            T_CHECK(shard_encode(&d, re) == len && memcmp(re, b, len) == 0);
+        } else {
+            T_CHECK(err[0] != '\0');
+        }
+    }
+    T_CHECK(accepted < 20000);
+    shards_destroy(&s);
+}
+
+static void test_bad_arguments(void)
+{
+    char err[256];
+    T_CHECK(shards_new(NQ_KIND_COUNT, 0, 0, err, sizeof err) == NULL && strstr(err, "1 <= N <= 32"));
+    T_CHECK(shards_new(NQ_KIND_COUNT, 33, 0, err, sizeof err) == NULL);
+    T_CHECK(shards_new(NQ_KIND_ENUMERATE, 17, 0, err, sizeof err) == NULL && strstr(err, "16"));
+    T_CHECK(shards_new(NQ_KIND_SOLVE, 10, 0, err, sizeof err) == NULL);
+    T_CHECK(shards_new(NQ_KIND_COUNT, 10, 9, err, sizeof err) == NULL && strstr(err, "depth"));
+    T_CHECK(shards_new(NQ_KIND_COUNT, 10, -1, err, sizeof err) == NULL);
+    T_CHECK(shards_new(NQ_KIND_COUNT, 3, 1, err, sizeof err) == NULL);
+    T_CHECK(shards_new(NQ_KIND_ENUMERATE, 8, 9, err, sizeof err) == NULL);
+}
+
+T_MAIN(T_CASE(test_deterministic), T_CASE(test_roundtrip), T_CASE(test_border_orbits),
+       T_CASE(test_refusals), T_CASE(test_fuzzish), T_CASE(test_bad_arguments))
