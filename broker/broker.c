@@ -63,17 +63,25 @@ static void *socket_router(nq_broker_t *b, const char *ep, int curve, char *err,
     return s;
 }
 
+/* What can be refused without touching the DB or the network. */
+static int broker_check_config(const nq_broker_cfg_t *c, char *err, size_t errlen)
+{
+    char pub[41], sec[41];
+    if (!c->key_file && !c->insecure && !security_endpoint_is_local(c->bind))
+        return snprintf(err, errlen, "refusing to bind %s without keys: give --key and --authorized-keys "
+                        "(see 'nq keygen'), or --insecure to accept any worker", c->bind), -1;
+    if (c->key_file && !c->authorized)
+        return snprintf(err, errlen, "--key needs --authorized-keys (CURVE without an allow-list admits "
+                        "any key pair)"), -1;
+    if (c->key_file && security_load_key(c->key_file, pub, sec, err, errlen) != 0)
+        return -1;
+    return 0;
+}
+
 static int broker_open_sockets(nq_broker_t *b, char *err, size_t errlen)
 {
     const nq_broker_cfg_t *c = &b->cfg;
     int keys = c->key_file != NULL;
-    if (!keys && !c->insecure && !security_endpoint_is_local(c->bind)) {
-        snprintf(err, errlen, "refusing to bind %s without keys: give --key and --authorized-keys "
-                 "(see 'nq keygen'), or --insecure to accept any worker", c->bind);
-        return -1;
-    }
-    if (keys && security_zap_start(b->ctx, c->authorized, err, errlen) != 0)
-        return -1;
     b->workers_sock = socket_router(b, c->bind, keys, err, errlen);
     if (!b->workers_sock)
         return -1;
@@ -93,15 +101,16 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
     b->store_ok = 1;
     if (getrandom(&b->nonce, sizeof b->nonce, 0) != sizeof b->nonce)
         b->nonce = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    b->next_lease = (b->nonce & 0xffffffffull) << 24;
     b->lease_buckets = 1u << 16;
     b->lease_tab = calloc(b->lease_buckets, sizeof *b->lease_tab);
-    b->store = store_open(cfg->db_path, 0, err, errlen);
-    if (!b->lease_tab || !b->store)
-        goto fail;
+    if (!b->lease_tab || broker_check_config(cfg, err, errlen) != 0)
+        goto fail;                      /* refused before the DB is touched: no file appears */
     b->own_ctx = cfg->zmq_ctx == NULL;
     b->ctx = b->own_ctx ? zmq_ctx_new() : cfg->zmq_ctx;
-    if (broker_open_sockets(b, err, errlen) != 0)
+    if (cfg->key_file && security_zap_start(b->ctx, cfg->authorized, err, errlen) != 0)
+        goto fail;
+    b->store = store_open(cfg->db_path, 0, err, errlen);
+    if (!b->store || lease_id_init(b, err, errlen) != 0 || broker_open_sockets(b, err, errlen) != 0)
         goto fail;
     if (jobs_load(b, err, errlen) != 0)
         goto fail;
@@ -329,17 +338,21 @@ int broker_run(nq_broker_t *b, const atomic_int *stop)
         if (items[1].revents & ZMQ_POLLIN)
             drain_control(b);
         now = broker_now();
-        if (results_due(b, now))
+        if (results_due(b, now)) {
             results_flush(b);
+            broker_txn(b);              /* dispatch below must not write in autocommit */
+        }
         leases_tick(b, now);
         jobs_tick(b, now);
+        results_tick(b, now);
         leases_dispatch(b);
         broker_metrics_tick(b, now);
     }
     b->stopping = 1;
     results_flush(b);
-    nq_log(NQ_LOG_INFO, "broker.stop", "results=%llu bad_messages=%llu",
-           (unsigned long long)b->stats.results_total, (unsigned long long)b->stats.messages_bad);
+    nq_log(NQ_LOG_INFO, "broker.stop", "results=%llu commits=%llu commit_seconds=%.3f bad_messages=%llu",
+           (unsigned long long)b->stats.results_total, (unsigned long long)b->stats.commits,
+           b->stats.commit_seconds_sum, (unsigned long long)b->stats.messages_bad);
     return 0;
 }
 

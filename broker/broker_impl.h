@@ -109,7 +109,9 @@ struct nq_broker {
     nq_peer_t *peers;
     nq_lease_t **lease_tab;            /* hash by lease id */
     size_t lease_buckets, nleases;
-    uint64_t next_lease;
+    uint32_t lease_counter;            /* high half of the next lease id */
+    uint64_t lease_key[2];             /* SipHash key: lease ids are unforgeable (kept in meta) */
+    size_t solbuf_bytes;               /* memory held by solutions being assembled */
 
     nq_pending_result_t *group;
     size_t ngroup, group_cap;
@@ -119,6 +121,7 @@ struct nq_broker {
     nq_broker_stats_t stats;
     void *metrics;
     double last_tick, last_metrics;
+    double last_round;                 /* when the loop last came round: to excuse our own stalls */
 };
 
 double broker_now(void);                           /* monotonic seconds */
@@ -140,6 +143,11 @@ void jobs_check_done(nq_broker_t *b, nq_job_t *j);
 void jobs_tick(nq_broker_t *b, double now);
 void jobs_free_all(nq_broker_t *b);
 
+/* lease_id.c: lease ids = counter (32 bits) | MAC(job, shard, counter) (32 bits) */
+int lease_id_init(nq_broker_t *b, char *err, size_t errlen);
+uint64_t lease_id_new(nq_broker_t *b, uint64_t job, uint64_t shard);
+int lease_id_authentic(const nq_broker_t *b, uint64_t job, uint64_t shard, uint64_t lease);
+
 /* leases.c */
 nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len);
 nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h);
@@ -160,6 +168,7 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r);
 void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s);
 void results_flush(nq_broker_t *b);                /* group commit, then ACKs */
 int results_due(nq_broker_t *b, double now);
+void results_tick(nq_broker_t *b, double now);     /* gives up solutions whose RESULT never came */
 void results_free_all(nq_broker_t *b);
 
 /* broker_metrics.c: the /metrics endpoint's figures, refreshed once a second */

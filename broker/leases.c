@@ -154,7 +154,7 @@ static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard)
     nq_task_t *t = &m.u.task;
     t->job = j->id;
     t->shard = shard;
-    t->lease = ++b->next_lease;
+    t->lease = lease_id_new(b, j->id, shard);
     t->attempt = row.attempts;
     t->kind = (uint8_t)j->spec.kind;
     t->n = j->spec.n;
@@ -226,6 +226,14 @@ void leases_dispatch(nq_broker_t *b)
 void leases_tick(nq_broker_t *b, double now)
 {
     double hb = b->cfg.heartbeat_ms / 1000.0, dead = hb * b->cfg.liveness;
+    double stall = b->last_round > 0 ? now - b->last_round : 0;
+    b->last_round = now;
+    if (stall > hb)                     /* we were busy (a big submit): nobody was heard, not their fault */
+        for (nq_peer_t *p = b->peers; p; p = p->next) {
+            p->last_recv += stall;
+            for (nq_lease_t *l = p->leases; l; l = l->next_in_peer)
+                l->progress_at += stall;
+        }
     for (nq_peer_t *p = b->peers, *next; p; p = next) {
         next = p->next;
         if (now - p->last_recv > dead) {

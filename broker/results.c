@@ -18,6 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Memory for solutions being assembled, at most: beyond it SOLPARTs are dropped (the RESULT is
+   then refused as incomplete and the seed is computed again). */
+#define NQ_SOLBUF_MAX_BYTES (4ull << 30)
+#define NQ_SOLBUF_IDLE_S 300.0
+
 void broker_txn(nq_broker_t *b)
 {
     if (b->txn_open || !b->store_ok)
@@ -82,16 +87,34 @@ static int check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t w
     return 0;
 }
 
+/* The job a result is for: in memory when active (cheap), else from the store. */
+static int result_job(nq_broker_t *b, uint64_t id, nq_job_spec_t *spec, uint64_t *shards_total)
+{
+    nq_job_t *j = jobs_find(b, id);
+    nq_job_row_t row;
+    if (j) {
+        *spec = j->spec;
+        *shards_total = j->shards_total;
+        return 0;
+    }
+    if (store_job_get(b->store, id, &row) != 0)
+        return -1;
+    *spec = row.spec;
+    *shards_total = row.shards_total;
+    return 0;
+}
+
 /* Checks a result against its job before it may reach the store. */
 static int check_result(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol, char *why, size_t whylen)
 {
     const nq_result_t *r = &e->r;
-    nq_job_row_t job;
-    if (store_job_get(b->store, r->job, &job) != 0)
+    struct { nq_job_spec_t spec; } job;
+    uint64_t shards_total;
+    if (result_job(b, r->job, &job.spec, &shards_total) != 0)
         return snprintf(why, whylen, "no such job"), -1;
     if (r->kind != job.spec.kind)
         return snprintf(why, whylen, "result kind does not match the job"), -1;
-    if (r->shard >= job.shards_total)
+    if (r->shard >= shards_total)
         return snprintf(why, whylen, "no such shard"), -1;
     if (r->status == NQ_RES_ERROR)
         return snprintf(why, whylen, "worker error: %.*s", (int)r->payload_len, (const char *)r->payload), -1;
@@ -135,11 +158,26 @@ static nq_solbuf_t *solbuf_take(nq_broker_t *b, const nq_result_t *r)
     return NULL;
 }
 
-static void solbuf_free(nq_solbuf_t *s)
+static void solbuf_free(nq_broker_t *b, nq_solbuf_t *s)
 {
     if (s) {
+        b->solbuf_bytes -= s->n * 4;
         free(s->cols);
         free(s);
+    }
+}
+
+/* Solutions whose RESULT never came (the worker died mid-send) are given up. */
+void results_tick(nq_broker_t *b, double now)
+{
+    for (nq_solbuf_t **pp = &b->solbufs; *pp;) {
+        nq_solbuf_t *s = *pp;
+        if (now - s->started > NQ_SOLBUF_IDLE_S) {
+            *pp = s->next;
+            solbuf_free(b, s);
+        } else {
+            pp = &s->next;
+        }
     }
 }
 
@@ -209,6 +247,12 @@ static int quorum_gate(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_res
 
 void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
 {
+    if (!lease_id_authentic(b, r->job, r->shard, r->lease)) {
+        b->stats.messages_bad++;        /* never issued by us: not a result, not even a wrong one */
+        nq_log(NQ_LOG_WARN, "result.forged", "job=%llu shard=%llu worker=%s", (unsigned long long)r->job,
+               (unsigned long long)r->shard, p->hello.worker_id);
+        return;
+    }
     nq_lease_t *l = leases_find(b, r->lease);
     if (l && (l->job != r->job || l->shard != r->shard))
         l = NULL;
@@ -221,7 +265,7 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
     char why[300];
     nq_solbuf_t *sol = solbuf_take(b, r);
     int ok = check_result(b, e, sol, why, sizeof why);
-    solbuf_free(sol);
+    solbuf_free(b, sol);
     if (ok != 0) {
         reject(b, p, r, why);
         free(e->payload);
@@ -251,8 +295,15 @@ void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
             sb = x;
     if (!sb) {
         nq_job_t *j = jobs_find(b, s->job);
-        if (!j || j->spec.kind != NQ_KIND_SOLVE) {
+        nq_lease_t *l = leases_find(b, s->lease);
+        if (!j || j->spec.kind != NQ_KIND_SOLVE || !lease_id_authentic(b, s->job, s->shard, s->lease) ||
+            (l && l->peer != p)) {      /* only the holder of a real lease may make us allocate */
             b->stats.messages_bad++;
+            return;
+        }
+        if (b->solbuf_bytes + j->spec.n * 4 > NQ_SOLBUF_MAX_BYTES) {
+            nq_log(NQ_LOG_WARN, "solution.dropped", "job=%llu shard=%llu reason=\"assembly memory full\"",
+                   (unsigned long long)s->job, (unsigned long long)s->shard);
             return;
         }
         sb = calloc(1, sizeof *sb);
@@ -265,6 +316,7 @@ void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
         sb->lease = s->lease;
         sb->n = j->spec.n;
         sb->started = broker_now();
+        b->solbuf_bytes += sb->n * 4;
         memcpy(sb->rid, p->rid, p->rid_len);
         sb->rid_len = p->rid_len;
         sb->next = b->solbufs;
@@ -282,10 +334,29 @@ void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
     sb->received += count;
 }
 
+/* A conflict or a new solution: the job's counters are re-read from the store once the whole
+   group is applied (the committed state already includes every result of the group). */
+static int needs_recount(const nq_pending_result_t *e)
+{
+    return e->outcome == NQ_PUT_CONFLICT ||
+           (e->r.kind == NQ_KIND_SOLVE && e->outcome == NQ_PUT_NEW && e->r.status == NQ_RES_OK);
+}
+
+static void job_recount(nq_broker_t *b, nq_job_t *j)
+{
+    nq_job_row_t row;
+    uint64_t solutions;
+    if (store_job_get(b->store, j->id, &row) == 0) {
+        j->shards_done = row.shards_done;
+        j->shards_conflict = row.shards_conflict;
+    }
+    if (j->spec.kind == NQ_KIND_SOLVE && store_job_solutions(b->store, j->id, &solutions) == 0)
+        j->solutions_found = solutions;
+}
+
 /* After a commit: counters, ACKs, finished jobs. */
 static void group_apply(nq_broker_t *b)
 {
-    uint64_t last_job = 0;
     for (size_t i = 0; i < b->ngroup; i++) {
         nq_pending_result_t *e = &b->group[i];
         nq_job_t *j = jobs_find(b, e->r.job);
@@ -299,19 +370,18 @@ static void group_apply(nq_broker_t *b)
             nq_log(NQ_LOG_WARN, "result.conflict", "job=%llu shard=%llu worker=%s",
                    (unsigned long long)e->r.job, (unsigned long long)e->r.shard, e->worker);
         }
-        if (j && (e->outcome == NQ_PUT_CONFLICT || (e->r.kind == NQ_KIND_SOLVE && e->outcome == NQ_PUT_NEW))) {
-            nq_job_row_t row;
-            nq_job_totals_t t;
-            if (store_job_get(b->store, j->id, &row) == 0) {
-                j->shards_done = row.shards_done;
-                j->shards_conflict = row.shards_conflict;
-            }
-            if (e->r.kind == NQ_KIND_SOLVE && store_job_totals(b->store, j->id, &t) == 0)
-                j->solutions_found = t.solutions;
-        }
         send_ack(b, e->rid, e->rid_len, &e->r);
         free(e->payload);
     }
+    uint64_t last_job = 0;
+    for (size_t i = 0; i < b->ngroup; i++)
+        if (needs_recount(&b->group[i]) && b->group[i].r.job != last_job) {
+            last_job = b->group[i].r.job;
+            nq_job_t *j = jobs_find(b, last_job);
+            if (j)
+                job_recount(b, j);
+        }
+    last_job = 0;
     for (size_t i = 0; i < b->ngroup; i++) {   /* may free jobs: after all counters moved */
         if (b->group[i].r.job == last_job)
             continue;
@@ -367,6 +437,6 @@ void results_free_all(nq_broker_t *b)
     while (b->solbufs) {
         nq_solbuf_t *s = b->solbufs;
         b->solbufs = s->next;
-        solbuf_free(s);
+        solbuf_free(b, s);
     }
 }

@@ -39,7 +39,7 @@ enum {
     Q_SHARD_LEASE, Q_SHARD_RELEASE, Q_SHARDS_CANCEL, Q_ENUM_RETRY_DELETE, Q_SHARDS_RETRY,
     Q_PUT_LOOKUP, Q_PUT_FIRST, Q_PUT_CONFIRM, Q_PUT_CONFLICT, Q_JOB_DONE_ADD,
     Q_ENUM_PUT, Q_ENUM_GET, Q_SOLUTION_PUT, Q_WORKER_NODES, Q_WORKER_CREDIT, Q_WORKER_CONFLICT,
-    Q_WORKER_FLAG, Q_WORKER_SEEN, Q_TOTALS_ROWS, Q_TOTALS_WORKERS, Q_TOTALS_SOLUTIONS, Q_COUNT
+    Q_META_GET, Q_META_SET, Q_WORKER_FLAG, Q_WORKER_SEEN, Q_TOTALS_ROWS, Q_TOTALS_WORKERS, Q_TOTALS_SOLUTIONS, Q_COUNT
 };
 
 static const char *const sql_text[Q_COUNT] = {
@@ -133,6 +133,8 @@ static const char *const sql_text[Q_COUNT] = {
     [Q_WORKER_CONFLICT] =
         "INSERT INTO workers (id, host, first_seen, last_seen, conflicts) VALUES (?1, '', ?2, ?2, 1)"
         " ON CONFLICT (id) DO UPDATE SET last_seen = ?2, conflicts = conflicts + 1",
+    [Q_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+    [Q_META_SET] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
     [Q_WORKER_FLAG] =
         "UPDATE workers SET conflicts = conflicts + 1, flagged = 1 WHERE id = ?1",
     [Q_WORKER_SEEN] =
@@ -1387,6 +1389,39 @@ int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
 
 /* ---------------------------------------------------------------- workers */
 
+int store_meta_get(nq_store_t *s, const char *key, char *val, size_t vallen)
+{
+    sqlite3_stmt *q = stmt(s, Q_META_GET);
+    if (!q)
+        return -1;
+    sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(q), out = 1;
+    if (rc == SQLITE_ROW) {
+        snprintf(val, vallen, "%s", (const char *)sqlite3_column_text(q, 0));
+        out = 0;
+    } else if (rc != SQLITE_DONE) {
+        out = db_fail(s, "meta.get", rc);
+    }
+    sqlite3_reset(q);
+    return out;
+}
+
+int store_meta_set(nq_store_t *s, const char *key, const char *val)
+{
+    int own;
+    if (tx_enter(s, &own) != 0)
+        return -1;
+    sqlite3_stmt *q = stmt(s, Q_META_SET);
+    int rc = -1;
+    if (q) {
+        sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 2, val, -1, SQLITE_STATIC);
+        int e = run_done(q);
+        rc = e ? db_fail(s, "meta.set", e) : 0;
+    }
+    return tx_leave(s, own, rc);
+}
+
 int store_worker_flag(nq_store_t *s, const char *id)
 {
     if (!id || !*id)
@@ -1478,4 +1513,9 @@ int store_job_totals(nq_store_t *s, uint64_t job, nq_job_totals_t *out)
     if (own)
         exec_sql(s->db, "COMMIT");
     return rc;
+}
+
+int store_job_solutions(nq_store_t *s, uint64_t job, uint64_t *n)
+{
+    return count_one(s, Q_TOTALS_SOLUTIONS, job, n);
 }

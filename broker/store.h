@@ -135,6 +135,10 @@ int store_shards_retry(nq_store_t *s, uint64_t job);                    /* faile
 int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
                      const char *sol_hash, const char *sol_path);
 
+/* Broker settings that survive restarts (table meta). get: 0 found, 1 absent, -1 error. */
+int store_meta_get(nq_store_t *s, const char *key, char *val, size_t vallen);
+int store_meta_set(nq_store_t *s, const char *key, const char *val);
+
 /* Workers. flag: outvoted under quorum (conflicts + 1, flagged). */
 int store_worker_flag(nq_store_t *s, const char *id);
 int store_worker_seen(nq_store_t *s, const char *id, const char *host, const char *key, uint32_t threads);
@@ -146,5 +150,7 @@ typedef struct {
     uint64_t shards_done, workers, solutions;
 } nq_job_totals_t;
 int store_job_totals(nq_store_t *s, uint64_t job, nq_job_totals_t *out);
+/* Distinct solutions stored for a solve job (cheap: no sum over shards). */
+int store_job_solutions(nq_store_t *s, uint64_t job, uint64_t *n);
 
 #endif

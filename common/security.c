@@ -48,12 +48,12 @@ int security_load_key(const char *path, char pub[41], char sec[41], char *err, s
     pub[0] = sec[0] = 0;
     while (fgets(line, sizeof line, f)) {
         char *l = trim(line), *eq = strchr(l, '=');
-        if (*l == '#' || *l == 0)
-            continue;
-        if (!eq) {
-            if (is_z85_key(l)) snprintf(pub, 41, "%s", l);
+        if (is_z85_key(l)) {            /* a bare key (.pub): '=' and '#' are Z85 digits too */
+            snprintf(pub, 41, "%s", l);
             continue;
         }
+        if (*l == '#' || *l == 0 || !eq)
+            continue;
         *eq = 0;
         char *k = trim(l), *v = trim(eq + 1);
         if (strcmp(k, "public") == 0 && is_z85_key(v)) snprintf(pub, 41, "%s", v);

@@ -51,9 +51,14 @@ static int keys_load_file(zap_t *z, const char *path, char *err, size_t errlen)
         char *l = line;
         while (*l == ' ' || *l == '\t') l++;
         l[strcspn(l, "\r\n")] = 0;
+        size_t len = strlen(l);
+        while (len && (l[len - 1] == ' ' || l[len - 1] == '\t'))
+            l[--len] = 0;
+        if (len == 40 && keys_add(z, l) == 0)   /* a key first: Z85 keys may start with '#' */
+            continue;
         if (*l == '#' || *l == 0)
             continue;
-        if (keys_add(z, l) != 0) {
+        {
             snprintf(err, errlen, "%s:%d: not a Z85 public key (40 characters)", path, lineno);
             rc = -1;
             break;

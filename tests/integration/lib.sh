@@ -38,12 +38,13 @@ free_port() {
     echo 29999
 }
 
-# start NAME CMD...: runs CMD in the background, logs to $T/NAME.log, remembers its pid.
+# start NAME CMD...: runs CMD in the background, logs to $T/NAME.log; its pid is in $LAST_PID
+# and in PIDS for the cleanup trap. Never call it inside $(...): the subshell would keep the pid.
 start() {
     local name=$1; shift
     "$@" >"$T/$name.log" 2>&1 &
-    PIDS+=($!)
-    echo $!
+    LAST_PID=$!
+    PIDS+=("$LAST_PID")
 }
 
 # wait_for SECONDS CMD...: polls CMD every 0.1 s until it succeeds or time runs out.
@@ -71,12 +72,13 @@ start_broker() {
     WEP=tcp://127.0.0.1:$WPORT
     CEP=tcp://127.0.0.1:$CPORT
     export NQ_BROKER=$CEP
-    BROKER_PID=$(start "broker${BROKER_N:-}" "$NQ" broker --db "$db" --bind "$WEP" --control "$CEP" \
-        --heartbeat-ms 200 --liveness 3 "$@")
+    start "broker${BROKER_N:-}" "$NQ" broker --db "$db" --bind "$WEP" --control "$CEP" \
+        --heartbeat-ms 200 --liveness 3 "$@"
+    BROKER_PID=$LAST_PID
     wait_for 20 "$NQ" list --timeout 1 || fail "broker did not come up"
 }
 
-# start_worker NAME [options]: prints the pid.
+# start_worker NAME [options]: its pid is in $LAST_PID.
 start_worker() {
     local name=$1; shift
     start "$name" "$NQ" worker --connect "$WEP" "$@"

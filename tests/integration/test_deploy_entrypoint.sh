@@ -21,6 +21,16 @@ trap cleanup EXIT
 export NQ_BIN=$NQ NQ_SECRETS_DIR=$tmp/no-secrets
 unset NQ_ROLE NQ_CONNECT NQ_KEY_FILE NQ_BROKER_KEY_FILE NQ_AUTHORIZED_KEYS NQ_INSECURE
 
+# Waits (30 s at most) until the broker PID answers on $NQ_BROKER.
+wait_broker() {
+    SECONDS=0
+    until "$NQ" list --timeout 1 >/dev/null 2>&1; do
+        kill -0 "$1" 2>/dev/null || { fail "the broker exited during start-up"; return 1; }
+        ((SECONDS < 30)) || { fail "the broker did not answer within 30 s"; return 1; }
+        sleep 0.1
+    done
+}
+
 # expect RC PATTERN -- ENV/ARGS...: runs the entrypoint, checks exit code and message.
 expect() {
     local want=$1 pat=$2 out rc
@@ -62,16 +72,18 @@ export NQ_BROKER=ipc://$tmp/nq.db.ctl
 NQ_SECRETS_DIR=$tmp/broker-secrets NQ_BIND=tcp://127.0.0.1:$port NQ_DB=$tmp/nq.db \
     sh "$EP" broker 2>"$tmp/broker.err" &
 broker=$!; pids+=("$broker")
-for _ in $(seq 100); do "$NQ" list >/dev/null 2>&1 && break; sleep 0.1; done
+wait_broker "$broker"
 NQ_SECRETS_DIR=$tmp/worker-secrets NQ_CONNECT=tcp://127.0.0.1:$port NQ_THREADS=2 \
     sh "$EP" worker 2>"$tmp/worker.err" &
 worker=$!; pids+=("$worker")
 
 job=$(sh "$EP" submit count 10)
 state=''
-for _ in $(seq 600); do
-    state=$("$NQ" status "$job" --json 2>/dev/null | sed -n 's/.*"state": *"\([a-z]*\)".*/\1/p')
+SECONDS=0
+while ((SECONDS < 120)); do
+    state=$("$NQ" status "$job" --json --timeout 2 2>/dev/null | sed -n 's/.*"state": *"\([a-z]*\)".*/\1/p')
     case $state in done | failed | cancelled) break ;; esac
+    kill -0 "$worker" 2>/dev/null || { fail "the worker exited: $(tail -3 "$tmp/worker.err")"; break; }
     sleep 0.2
 done
 [[ $state == "done" ]] || fail "job '$job' ended '$state': $(tail -5 "$tmp/broker.err")"

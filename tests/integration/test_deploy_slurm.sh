@@ -76,6 +76,16 @@ export PATH=$tmp/bin:$PATH NQ TMPDIR=$tmp NQ_POLL=0.2
 # A free loopback port (the kernel picks it).
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
+# Waits (30 s at most) until the broker PID answers on $NQ_BROKER.
+wait_broker() {
+    SECONDS=0
+    until "$NQ" list --timeout 1 >/dev/null 2>&1; do
+        kill -0 "$1" 2>/dev/null || { fail "the broker exited during start-up"; return 1; }
+        ((SECONDS < 30)) || { fail "the broker did not answer within 30 s"; return 1; }
+        sleep 0.1
+    done
+}
+
 # ---- refusals (no broker needed) --------------------------------------------------------
 out=$(env -u SLURM_JOB_ID bash "$COUNT" 2>&1); rc=$?
 [[ $rc == 2 && $out == *usage* ]] || fail "count without N: rc=$rc '$out'"
@@ -119,7 +129,7 @@ port=$(free_port)
 bg+=($!)
 broker=$!
 export NQ_BROKER=ipc://$tmp/array.ctl
-for _ in $(seq 100); do "$NQ" list >/dev/null 2>&1 && break; sleep 0.1; done
+wait_broker "$broker"
 for t in 0 1; do
     HOME=$tmp SLURM_ARRAY_TASK_ID=$t NQ_CONNECT=tcp://127.0.0.1:$port \
         bash "$ARRAY" >"$tmp/array-$t.out" 2>&1 &
@@ -127,9 +137,11 @@ for t in 0 1; do
 done
 job=$("$NQ" submit count 10)
 state=''
-for _ in $(seq 600); do
-    state=$("$NQ" status "$job" --json 2>/dev/null | sed -n 's/.*"state": *"\([a-z]*\)".*/\1/p')
+SECONDS=0
+while ((SECONDS < 120)); do
+    state=$("$NQ" status "$job" --json --timeout 2 2>/dev/null | sed -n 's/.*"state": *"\([a-z]*\)".*/\1/p')
     case $state in done | failed | cancelled) break ;; esac
+    kill -0 "${bg[1]}" 2>/dev/null || { fail "array task 0 exited: $(tail -3 "$tmp/array-0.out")"; break; }
     sleep 0.2
 done
 [[ $state == "done" ]] || fail "array: job $job ended '$state'"

@@ -5,9 +5,9 @@
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
 
-start_broker d.db >/dev/null
-start_worker w1 --threads 1 >/dev/null
-start_worker w2 --threads 1 >/dev/null
+start_broker d.db
+start_worker w1 --threads 1
+start_worker w2 --threads 1
 
 id=$("$NQ" submit count 13) || fail "submit"
 [ "$id" = 1 ] || fail "first job id is '$id'"

@@ -10,16 +10,16 @@ N=16
 WPORT=$(free_port); CPORT=$(free_port)
 export WPORT CPORT
 WEP=tcp://127.0.0.1:$WPORT
-start_worker early --threads 2 >/dev/null          # before the broker exists
+start_worker early --threads 2          # before the broker exists
 sleep 0.5
-BROKER_N=0 start_broker kb.db >/dev/null
+BROKER_N=0 start_broker kb.db
 id=$("$NQ" submit count $N ) || fail "submit"
 for round in 1 2 3; do
     wait_for 60 bash -c "[ \$($NQ status $id --json | grep -o '\"shards_done\":[0-9]*' | cut -d: -f2) -gt $((round * 30)) ]" \
         || break                                   # it may simply have finished
     kill -9 "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
     sleep 0.3
-    BROKER_N=$round start_broker kb.db --grace 2 >/dev/null
+    BROKER_N=$round start_broker kb.db --grace 2
 done
 wait_for 240 job_done "$id" || fail "count did not finish after broker kills"
 [ "$(job_field "$id" total)" = "$(oeis_total $N)" ] || fail "total after broker kills"
@@ -36,7 +36,7 @@ id2=$("$NQ" submit count 12) || fail "submit 2"
 kill -STOP "$BROKER_PID"                           # results pile up in the worker's outbox
 sleep 1.5
 kill -9 "$BROKER_PID"; kill -CONT "$BROKER_PID" 2>/dev/null; wait "$BROKER_PID" 2>/dev/null
-BROKER_N=9 start_broker kb.db --grace 5 >/dev/null
+BROKER_N=9 start_broker kb.db --grace 5
 wait_for 120 job_done "$id2" || fail "count 12 did not finish after the broker came back"
 [ "$(job_field "$id2" total)" = "$(oeis_total 12)" ] || fail "total after outbox redelivery"
 ok "worker reconnecting after a broker restart delivers its outbox"

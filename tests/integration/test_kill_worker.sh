@@ -6,20 +6,20 @@
 cd "$T" || exit 1
 N=16
 
-start_broker k.db >/dev/null
-victim=$(start_worker victim --threads 1)
+start_broker k.db
+start_worker victim --threads 1; victim=$LAST_PID
 id=$("$NQ" submit count $N ) || fail "submit"
 wait_for 60 bash -c "[ \$($NQ status $id --json | grep -o '\"shards_done\":[0-9]*' | cut -d: -f2) -gt 3 ]" \
     || fail "no progress"
 kill -9 "$victim"
-start_worker rescue --threads 2 >/dev/null
+start_worker rescue --threads 2
 wait_for 240 job_done "$id" || fail "count did not finish after kill -9"
 [ "$(job_field "$id" total)" = "$(oeis_total $N)" ] || fail "total after kill -9"
 grep -q "worker.lost" "$T/broker.log" || fail "broker did not log the lost worker"
 ok "kill -9 of a worker: shards re-leased, count $N exact"
 
 id2=$("$NQ" submit count $N ) || fail "submit 2"
-stopped=$(start_worker stopped --threads 1)
+start_worker stopped --threads 1; stopped=$LAST_PID
 wait_for 60 bash -c "$NQ workers --json | grep -q '\"leases\":[1-9]'" || fail "no lease"
 kill -STOP "$stopped"
 wait_for 240 job_done "$id2" || fail "count did not finish with a stopped worker"

@@ -3,7 +3,8 @@
 # tree, checks its files, control fields, conffiles and maintainer scripts, the
 # binary in it (runs, stripped, no sanitizer), and the pre-build check that
 # refuses test or sanitizer builds. In CI as root ($CI set) it also installs the
-# package, counts N=10 with the installed /usr/bin/nq and removes it again.
+# package, counts N=10 with the installed /usr/bin/nq, removes it (conffiles
+# stay) and purges it (they go).
 set -u
 SRC=${NQ_SOURCE_DIR:?NQ_SOURCE_DIR not set}
 BUILD=${NQ_BUILD_DIR:?NQ_BUILD_DIR not set}
@@ -81,7 +82,7 @@ done
 # ---- the binary and the man page in the package ----
 dpkg-deb -x "$deb" "$tmp/root"
 "$tmp/root/usr/bin/nq" --version | grep -qxF "nq $ver" || fail "packaged nq --version"
-nm "$tmp/root/usr/bin/nq" >/dev/null 2>&1 && fail "packaged nq is not stripped"
+readelf -S "$tmp/root/usr/bin/nq" | grep -q "\.symtab" && fail "packaged nq is not stripped"
 grep -q __asan_init "$tmp/root/usr/bin/nq" && fail "packaged nq is built with ASan"
 zcat "$tmp/root/usr/share/man/man1/nq.1.gz" | grep -q "^\.TH NQ 1 .*nq $ver" \
     || fail "man page lacks the version"
@@ -95,7 +96,7 @@ elif [[ $(id -u) != 0 ]]; then
     echo "skipped: dpkg -i / nq run / dpkg -r need root"
 elif ! "$NQ" help run >/dev/null 2>&1; then
     echo "skipped: dpkg -i (nq run is not built yet)"
-elif dpkg -s nq >/dev/null 2>&1; then
+elif dpkg-query -W -f='${Status}' nq 2>/dev/null | grep -q 'ok installed'; then
     echo "skipped: dpkg -i (a package nq is already installed here; not touching it)"
 else
     if dpkg -i "$deb" >"$tmp/dpkg.log" 2>&1; then
@@ -105,9 +106,12 @@ else
         [[ -f /etc/nq/broker.env ]] || fail "/etc/nq/broker.env not installed"
         dpkg -r nq >>"$tmp/dpkg.log" 2>&1 || fail "dpkg -r nq: $(cat "$tmp/dpkg.log")"
         [[ -e /usr/bin/nq ]] && fail "/usr/bin/nq still there after dpkg -r"
+        [[ -f /etc/nq/broker.env ]] || fail "dpkg -r removed the conffile /etc/nq/broker.env"
+        dpkg -P nq >>"$tmp/dpkg.log" 2>&1 || fail "dpkg -P nq: $(cat "$tmp/dpkg.log")"
+        [[ -e /etc/nq/broker.env ]] && fail "/etc/nq/broker.env still there after dpkg -P"
     else
         fail "dpkg -i: $(cat "$tmp/dpkg.log")"
-        dpkg -r nq >/dev/null 2>&1
+        dpkg -P nq >/dev/null 2>&1
     fi
 fi
 

@@ -9,10 +9,10 @@ cd "$T" || exit 1
 ulimit -c 0
 
 "$NQ" help worker >/dev/null || fail "no nq"
-start_broker w.db >/dev/null
-start_worker good1 --threads 1 --id good1 >/dev/null
-start_worker good2 --threads 1 --id good2 >/dev/null
-NQ_FAULT_CORRUPT=0.5 NQ_FAULT_CORRUPT_MODE=consistent start_worker bad --threads 1 --id bad >/dev/null
+start_broker w.db
+start_worker good1 --threads 1 --id good1
+start_worker good2 --threads 1 --id good2
+NQ_FAULT_CORRUPT=0.5 NQ_FAULT_CORRUPT_MODE=consistent start_worker bad --threads 1 --id bad
 id=$("$NQ" submit count 13 --quorum 2) || fail "submit quorum"
 wait_for 120 job_done "$id" || fail "quorum job did not finish"
 [ "$(job_field "$id" total)" = "$(oeis_total 13)" ] || fail "quorum total"
@@ -26,7 +26,7 @@ ok "quorum 2 with a worker corrupting half its results: exact, and the faulty wo
 
 # Without quorum, a corrupted total with stale residues is refused and recomputed.
 pkill -f -- "--id bad" 2>/dev/null
-NQ_FAULT_CORRUPT=0.5 start_worker bad2 --threads 1 --id bad2 >/dev/null
+NQ_FAULT_CORRUPT=0.5 start_worker bad2 --threads 1 --id bad2
 id2=$("$NQ" submit count 13) || fail "submit"
 wait_for 120 job_done "$id2" || fail "job without quorum did not finish"
 [ "$(job_field "$id2" total)" = "$(oeis_total 13)" ] || fail "total with residue checks"
@@ -45,7 +45,7 @@ wait_for 120 bash -c "[ \"\$($NQ status $id3 --json | grep -o '\"state\":\"[a-z]
 kill "${PIDS[-1]}"; pkill -f -- "--connect $WEP" 2>/dev/null
 ok "poison shard: FAILED after 3 attempts, job failed and visible"
 
-start_worker healthy --threads 2 >/dev/null
+start_worker healthy --threads 2
 "$NQ" retry "$id3" >/dev/null || fail "retry"
 wait_for 60 job_done "$id3" || fail "retry did not finish"
 [ "$(job_field "$id3" total)" = "$(oeis_total 10)" ] || fail "total after retry"
