@@ -75,6 +75,8 @@ static int broker_check_config(const nq_broker_cfg_t *c, char *err, size_t errle
                         "any key pair)"), -1;
     if (c->key_file && security_load_key(c->key_file, pub, sec, err, errlen) != 0)
         return -1;
+    if (c->key_file && !sec[0])
+        return snprintf(err, errlen, "%s has no secret key: give the broker its .key file", c->key_file), -1;
     return 0;
 }
 
