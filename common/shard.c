@@ -177,7 +177,7 @@ int shard_depth_range(int kind, int n, int *min, int *max)
 int shard_auto_depth(int kind, int n)
 {
     if (kind == NQ_KIND_ENUMERATE)
-        return n < 8 ? 1 : n < 13 ? 2 : 3;
+        return n < NQ_SHARD_BORDER_MIN_N ? 0 : n < 8 ? 1 : n < 13 ? 2 : 3;  /* tiny boards: one whole-board shard, so a board without solutions still has a job */
     if (n < NQ_SHARD_BORDER_MIN_N)
         return 0;
     if (n <= 19)

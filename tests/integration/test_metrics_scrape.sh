@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The broker's /metrics endpoint scraped during a run; its counters checked
+# against the store once the job is done.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
+
+MPORT=$(free_port)
+start_broker m.db --metrics "127.0.0.1:$MPORT"
+start_worker w1 --threads 2
+
+scrape() {
+    exec 3<>"/dev/tcp/127.0.0.1/$MPORT" || return 1
+    printf 'GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n' >&3
+    cat <&3
+    exec 3<&-
+}
+metric() { grep -E "^$1(\{[^}]*\})? " | awk '{print $2}' | head -1; }
+
+id=$("$NQ" submit count 15) || fail "submit"
+scrape >during.txt || fail "scrape during the run"
+grep -q "200 OK" during.txt || fail "no 200 from /metrics"
+grep -q "^# TYPE" during.txt || fail "not Prometheus text"
+wait_for 120 job_done "$id" || fail "count did not finish"
+sleep 1.5                                # the broker refreshes its figures once a second
+scrape >after.txt || fail "scrape after"
+done_db=$(sql m.db "SELECT count(*) FROM shards WHERE job=$id AND state='done'")
+results=$(metric nq_results_total <after.txt)
+[ -n "$results" ] || fail "no nq_results_total: $(head -40 after.txt)"
+[ "${results%.*}" -ge "$done_db" ] || fail "results_total $results < done shards $done_db"
+alive=$(metric nq_workers_alive <after.txt)
+[ "${alive%.*}" = 1 ] || fail "workers_alive $alive"
+grep -q 'nq_store_commit' after.txt || fail "no commit latency"
+ok "/metrics during and after a run: results_total $results >= $done_db done shards in the store, 1 worker alive"
