@@ -1,5 +1,6 @@
 /* The broker's loop: sockets, message dispatch, timers. */
 #include "broker_impl.h"
+#include "clock.h"
 #include "log.h"
 #include "security.h"
 
@@ -12,19 +13,8 @@
 #include <time.h>
 #include <zmq.h>
 
-double broker_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-double broker_wall(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+double broker_now(void) { return nq_mono(); }
+double broker_wall(void) { return nq_wall(); }
 
 void broker_cfg_defaults(nq_broker_cfg_t *cfg)
 {
@@ -254,62 +244,47 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
     }
 }
 
-static void drain_workers(nq_broker_t *b)
+/* A decoded message from one of the two endpoints: rid is the sender, frame its bytes. */
+typedef void (*on_msg_fn)(nq_broker_t *b, zmq_msg_t *rid, zmq_msg_t *frame, const nq_msg_t *m);
+
+static void on_worker_frame(nq_broker_t *b, zmq_msg_t *rid, zmq_msg_t *frame, const nq_msg_t *m)
 {
-    for (int i = 0; i < 10000; i++) {
-        zmq_msg_t rid, frame;
-        zmq_msg_init(&rid);
-        zmq_msg_init(&frame);
-        int rc = recv_routed(b->workers_sock, &rid, &frame);
-        if (rc < 0) {
-            zmq_msg_close(&rid);
-            zmq_msg_close(&frame);
-            return;
-        }
-        char err[200];
-        nq_msg_t m;
-        if (rc > 0)
-            bad_message(b, "worker", "wrong number of frames");
-        else if (proto_decode(zmq_msg_data(&frame), zmq_msg_size(&frame), &m, err, sizeof err) != 0)
-            bad_message(b, "worker", err);
-        else {
-            char key[64];
-            security_msg_key(&frame, key, sizeof key);
-            on_worker_message(b, zmq_msg_data(&rid), zmq_msg_size(&rid), &m, key);
-            proto_msg_free(&m);
-        }
-        zmq_msg_close(&rid);
-        zmq_msg_close(&frame);
-    }
+    char key[64];
+    security_msg_key(frame, key, sizeof key);
+    on_worker_message(b, zmq_msg_data(rid), zmq_msg_size(rid), m, key);
 }
 
-static void drain_control(nq_broker_t *b)
+static void on_control_frame(nq_broker_t *b, zmq_msg_t *rid, zmq_msg_t *frame, const nq_msg_t *m)
 {
-    for (int i = 0; i < 100; i++) {
+    (void)frame;
+    if (m->type == NQ_MSG_CTL_REQ)
+        control_on_request(b, zmq_msg_data(rid), zmq_msg_size(rid), &m->u.ctl_req);
+    else
+        bad_message(b, "client", "expected CTL_REQ");
+}
+
+/* Reads up to max messages waiting on sock; malformed ones are dropped, logged and counted. */
+static void drain(nq_broker_t *b, void *sock, int max, const char *from, on_msg_fn on_msg)
+{
+    for (int i = 0; i < max; i++) {
         zmq_msg_t rid, frame;
         zmq_msg_init(&rid);
         zmq_msg_init(&frame);
-        int rc = recv_routed(b->control_sock, &rid, &frame);
-        if (rc < 0) {
-            zmq_msg_close(&rid);
-            zmq_msg_close(&frame);
-            return;
-        }
+        int rc = recv_routed(sock, &rid, &frame);
         char err[200];
         nq_msg_t m;
         if (rc > 0)
-            bad_message(b, "client", "wrong number of frames");
-        else if (proto_decode(zmq_msg_data(&frame), zmq_msg_size(&frame), &m, err, sizeof err) != 0)
-            bad_message(b, "client", err);
-        else {
-            if (m.type == NQ_MSG_CTL_REQ)
-                control_on_request(b, zmq_msg_data(&rid), zmq_msg_size(&rid), &m.u.ctl_req);
-            else
-                bad_message(b, "client", "expected CTL_REQ");
+            bad_message(b, from, "wrong number of frames");
+        else if (rc == 0 && proto_decode(zmq_msg_data(&frame), zmq_msg_size(&frame), &m, err, sizeof err) != 0)
+            bad_message(b, from, err);
+        else if (rc == 0) {
+            on_msg(b, &rid, &frame, &m);
             proto_msg_free(&m);
         }
         zmq_msg_close(&rid);
         zmq_msg_close(&frame);
+        if (rc < 0)
+            return;
     }
 }
 
@@ -336,9 +311,9 @@ int broker_run(nq_broker_t *b, const atomic_int *stop)
             break;
         broker_txn(b);                  /* every write of this round rides the group commit */
         if (items[0].revents & ZMQ_POLLIN)
-            drain_workers(b);
+            drain(b, b->workers_sock, 10000, "worker", on_worker_frame);
         if (items[1].revents & ZMQ_POLLIN)
-            drain_control(b);
+            drain(b, b->control_sock, 100, "client", on_control_frame);
         now = broker_now();
         if (results_due(b, now)) {
             results_flush(b);

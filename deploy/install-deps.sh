@@ -3,7 +3,7 @@
 # Idempotent: packages already present are skipped. Uses sudo when not root.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libsqlite3-dev libmicrohttpd-dev
-      sqlite3 iproute2 clang libclang-rt-dev shellcheck yamllint procps dpkg-dev file)
+      sqlite3 iproute2 clang libclang-rt-dev shellcheck yamllint procps dpkg-dev file bc)
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,4 +1,5 @@
 /* One task through its kernel: count, enumerate or solve, into a RESULT. */
+#include "clock.h"
 #include "count.h"
 #include "enumerate.h"
 #include "solve.h"
@@ -35,12 +36,7 @@ static void fault_inject(nq_wtask_t *t)
 }
 #endif
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+static double mono(void) { return nq_mono(); }
 
 static void set_error(nq_wtask_t *t, const char *msg)
 {

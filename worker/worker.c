@@ -1,4 +1,5 @@
 /* The worker's socket loop: hello, credit, tasks, results, acks, heartbeats, reconnects. */
+#include "clock.h"
 #include "log.h"
 #include "rng.h"
 #include "security.h"
@@ -28,12 +29,7 @@ struct nq_worker {
     nq_rng_t rng;
 };
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return nq_mono(); }
 
 void worker_cfg_defaults(nq_worker_cfg_t *cfg)
 {

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Broker throughput: durable results per second with many simulated workers on
+# loopback returning tiny shards at once (tests/bench/loadgen.c), against a
+# baseline measured in the same invocation: plain SQLite (WAL, synchronous=FULL)
+# inserting rows in 100-row transactions. And the broker's peak memory with
+# 10^6 pending shards.
+#   tests/bench/bench_broker.sh [--nq PATH] [--loadgen PATH] [--shards K] [--runs R]
+set -euo pipefail
+NQ=${NQ:-build/nq}; LOADGEN=${LOADGEN:-build/tests/nq_loadgen}; K=200000; R=3; WORKERS=16; CREDIT=256
+while [ $# -gt 0 ]; do
+    case $1 in --nq) NQ=$2; shift 2 ;; --loadgen) LOADGEN=$2; shift 2 ;; --shards) K=$2; shift 2 ;;
+               --runs) R=$2; shift 2 ;; *) echo "usage: $0 [--nq P] [--loadgen P] [--shards K] [--runs R]" >&2; exit 2 ;; esac
+done
+tmp=$(mktemp -d); bp=""
+trap '[ -n "$bp" ] && kill -9 "$bp" 2>/dev/null; rm -rf "$tmp"' EXIT
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+port() { echo $((20000 + RANDOM % 30000)); }
+
+sqlite_baseline() {   # rows/s, 100-row transactions, WAL + FULL, like a careful hand-written store
+    rm -f "$tmp"/base.db*
+    local t0 t1
+    { echo "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;"
+      echo "CREATE TABLE r(job INT, idx INT, total INT, PRIMARY KEY(job, idx)) WITHOUT ROWID;"
+      for ((i = 0; i < 20000; i += 100)); do
+          echo "BEGIN;"; for ((j = i; j < i + 100; j++)); do echo "INSERT INTO r VALUES (1, $j, $j);"; done; echo "COMMIT;"
+      done; } >"$tmp/base.sql"
+    t0=$(date +%s.%N); sqlite3 "$tmp/base.db" <"$tmp/base.sql" >/dev/null; t1=$(date +%s.%N)
+    echo "20000 / ($t1 - $t0)" | bc -l
+}
+
+broker_run() {        # results/s for K shards; also prints the broker's peak RSS (kB) on fd 3
+    rm -f "$tmp"/b.db*
+    local wp cp
+    wp=$(port); cp=$(port)
+    "$NQ" broker --db "$tmp/b.db" --bind "tcp://127.0.0.1:$wp" --control "tcp://127.0.0.1:$cp" --log-level warn \
+        2>"$tmp/broker.log" &
+    bp=$!
+    sleep 0.3
+    NQ_BROKER=tcp://127.0.0.1:$cp "$NQ" submit solve 1000 --restarts "$K" --all --timeout 300 >/dev/null
+    "$LOADGEN" "tcp://127.0.0.1:$wp" "$WORKERS" "$CREDIT" "$K" | awk '{print $6}'
+    grep VmHWM "/proc/$bp/status" | awk '{print $2}' >&3
+    kill "$bp"; wait "$bp" 2>/dev/null || true; bp=""
+}
+
+base=$(for i in $(seq "$R"); do sqlite_baseline; done | median)
+rates=(); rss=()
+for i in $(seq "$R"); do
+    exec 4>"$tmp/rss"
+    rates+=("$(broker_run 3>&4)")
+    rss+=("$(cat "$tmp/rss")")
+done
+rate=$(printf '%s\n' "${rates[@]}" | median)
+mem=$(printf '%s\n' "${rss[@]}" | median)
+printf '| measure (median of %s) | value | vs baseline |\n|---|---|---|\n' "$R"
+printf '| SQLite WAL+FULL, 100-row transactions (baseline) | %.0f rows/s | 1.00 |\n' "$base"
+printf '| broker, %s simulated workers x %s credit, %s shards | %.0f durable results/s | %.2fx |\n' \
+    "$WORKERS" "$CREDIT" "$K" "$rate" "$(echo "$rate / $base" | bc -l)"
+printf '| broker peak RSS during that run | %.1f MB | |\n' "$(echo "$mem / 1024" | bc -l)"
+
+# Peak memory with 10^6 pending shards: a job of 10^6 seeds, loaded and waiting.
+rm -f "$tmp"/m.db*
+wp=$(port); cp=$(port)
+"$NQ" broker --db "$tmp/m.db" --bind "tcp://127.0.0.1:$wp" --control "tcp://127.0.0.1:$cp" --log-level warn 2>/dev/null &
+bp=$!
+sleep 0.3
+t0=$(date +%s.%N)
+NQ_BROKER=tcp://127.0.0.1:$cp "$NQ" submit solve 1000 --restarts 1000000 --all --timeout 300 >/dev/null
+t1=$(date +%s.%N)
+printf '| broker peak RSS with 10^6 pending shards (submit took %.1f s) | %.1f MB | |\n' \
+    "$(echo "$t1 - $t0" | bc -l)" "$(echo "$(grep VmHWM /proc/$bp/status | awk '{print $2}') / 1024" | bc -l)"
+kill "$bp"; wait "$bp" 2>/dev/null || true; bp=""
