@@ -116,7 +116,8 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
         free(j);
         return -1;
     }
-    qsort(c.v, c.n, sizeof *c.v, cost_cmp);
+    if (c.n > 0)
+        qsort(c.v, c.n, sizeof *c.v, cost_cmp);
     for (size_t i = 0; i < c.n; i++)
         for (uint32_t q = 0; q < (j->spec.quorum > 1 ? j->spec.quorum : 1); q++)
             jobs_push_pending(j, c.v[i].idx);   /* under quorum: one copy per vote needed */

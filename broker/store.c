@@ -101,7 +101,7 @@ static const char *const sql_text[Q_COUNT] = {
         "UPDATE shards SET state = 'pending', attempts = 0, lease = NULL, worker = NULL,"
         " leased_at = NULL, status = NULL, total = NULL, uniq = NULL, nodes = NULL, res13 = NULL,"
         " res15 = NULL, elapsed = NULL, confirmations = 0, conflict_with = NULL, done_at = NULL"
-        " WHERE job = ?1 AND state IN ('failed', 'conflict')",
+        " WHERE job = ?1 AND state IN ('failed', 'conflict', 'cancelled')",
     [Q_PUT_LOOKUP] =
         "SELECT s.state, s.done_at IS NOT NULL, s.status, s.total, s.uniq, s.nodes, s.res13,"
         " s.res15, s.worker, s.lease, s.seed, j.kind, j.state, j.n"

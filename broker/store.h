@@ -124,7 +124,7 @@ int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease,
 /* Back to pending (lease lost); attempts + 1; FAILED when attempts reach max: *failed = 1. */
 int store_shard_release(nq_store_t *s, uint64_t job, uint64_t idx, int count_attempt, int *failed);
 int store_shards_cancel_pending(nq_store_t *s, uint64_t job);           /* pending/leased -> cancelled */
-int store_shards_retry(nq_store_t *s, uint64_t job);                    /* failed/conflict -> pending, attempts 0 */
+int store_shards_retry(nq_store_t *s, uint64_t job);                    /* failed/conflict/cancelled -> pending, attempts 0 */
 
 /*
  * Records a RESULT (already validated by the broker: count residues checked,
