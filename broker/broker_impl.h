@@ -102,6 +102,7 @@ struct nq_broker {
     int store_ok;                      /* 0 after a failed commit (disk full): no leasing, no ACKs */
     int txn_open;                      /* the loop's writes ride in one transaction per group */
     double txn_since;
+    int64_t txn_changes;               /* sqlite3_total_changes at BEGIN: nothing written, nothing to commit */
     double store_retry_at;
     int stopping;
 
@@ -164,6 +165,7 @@ void leases_free_all(nq_broker_t *b);
 
 /* results.c */
 void broker_txn(nq_broker_t *b);                   /* opens the group transaction if needed */
+int broker_txn_dirty(nq_broker_t *b);
 void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r);
 void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s);
 void results_flush(nq_broker_t *b);                /* group commit, then ACKs */

@@ -30,14 +30,23 @@ void broker_txn(nq_broker_t *b)
     if (store_begin(b->store) == 0) {
         b->txn_open = 1;
         b->txn_since = broker_now();
+        b->txn_changes = sqlite3_total_changes64(store_db(b->store));
     }
+}
+
+/* Has the open group written anything? An idle broker then sleeps instead of committing nothing. */
+int broker_txn_dirty(nq_broker_t *b)
+{
+    return b->txn_open && (b->ngroup > 0 || sqlite3_total_changes64(store_db(b->store)) != b->txn_changes);
 }
 
 int results_due(nq_broker_t *b, double now)
 {
     if (!b->store_ok)
         return now >= b->store_retry_at;
-    return b->txn_open && (b->ngroup >= b->cfg.group_max || now - b->txn_since >= b->cfg.group_ms / 1000.0);
+    if (!broker_txn_dirty(b))
+        return 0;
+    return b->ngroup >= b->cfg.group_max || now - b->txn_since >= b->cfg.group_ms / 1000.0;
 }
 
 static void reject(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, const char *why)

@@ -260,7 +260,9 @@ static const char *get_fixed(const msgpack_object *m, const char *key, int prec,
 static const char *done_total(const msgpack_object *job, char *buf, size_t len)
 {
     char a[48], b[48];
-    snprintf(buf, len, "%s/%s", get_str(job, "shards_done", a, sizeof a), get_str(job, "shards_total", b, sizeof b));
+    if (snprintf(buf, len, "%s/%s", get_str(job, "shards_done", a, sizeof a),
+                 get_str(job, "shards_total", b, sizeof b)) >= (int)len)
+        buf[len - 1] = 0;               /* too narrow a column: cut, as the caller asked */
     return buf;
 }
 
