@@ -291,6 +291,8 @@ static void drain(nq_broker_t *b, void *sock, int max, const char *from, on_msg_
 static long poll_timeout_ms(nq_broker_t *b, double now)
 {
     double t = b->cfg.heartbeat_ms / 4000.0;
+    if (t > 0.05)
+        t = 0.05;                       /* a stop request is noticed within 50 ms */
     if (broker_txn_dirty(b)) {
         double due = b->txn_since + b->cfg.group_ms / 1000.0 - now;
         if (due < t)

@@ -107,7 +107,10 @@ static const char *run_wait(void *ctx, uint64_t id)
         client_reply_free(&rep);
         if (!strcmp(state, "done") || !strcmp(state, "failed") || !strcmp(state, "cancelled"))
             break;
-        usleep(200000);
+        /* Often at first, so a short job ends promptly; then gently, since a status query on a
+           huge job costs the broker a scan of its shards. */
+        double el = (double)time(NULL) - started;
+        usleep((useconds_t)(el < 2 ? 20000 : el < 60 ? 200000 : 1000000));
     }
     if (tty)
         fputc('\n', stderr);
