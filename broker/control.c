@@ -190,6 +190,37 @@ static int do_write_op(nq_broker_t *b, const nq_ctl_req_t *req, msgpack_packer *
     return NQ_EXIT_OK;
 }
 
+/* A job's progress from memory: no DB scan and no forced commit, so it can be asked often. */
+static int progress_op(nq_broker_t *b, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
+{
+    nq_job_row_t row;
+    nq_job_t *j = jobs_find(b, id);
+    const char *state;
+    uint64_t done, total;
+    if (j) {
+        state = store_job_state_name(j->state);
+        done = j->shards_done;
+        total = j->shards_total;
+    } else if (store_job_get(b->store, id, &row) == 0) {
+        state = store_job_state_name(row.state);
+        done = row.shards_done;
+        total = row.shards_total;
+    } else {
+        snprintf(err, errlen, "no job %llu", (unsigned long long)id);
+        return NQ_EXIT_NO;
+    }
+    msgpack_pack_map(pk, 4);
+    msgpack_pack_str_with_body(pk, "id", 2);
+    msgpack_pack_uint64(pk, id);
+    msgpack_pack_str_with_body(pk, "state", 5);
+    msgpack_pack_str_with_body(pk, state, strlen(state));
+    msgpack_pack_str_with_body(pk, "shards_done", 11);
+    msgpack_pack_uint64(pk, done);
+    msgpack_pack_str_with_body(pk, "shards_total", 12);
+    msgpack_pack_uint64(pk, total);
+    return NQ_EXIT_OK;
+}
+
 void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const nq_ctl_req_t *req)
 {
     msgpack_sbuffer doc;
@@ -200,6 +231,8 @@ void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const n
     int code;
     if (strcmp(req->op, "submit") == 0 || strcmp(req->op, "cancel") == 0 || strcmp(req->op, "retry") == 0) {
         code = do_write_op(b, req, &pk, err, sizeof err);
+    } else if (strcmp(req->op, "progress") == 0) {
+        code = progress_op(b, req->job, &pk, err, sizeof err);
     } else {
         if (b->txn_open)
             results_flush(b);           /* answer from what is committed, and nothing held back */
