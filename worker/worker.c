@@ -316,7 +316,7 @@ int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
 {
     while (!atomic_load(stop)) {
         zmq_pollitem_t it[2] = { { w->pull, 0, ZMQ_POLLIN, 0 }, { w->sock, 0, ZMQ_POLLIN, 0 } };
-        long timeout = w->hb_ms / 4 > 0 ? w->hb_ms / 4 : 1;
+        long timeout = w->hb_ms / 4 > 50 ? 50 : (w->hb_ms / 4 > 0 ? w->hb_ms / 4 : 1);  /* stop seen within 50 ms */
         if (zmq_poll(it, w->sock ? 2 : 1, timeout) < 0 && errno != EINTR)
             break;
         collect_done(w);
