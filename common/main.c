@@ -29,7 +29,11 @@ int main(int argc, char **argv)
         return NQ_EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+#ifdef NQ_TEST_FAULTS
+        printf("nq %s (test build: fault switches compiled in)\n", NQ_VERSION);
+#else
         printf("nq %s\n", NQ_VERSION);
+#endif
         return NQ_EXIT_OK;
     }
     if (strcmp(cmd, "help") == 0) {

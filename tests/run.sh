@@ -4,9 +4,9 @@
 #   tests/run.sh --sanitize   AddressSanitizer + UBSan build in build-asan/
 set -euo pipefail
 cd "$(dirname "$0")/.."
-dir=build; flags=()
+dir=build; flags=(-DNQ_TEST_FAULTS=ON)
 if [ "${1:-}" = "--sanitize" ]; then
-    dir=build-asan; flags=(-DNQ_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
+    dir=build-asan; flags=(-DNQ_TEST_FAULTS=ON -DNQ_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug)
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 fi
