@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <unistd.h>
 #include <time.h>
@@ -82,6 +84,22 @@ static int broker_open_sockets(nq_broker_t *b, char *err, size_t errlen)
     return b->control_sock ? 0 : -1;
 }
 
+/* One broker per DB: two would lease the same shards (still exact, but every shard done twice). */
+int broker_db_lock(const char *db_path, char *err, size_t errlen)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s.lock", db_path);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno)), -1;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return snprintf(err, errlen, "another broker (or nq run) is using %s: stop it first, or use "
+                        "another --db", db_path), -1;
+    }
+    return fd;
+}
+
 nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
 {
     nq_broker_t *b = calloc(1, sizeof *b);
@@ -91,6 +109,7 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
     }
     b->cfg = *cfg;
     b->store_ok = 1;
+    b->lock_fd = -1;
     if (getrandom(&b->nonce, sizeof b->nonce, 0) != sizeof b->nonce)
         b->nonce = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     b->lease_buckets = 1u << 16;
@@ -100,6 +119,8 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
     b->own_ctx = cfg->zmq_ctx == NULL;
     b->ctx = b->own_ctx ? zmq_ctx_new() : cfg->zmq_ctx;
     if (cfg->key_file && security_zap_start(b->ctx, cfg->authorized, err, errlen) != 0)
+        goto fail;
+    if ((b->lock_fd = broker_db_lock(cfg->db_path, err, errlen)) < 0)
         goto fail;
     b->store = store_open(cfg->db_path, 0, err, errlen);
     if (!b->store || lease_id_init(b, err, errlen) != 0 || broker_open_sockets(b, err, errlen) != 0)
@@ -353,6 +374,8 @@ void broker_destroy(nq_broker_t **bp)
     if (b->own_ctx && b->ctx)
         zmq_ctx_term(b->ctx);
     store_destroy(&b->store);
+    if (b->lock_fd >= 0)
+        close(b->lock_fd);              /* releases the flock */
     free(b->lease_tab);
     free(b);
     *bp = NULL;

@@ -41,6 +41,8 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen);
 /* Serves until *stop becomes non-zero; then stops leasing, flushes results, returns 0. */
 int broker_run(nq_broker_t *b, const atomic_int *stop);
 void broker_destroy(nq_broker_t **b);
+/* Takes the DB's lock file (<db>.lock): returns its fd (close to release), or -1 with err. */
+int broker_db_lock(const char *db_path, char *err, size_t errlen);
 /* The endpoint really bound (resolves tcp://HOST:* to its port): which = 0 workers, 1 control. */
 int broker_endpoint(nq_broker_t *b, int which, char *buf, size_t len);
 

@@ -99,6 +99,7 @@ struct nq_broker {
     int own_ctx;
     void *workers_sock, *control_sock;
     uint64_t nonce;
+    int lock_fd;                       /* flock on <db>.lock: one broker per DB */
     int store_ok;                      /* 0 after a failed commit (disk full): no leasing, no ACKs */
     int txn_open;                      /* the loop's writes ride in one transaction per group */
     double txn_since;

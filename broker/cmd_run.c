@@ -46,6 +46,10 @@ static void *worker_main(void *arg)
 static int run_prepare(const char *db, nq_job_spec_t *spec, int fresh, uint64_t *id, int *done)
 {
     char err[512];
+    int lock = broker_db_lock(db, err, sizeof err);   /* no job is created in a DB a broker owns */
+    if (lock < 0)
+        return cli_error("run", "%s", err);
+    close(lock);                        /* the embedded broker takes it again */
     nq_store_t *st = store_open(db, 0, err, sizeof err);
     if (!st)
         return cli_error("run", "%s", err);

@@ -17,6 +17,16 @@ res=$("$NQ" result "$id" --json)
 [ "$(echo "$res" | json_get unique)" = "$(oeis_unique 13)" ] || fail "unique: $res"
 ok "one broker + two workers: count 13 exact"
 
+"$NQ" broker --db d.db --bind "tcp://127.0.0.1:$(free_port)" --control "tcp://127.0.0.1:$(free_port)" \
+    >second.log 2>&1 &
+second=$!
+PIDS+=("$second")
+wait "$second"; rc=$?
+[ $rc = 3 ] || fail "a second broker on the same DB exited $rc, want 3"
+grep -q "another broker" second.log || fail "second broker message: $(cat second.log)"
+"$NQ" run count 8 --db d.db 2>err.txt; [ $? = 3 ] || fail "nq run on a DB a broker uses should exit 3"
+ok "a second broker, or nq run, on a DB in use is refused"
+
 "$NQ" workers --json | grep -o '"alive":true' | wc -l | grep -qx 2 || fail "nq workers does not show 2 alive"
 "$NQ" workers | grep -q THREADS || fail "nq workers table"
 [ "$("$NQ" submit count 12 --json | json_get id)" = 2 ] || fail "submit --json"
