@@ -79,8 +79,7 @@ static int set_option(const char *cmd, const char *name, const char *val, nq_cmd
             return cli_usage_error(cmd, "--algo list too long");
         proto_param_add_str(&a->req, "algo", val);
     } else if (!strcmp(name, "log-level")) {
-        if (nq_log_set_level_name(val))
-            return cli_usage_error(cmd, "--log-level is debug, info, warn, error or off");
+        return cli_log_option(cmd, name, val);
     }
     return 0;
 }

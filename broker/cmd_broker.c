@@ -42,10 +42,8 @@ int cmd_broker(int argc, char **argv)
                   cfg.stall_s = (uint32_t)v; break;
         case 'G': if ((rc = cli_parse_u64("broker", "--grace", optarg, 0, 3600, &v))) return rc;
                   cfg.grace_s = (uint32_t)v; break;
-        case 'F': if (nq_log_set_format(optarg)) return cli_usage_error("broker", "--log-format is text or json"); break;
-        case 'V': if (nq_log_set_level_name(optarg))
-                      return cli_usage_error("broker", "--log-level is debug, info, warn, error or off");
-                  break;
+        case 'F': if ((rc = cli_log_option("broker", "log-format", optarg))) return rc; break;
+        case 'V': if ((rc = cli_log_option("broker", "log-level", optarg))) return rc; break;
         default: return cli_usage_error("broker", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }

@@ -1,10 +1,32 @@
 /* Argument helpers shared by every command: strict numbers, uniform refusals. */
 #include "cli.h"
+#include "errf.h"
+#include "log.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+int nq_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+int cli_log_option(const char *cmd, const char *opt, const char *val)
+{
+    if (strcmp(opt, "log-format") == 0 && nq_log_set_format(val) != 0)
+        return cli_usage_error(cmd, "--log-format is text or json");
+    if (strcmp(opt, "log-level") == 0 && nq_log_set_level_name(val) != 0)
+        return cli_usage_error(cmd, "--log-level is debug, info, warn, error or off");
+    return 0;
+}
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {

@@ -28,6 +28,8 @@ typedef struct {
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Prints "nq CMD: <reason>" and returns NQ_EXIT_ERROR. */
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* --log-format / --log-level (opt without dashes): sets it, or reports a bad value (NQ_EXIT_USAGE). */
+int cli_log_option(const char *cmd, const char *opt, const char *val);
 /* Prints the usage text of a command to stdout; returns 0. */
 int cli_help(const char *cmd);
 

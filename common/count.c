@@ -1,23 +1,12 @@
 /* The counting kernel: count_shard and the search it runs. See count.h and count_search.h. */
 #include "count_search.h"
+#include "errf.h"
 #include "count_d4.h"
 #include "proto.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* ---- tallies: checked totals with separate residue counters ---- */
 
@@ -200,7 +189,7 @@ int count_shard(const uint8_t *spec, size_t len, nq_count_result_t *r, const nq_
     if (shard_decode(spec, len, &d, err, errlen))
         return -1;
     if (d.kind != NQ_KIND_COUNT)
-        return fail(err, errlen, "not a count shard (kind %d)", d.kind);
+        return nq_errf(err, errlen, "not a count shard (kind %d)", d.kind);
     plan_init(&pl, &d, 0);
     memset(&acc, 0, sizeof acc);
     acc.plan = &pl;
@@ -214,7 +203,7 @@ int count_shard(const uint8_t *spec, size_t len, nq_count_result_t *r, const nq_
     if (rc == 2)
         return 2;
     if (rc != 0)
-        return fail(err, errlen, "64-bit overflow counting the shard");
+        return nq_errf(err, errlen, "64-bit overflow counting the shard");
     r->total = acc.tally.total;
     r->unique = acc.unique;
     r->nodes = nodes;

@@ -1,10 +1,10 @@
 /* Shard descriptors: validation, encoding, the deterministic list, cost estimates. See shard.h. */
 #include "shard.h"
 #include "count_d4.h"
+#include "errf.h"
 #include "proto.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,17 +18,6 @@ struct nq_shards {
     uint8_t *buf;      /* count * len bytes */
 };
 
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* ---- a board of fixed queens with O(1) conflict checks ---- */
 
@@ -196,26 +185,26 @@ int shard_auto_depth(int kind, int n)
 static int decode_header(const uint8_t *b, size_t len, nq_shard_desc_t *o, char *err, size_t errlen)
 {
     if (!b || len < HDR)
-        return fail(err, errlen, "shard descriptor truncated (%zu bytes)", len);
+        return nq_errf(err, errlen, "shard descriptor truncated (%zu bytes)", len);
     if (len > NQ_MAX_SPEC)
-        return fail(err, errlen, "shard descriptor too long (%zu bytes)", len);
+        return nq_errf(err, errlen, "shard descriptor too long (%zu bytes)", len);
     o->version = b[0]; o->kind = b[1]; o->n = b[2]; o->mode = b[3]; o->weight = b[4]; o->k = b[5];
     if (o->version != NQ_SHARD_ENCODING)
-        return fail(err, errlen, "shard encoding %d not supported (want %d)", o->version, NQ_SHARD_ENCODING);
+        return nq_errf(err, errlen, "shard encoding %d not supported (want %d)", o->version, NQ_SHARD_ENCODING);
     if (o->kind != NQ_KIND_COUNT && o->kind != NQ_KIND_ENUMERATE)
-        return fail(err, errlen, "shard kind %d is not count or enumerate", o->kind);
+        return nq_errf(err, errlen, "shard kind %d is not count or enumerate", o->kind);
     int lo, hi;
     if (shard_depth_range(o->kind, o->n, &lo, &hi))
-        return fail(err, errlen, "shard n %d out of range (count 1..%d, enumerate 1..%d)",
+        return nq_errf(err, errlen, "shard n %d out of range (count 1..%d, enumerate 1..%d)",
                     o->n, NQ_SHARD_MAX_N, NQ_ENUM_MAX_N);
     int want_mode = (o->kind == NQ_KIND_COUNT && o->n >= NQ_SHARD_BORDER_MIN_N) ? NQ_SHARD_BORDER : NQ_SHARD_PLAIN;
     if (o->mode != want_mode)
-        return fail(err, errlen, "shard mode %d invalid for this kind and n", o->mode);
+        return nq_errf(err, errlen, "shard mode %d invalid for this kind and n", o->mode);
     if (o->k < lo || o->k > hi)
-        return fail(err, errlen, "shard depth %d out of range %d..%d", o->k, lo, hi);
+        return nq_errf(err, errlen, "shard depth %d out of range %d..%d", o->k, lo, hi);
     size_t want = HDR + (size_t)o->k + (o->mode == NQ_SHARD_BORDER ? 2 : 0);
     if (len != want)
-        return fail(err, errlen, "shard descriptor length %zu, expected %zu", len, want);
+        return nq_errf(err, errlen, "shard descriptor length %zu, expected %zu", len, want);
     return 0;
 }
 
@@ -226,21 +215,21 @@ static int decode_queens(const uint8_t *b, nq_shard_desc_t *o, board_t *p, char 
     for (int r = 0; r < o->k; r++) {
         o->top[r] = b[HDR + r];
         if (o->top[r] >= n)
-            return fail(err, errlen, "shard column %d out of range in row %d", o->top[r], r);
+            return nq_errf(err, errlen, "shard column %d out of range in row %d", o->top[r], r);
     }
     if (o->mode == NQ_SHARD_BORDER) {
         const uint8_t *t = b + HDR + o->k;
         o->c = t[0]; o->d = t[1];
         if (o->c >= n || o->d >= n)
-            return fail(err, errlen, "shard border position out of range");
+            return nq_errf(err, errlen, "shard border position out of range");
         if (border_place_acd(n, o->top[0], o->c, o->d, p))
-            return fail(err, errlen, "shard border queens attack each other");
+            return nq_errf(err, errlen, "shard border queens attack each other");
         if (border_weights(n, o->top[0], o->c, o->d, p, o) == 0)
-            return fail(err, errlen, "shard border configuration is not canonical for any b");
+            return nq_errf(err, errlen, "shard border configuration is not canonical for any b");
     }
     for (int r = 0; r < o->k; r++)
         if (board_put(p, r, o->top[r]))
-            return fail(err, errlen, "shard queen in row %d attacks another", r);
+            return nq_errf(err, errlen, "shard queen in row %d attacks another", r);
     return 0;
 }
 
@@ -252,7 +241,7 @@ int shard_decode(const uint8_t *b, size_t len, nq_shard_desc_t *o, char *err, si
         return -1;
     int weight = o->mode == NQ_SHARD_BORDER ? 0 : 1;
     if (o->weight != weight)
-        return fail(err, errlen, "shard weight byte %d, expected %d", o->weight, weight);
+        return nq_errf(err, errlen, "shard weight byte %d, expected %d", o->weight, weight);
     if (o->mode == NQ_SHARD_PLAIN) {
         /* every completion counts once; unique: least of all 8 images (enumerate: no check) */
         uint8_t stab = o->kind == NQ_KIND_COUNT ? 0xff : 0x01;
@@ -310,11 +299,11 @@ static int list_push(lister_t *L, const board_t *p)
         return 0;
     if (s->count == s->cap) {
         if (s->cap >= NQ_SHARD_MAX_LIST)
-            return fail(L->err, L->errlen, "more than %u shards: use a smaller depth", NQ_SHARD_MAX_LIST);
+            return nq_errf(L->err, L->errlen, "more than %u shards: use a smaller depth", NQ_SHARD_MAX_LIST);
         size_t cap = s->cap ? s->cap * 2 : 1024;
         uint8_t *nb = realloc(s->buf, cap * s->len);
         if (!nb)
-            return fail(L->err, L->errlen, "out of memory listing shards");
+            return nq_errf(L->err, L->errlen, "out of memory listing shards");
         s->buf = nb;
         s->cap = cap;
     }
@@ -361,7 +350,7 @@ nq_shards_t *shards_new(int kind, int n, int depth, char *err, size_t errlen)
 {
     int lo, hi;
     if (shard_depth_range(kind, n, &lo, &hi)) {
-        fail(err, errlen, kind == NQ_KIND_ENUMERATE ? "enumerate needs 1 <= N <= %d (got %d)"
+        nq_errf(err, errlen, kind == NQ_KIND_ENUMERATE ? "enumerate needs 1 <= N <= %d (got %d)"
                                                     : "count needs 1 <= N <= %d (got %d)",
              kind == NQ_KIND_ENUMERATE ? NQ_ENUM_MAX_N : NQ_SHARD_MAX_N, n);
         return NULL;
@@ -370,14 +359,14 @@ nq_shards_t *shards_new(int kind, int n, int depth, char *err, size_t errlen)
         depth = shard_auto_depth(kind, n);
     else if (depth < lo || depth > hi || (lo == 0 && hi == 0)) {
         if (hi == 0)
-            fail(err, errlen, "N=%d has a single shard: leave the depth at auto (0)", n);
+            nq_errf(err, errlen, "N=%d has a single shard: leave the depth at auto (0)", n);
         else
-            fail(err, errlen, "depth must be from %d to %d for N=%d (got %d)", lo > 0 ? lo : 1, hi, n, depth);
+            nq_errf(err, errlen, "depth must be from %d to %d for N=%d (got %d)", lo > 0 ? lo : 1, hi, n, depth);
         return NULL;
     }
     nq_shards_t *s = calloc(1, sizeof *s);
     if (!s) {
-        fail(err, errlen, "out of memory");
+        nq_errf(err, errlen, "out of memory");
         return NULL;
     }
     lister_t L = { .s = s, .err = err, .errlen = errlen };

@@ -32,10 +32,8 @@ int cmd_worker(int argc, char **argv)
         case 'k': cfg.key_file = optarg; break;
         case 'K': cfg.broker_key_file = optarg; break;
         case 'i': cfg.id = optarg; break;
-        case 'F': if (nq_log_set_format(optarg)) return cli_usage_error("worker", "--log-format is text or json"); break;
-        case 'V': if (nq_log_set_level_name(optarg))
-                      return cli_usage_error("worker", "--log-level is debug, info, warn, error or off");
-                  break;
+        case 'F': if ((rc = cli_log_option("worker", "log-format", optarg))) return rc; break;
+        case 'V': if ((rc = cli_log_option("worker", "log-level", optarg))) return rc; break;
         default: return cli_usage_error("worker", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
