@@ -383,6 +383,9 @@ static void result_answer(FILE *f, const msgpack_object *res)
     }
 }
 
+/* A study can find thousands of solutions: people see the first few, programs use --json or export. */
+#define RESULT_SOLUTIONS_SHOWN 10
+
 static void result_solutions(FILE *f, const msgpack_object *res)
 {
     char a[64], b[256], c[64], d[64], e[64], g[256];
@@ -390,7 +393,8 @@ static void result_solutions(FILE *f, const msgpack_object *res)
     if (!sols || sols->via.array.size == 0)
         return;
     fprintf(f, "\n  %20s  %8s  %14s  %10s  %-16s  %s\n", "SEED", "SHARD", "STEPS", "SECONDS", "HASH", "WHERE");
-    for (uint32_t i = 0; i < sols->via.array.size; i++) {
+    uint32_t shown = sols->via.array.size < RESULT_SOLUTIONS_SHOWN ? sols->via.array.size : RESULT_SOLUTIONS_SHOWN;
+    for (uint32_t i = 0; i < shown; i++) {
         const msgpack_object *s = &sols->via.array.ptr[i];
         fprintf(f, "  %20s  %8s  %14s  %10s  %-16.16s  %s\n", get_str(s, "seed", a, sizeof a),
                 get_str(s, "shard", c, sizeof c), get_str(s, "steps", d, sizeof d),
@@ -398,8 +402,10 @@ static void result_solutions(FILE *f, const msgpack_object *res)
                 get_str(s, "where", g, sizeof g));
     }
     double total;
-    if (get_double(res, "solutions_total", &total) == 0 && total > sols->via.array.size)
-        fprintf(f, "  ... %.0f more (nq export lists every seed)\n", total - sols->via.array.size);
+    if (get_double(res, "solutions_total", &total) != 0 || total < sols->via.array.size)
+        total = sols->via.array.size;
+    if (total > shown)
+        fprintf(f, "  ... %.0f more (--json lists up to 1000; nq export lists every seed)\n", total - shown);
 }
 
 static void result_study(FILE *f, const msgpack_object *res)
