@@ -4,6 +4,9 @@
 #include "cmd_args.h"
 #include "render.h"
 #include "solfile.h"
+#include "solstore.h"
+#include "query.h"
+#include "store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +14,28 @@
 
 #define CONN "broker,key,broker-key,timeout,log-level"
 
+/* Offline: straight from the DB and the solution files beside it, whatever the size. */
+static int read_solution_local(const char *db, uint64_t job, uint32_t **cols, uint64_t *n)
+{
+    char err[512], dir[4096];
+    nq_store_t *st = store_open(db, 1, err, sizeof err);
+    if (!st)
+        return cli_error("result", "%s", err);
+    solstore_dir(db, dir, sizeof dir);
+    int rc = query_solution(store_db(st), dir, job, 0, cols, n, err, sizeof err);
+    store_destroy(&st);
+    if (rc == -1) {
+        fprintf(stderr, "nq result: %s\n", err);
+        return NQ_EXIT_NO;
+    }
+    return rc == 0 ? 0 : cli_error("result", "%s", err);
+}
+
 /* The first stored solution of a solve job, as a malloc'd permutation. */
 static int fetch_solution(nq_cmd_args_t *a, uint32_t **cols, uint64_t *n)
 {
+    if (a->client.db)
+        return read_solution_local(a->client.db, a->req.job, cols, n);
     nq_client_reply_t rep;
     nq_cmd_args_t s = *a;
     snprintf(s.req.op, sizeof s.req.op, "solution");
