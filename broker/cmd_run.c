@@ -6,6 +6,7 @@
  */
 #include "broker.h"
 #include "cli.h"
+#include "clock.h"
 #include "cmd_args.h"
 #include "control.h"
 #include "log.h"
@@ -78,7 +79,7 @@ static void progress_bar(const msgpack_object *job, double started)
     const msgpack_object *d = render_get(job, "shards_done"), *t = render_get(job, "shards_total");
     if (!d || !t || t->via.u64 == 0)
         return;
-    double frac = (double)d->via.u64 / (double)t->via.u64, el = (double)time(NULL) - started;
+    double frac = (double)d->via.u64 / (double)t->via.u64, el = nq_mono() - started;
     int width = 30, fill = (int)(frac * width);
     char bar[64];
     for (int i = 0; i < width; i++)
@@ -97,7 +98,7 @@ static const char *run_wait(void *ctx, uint64_t id)
     nq_ctl_req_t req = { .job = id };
     snprintf(req.op, sizeof req.op, "progress");   /* from the broker's memory: cheap to ask often */
     int tty = isatty(STDERR_FILENO);
-    double started = (double)time(NULL);
+    double started = nq_mono();
     static char state[32];
     while (!nq_stop) {
         nq_client_reply_t rep;
