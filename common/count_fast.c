@@ -9,7 +9,9 @@
  * fast_last2) and the last row is never entered: its open cells are counted
  * with a popcount, weight-8 cells in bulk and the rare cells of a symmetric
  * border configuration one solution at a time (fast_rare). A queen is pushed
- * only if rows L+2 and the last row keep an open cell (look-ahead).
+ * only if rows L+1, L+2 and the last row keep an open cell (look-ahead); on
+ * the upper levels that test runs for a whole level at once when it is
+ * entered (fast_viable), so the loop visits only queens that will be pushed.
  * Nodes = queens placed (internal placements plus solutions), as in
  * search_leaves.
  *
@@ -34,6 +36,26 @@ typedef struct {
     uint32_t leaf8, leafx, last_open;
     int rc;                   /* -1 once a checked add overflowed */
 } fast_ctx_t;
+
+/*
+ * The cells of a level whose queen would leave no open cell in a later row
+ * with open cells R, k rows further: those b with R inside {b, b<<k, b>>k}.
+ * Found for all b at once: A, B, C mark the b whose b, b<<k, b>>k is in R;
+ * their bit-sliced sum (s1 s0, at most 3) must equal popcount(R), so R with
+ * 4 or more cells is never killed. The table turns the compare into two
+ * xors and a mask without branches (measured faster than computing them).
+ */
+static inline __attribute__((always_inline)) uint32_t fast_kills(uint32_t R, int k)
+{
+    uint32_t A = R, B = R >> k, C = R << k, t = A ^ B;
+    uint32_t s0 = t ^ C, s1 = (A & B) | (C & t);   /* the count's two bits: sum and majority */
+    /* by popcount(R): the complement of the count bits to match (x ^ ~want is
+       all-ones where x == want); a zero mask above 3, where none can match */
+    static const uint32_t want[33][2] = { { ~0u, ~0u }, { 0, ~0u }, { ~0u, 0 }, { 0, 0 } };
+    static const uint32_t small[33] = { ~0u, ~0u, ~0u, ~0u };
+    unsigned p = (unsigned)__builtin_popcount(R);
+    return (s0 ^ want[p][0]) & (s1 ^ want[p][1]) & small[p];
+}
 
 /*
  * Solutions whose row n-1 queen gives a weight other than 8 (a symmetric
@@ -108,15 +130,27 @@ fast_last3(fast_ctx_t *cx, const uint32_t *open_of, const int *shift, int L3, ui
     *nodes += (unsigned)__builtin_popcount(open);
     cx->L = L3;
     cx->col_L = col;
+    /* skip, without a branch per queen, the queens that leave row m-2 no open cell */
+    open &= ~fast_kills(next_open & ~(col | (dl << s) | (dr >> s)), s);
     while (open) {
         uint32_t bit = open & -open;
         open ^= bit;
         uint32_t nc = col | bit, nl = (dl | bit) << s, nr = (dr | bit) >> s;
-        uint32_t no = next_open & ~(nc | nl | nr);
-        if (no)
-            sols += fast_last2(cx, no, nc, nl, nr, s2, nodes);
+        sols += fast_last2(cx, next_open & ~(nc | nl | nr), nc, nl, nr, s2, nodes);
     }
     return sols;
+}
+
+/* A level's open cells minus those that fail the look-ahead (rows L+1, L+2, last). */
+static inline __attribute__((always_inline)) uint32_t
+fast_viable(uint32_t open, const uint32_t *open_of, const int *d1, const int *d2, const int *dz, int L,
+            uint32_t last_open, uint32_t col, uint32_t dl, uint32_t dr)
+{
+    int k1 = d1[L], k2 = d2[L], kz = dz[L];
+    uint32_t r1 = open_of[L + 1] & ~(col | (dl << k1) | (dr >> k1));
+    uint32_t r2 = open_of[L + 2] & ~(col | (dl << k2) | (dr >> k2));
+    uint32_t rz = last_open & ~(col | (dl << kz) | (dr >> kz));
+    return open & ~(fast_kills(r1, k1) | fast_kills(r2, k2) | fast_kills(rz, kz));
 }
 
 /*
@@ -124,7 +158,11 @@ fast_last3(fast_ctx_t *cx, const uint32_t *open_of, const int *shift, int L3, ui
  * fast_last3. A queen is only pushed when the next row has an open cell and
  * row L+2 and the last row keep one even before the next queen (a look-ahead
  * that saves the pushes of dead ends: the last row is the most constrained,
- * only canonical b are open there); the tests make one branch.
+ * only canonical b are open there). The test was one unpredictable branch
+ * per queen; fast_viable now applies it to the whole level when it is
+ * entered: ~20 % more instructions but ~40 % fewer branch mispredictions
+ * (callgrind, N=14/15) and ~16 % less time at N=17. Nodes still count every
+ * open cell of an entered level, so node counts are unchanged.
  */
 static inline __attribute__((always_inline)) int
 fast_body(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes_out)
@@ -134,13 +172,11 @@ fast_body(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64
     int shift[NQ_SHARD_MAX_N + 1] = { 0 };
     const int m = pl->m, last_main = m - 4;
     uint64_t nodes = 0, sols = 0, next_poll = NQ_KERNEL_POLL_NODES;
-    int L = 0, rc = 0, to_last[NQ_SHARD_MAX_N + 1] = { 0 };   /* row distance from level i to the last */
+    int L = 0, rc = 0;
     for (int i = 0; i < m; i++) {
         open_of[i] = pl->full & ~pl->block[i];
         shift[i] = pl->shift[i];
     }
-    for (int i = 1; i < m; i++)
-        to_last[i] = pl->row[m - 1] - pl->row[i];
     const uint32_t last_open = open_of[m - 1];
     fast_ctx_t cx = { pl, acc, st, -1, 0, pl->leaf8, pl->leafx, open_of[m - 1], 0 };
     uint32_t col = pl->colfix, dl = 0, dr = 0, open = open_of[0] & ~col;
@@ -153,25 +189,30 @@ fast_body(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64
         sols = fast_last3(&cx, open_of, shift, 0, open, col, dl, dr, &nodes);
         goto done;
     }
+    /* row distances from level i to levels i+1, i+2 and the last */
+    int d1[NQ_SHARD_MAX_N + 1] = { 0 }, d2[NQ_SHARD_MAX_N + 1] = { 0 }, dz[NQ_SHARD_MAX_N + 1] = { 0 };
+    for (int i = 0; i + 2 < m; i++) {
+        d1[i] = pl->row[i + 1] - pl->row[i];
+        d2[i] = pl->row[i + 2] - pl->row[i];
+        dz[i] = pl->row[m - 1] - pl->row[i];
+    }
+    nodes += (unsigned)__builtin_popcount(open);
+    open = fast_viable(open, open_of, d1, d2, dz, 0, last_open, col, dl, dr);
     for (;;) {
         if (open) {
             uint32_t bit = open & -open;
             open ^= bit;
-            nodes++;
-            int s = shift[L + 1], s2 = shift[L + 2];
+            int s = shift[L + 1];
             uint32_t nc = col | bit, nl = (dl | bit) << s, nr = (dr | bit) >> s;
             uint32_t no = open_of[L + 1] & ~(nc | nl | nr);
-            uint32_t ahead = open_of[L + 2] & ~(nc | (nl << s2) | (nr >> s2));
-            int sl = to_last[L + 1];
-            uint32_t ahead_last = last_open & ~(nc | (nl << sl) | (nr >> sl));
-            if ((no != 0) & (ahead != 0) & (ahead_last != 0)) {
-                st[L] = (fast_level_t){ open, col, dl, dr };   /* fast_rare reads levels 0..L too */
-                if (L == last_main) {
-                    sols += fast_last3(&cx, open_of, shift, L + 1, no, nc, nl, nr, &nodes);
-                } else {
-                    L++;
-                    open = no; col = nc; dl = nl; dr = nr;
-                }
+            st[L] = (fast_level_t){ open, col, dl, dr };   /* fast_rare reads levels 0..L too */
+            if (L == last_main) {
+                sols += fast_last3(&cx, open_of, shift, L + 1, no, nc, nl, nr, &nodes);
+            } else {
+                L++;
+                col = nc; dl = nl; dr = nr;
+                nodes += (unsigned)__builtin_popcount(no);
+                open = fast_viable(no, open_of, d1, d2, dz, L, last_open, col, dl, dr);
             }
             continue;
         }
