@@ -65,17 +65,35 @@ oeis_unique() { awk -v n="$1" '$1 == n { print $3 }' "$SRC/tests/data/oeis-count
 json_get() { grep -o "\"$1\":[^,}]*" | head -1 | cut -d: -f2- | tr -d '"'; }
 
 # Starts a broker on fresh ports: sets BROKER_PID, WEP (workers), CEP (control); exports NQ_BROKER.
+# An argument @MPORT@ becomes a fresh port too (then in $MPORT), e.g. --metrics 127.0.0.1:@MPORT@.
+# Ports already set in WPORT/CPORT (a restart on the same endpoints) are kept; fresh ones are
+# drawn again when the broker could not bind them (another test may have taken one meanwhile).
 start_broker() {
     local db=$1; shift
-    WPORT=${WPORT:-$(free_port)}
-    CPORT=${CPORT:-$(free_port)}
-    WEP=tcp://127.0.0.1:$WPORT
-    CEP=tcp://127.0.0.1:$CPORT
-    export NQ_BROKER=$CEP
-    start "broker${BROKER_N:-}" "$NQ" broker --db "$db" --bind "$WEP" --control "$CEP" \
-        --heartbeat-ms 200 --liveness 3 "$@"
-    BROKER_PID=$LAST_PID
-    wait_for 20 "$NQ" list --timeout 1 || fail "broker did not come up"
+    local fixed=${WPORT:+yes} try
+    for try in 1 2 3 4 5; do
+        [ -n "$fixed" ] || { WPORT=$(free_port); CPORT=$(free_port); }
+        MPORT=$(free_port)
+        WEP=tcp://127.0.0.1:$WPORT
+        CEP=tcp://127.0.0.1:$CPORT
+        export NQ_BROKER=$CEP
+        local args=() a
+        for a in "$@"; do args+=("${a//@MPORT@/$MPORT}"); done
+        start "broker${BROKER_N:-}" "$NQ" broker --db "$db" --bind "$WEP" --control "$CEP" \
+            --heartbeat-ms 200 --liveness 3 "${args[@]}"
+        BROKER_PID=$LAST_PID
+        local end=$((SECONDS + 20))
+        while [ $SECONDS -lt $end ]; do
+            "$NQ" list --timeout 1 >/dev/null 2>&1 && return 0
+            kill -0 "$BROKER_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        if [ -z "$fixed" ] && grep -q "already in use" "$T/broker${BROKER_N:-}.log"; then
+            continue                    # lost a port race: new ports
+        fi
+        break
+    done
+    fail "broker did not come up"
 }
 
 # start_worker NAME [options]: its pid is in $LAST_PID.

@@ -34,13 +34,22 @@ spawn() {
 
 # broker_up LOGNAME DB [options]: a broker on fresh loopback ports (sets BROKER_PID, WEP, CEP, NQ_BROKER).
 broker_up() {
-    local name=$1 db=$2; shift 2
-    WEP=tcp://127.0.0.1:$(free_port)
-    CEP=tcp://127.0.0.1:$(free_port)
-    export NQ_BROKER=$CEP
-    spawn "$name" "$NQ" broker --db "$db" --bind "$WEP" --control "$CEP" --heartbeat-ms 200 --liveness 3 "$@"
-    BROKER_PID=$LAST
-    wait_for 30 "$NQ" list --timeout 1 ${CLIENT_KEYS[@]+"${CLIENT_KEYS[@]}"} || fail "broker $name did not come up"
+    local name=$1 db=$2 try; shift 2
+    for try in 1 2 3 4 5; do            # new ports when another test took one meanwhile
+        WEP=tcp://127.0.0.1:$(free_port)
+        CEP=tcp://127.0.0.1:$(free_port)
+        export NQ_BROKER=$CEP
+        spawn "$name" "$NQ" broker --db "$db" --bind "$WEP" --control "$CEP" --heartbeat-ms 200 --liveness 3 "$@"
+        BROKER_PID=$LAST
+        local end=$((SECONDS + 30))
+        while [ $SECONDS -lt $end ]; do
+            "$NQ" list --timeout 1 ${CLIENT_KEYS[@]+"${CLIENT_KEYS[@]}"} >/dev/null 2>&1 && return 0
+            kill -0 "$BROKER_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        grep -q "already in use" "$T/$name.log" 2>/dev/null || break
+    done
+    fail "broker $name did not come up"
 }
 
 # worker_up NAME [options]: a worker for $WEP; pid in $LAST.

@@ -4,8 +4,7 @@
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
 
-MPORT=$(free_port)
-start_broker m.db --metrics "127.0.0.1:$MPORT"
+start_broker m.db --metrics "127.0.0.1:@MPORT@"
 start_worker w1 --threads 2
 
 scrape() {
