@@ -192,6 +192,7 @@ static void bad_message(nq_broker_t *b, const char *from, const char *why)
 static void on_hello(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h, const char *key)
 {
     nq_peer_t *p = peers_find(b, rid, len);
+    uint32_t rejected = p ? p->rejected : 0;   /* a restart does not wipe a bad record */
     if (p && p->hello.nonce != h->nonce)
         peers_drop(b, p, 1, "restarted");  /* same id, new process: its old shards are lost */
     else if (p)
@@ -199,6 +200,7 @@ static void on_hello(nq_broker_t *b, const void *rid, size_t len, const nq_hello
     p = peers_add(b, rid, len, h);
     if (!p)
         return;
+    p->rejected = rejected;
     snprintf(p->pubkey, sizeof p->pubkey, "%s", key);
     store_worker_seen(b->store, h->worker_id, h->host, p->pubkey[0] ? p->pubkey : NULL, h->threads);
     nq_log(NQ_LOG_INFO, "worker.join", "worker=%s host=%s threads=%u build=%s", h->worker_id, h->host,
@@ -261,7 +263,10 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
     case NQ_MSG_RESULT: results_on_result(b, p, &m->u.result); break;
     case NQ_MSG_SOLPART: results_on_solpart(b, p, &m->u.solpart); break;
     case NQ_MSG_BYE: peers_drop(b, p, 0, "bye"); break;
-    default: bad_message(b, p->hello.worker_id, "unexpected message type for a worker"); break;
+    default:
+        bad_message(b, p->hello.worker_id, "unexpected message type for a worker");
+        peer_misbehaved(b, p, "unexpected message type");
+        break;
     }
 }
 
@@ -294,11 +299,13 @@ static void drain(nq_broker_t *b, void *sock, int max, const char *from, on_msg_
         int rc = recv_routed(sock, &rid, &frame);
         char err[200];
         nq_msg_t m;
-        if (rc > 0)
-            bad_message(b, from, "wrong number of frames");
-        else if (rc == 0 && proto_decode(zmq_msg_data(&frame), zmq_msg_size(&frame), &m, err, sizeof err) != 0)
-            bad_message(b, from, err);
-        else if (rc == 0) {
+        if (rc > 0 || (rc == 0 && proto_decode(zmq_msg_data(&frame), zmq_msg_size(&frame), &m, err,
+                                               sizeof err) != 0)) {
+            bad_message(b, from, rc > 0 ? "wrong number of frames" : err);
+            nq_peer_t *p = sock == b->workers_sock ? peers_find(b, zmq_msg_data(&rid), zmq_msg_size(&rid)) : NULL;
+            if (p)
+                peer_misbehaved(b, p, "malformed frame");
+        } else if (rc == 0) {
             on_msg(b, &rid, &frame, &m);
             proto_msg_free(&m);
         }

@@ -154,6 +154,7 @@ int lease_id_authentic(const nq_broker_t *b, uint64_t job, uint64_t shard, uint6
 nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len);
 nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h);
 void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why);
+void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why);
 nq_lease_t *leases_find(nq_broker_t *b, uint64_t id);
 nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id);
 void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p);

@@ -35,9 +35,28 @@ nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello
     return p;
 }
 
+/*
+ * A peer that sends what no honest worker sends (malformed frames, results that fail our checks)
+ * is counted; at QUARANTINE_AFTER it gets no more work, and what it holds goes back to pending
+ * without costing those shards an attempt: a hostile client must not be able to wear a shard
+ * down to FAILED by taking it and dying, again and again.
+ */
+void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why)
+{
+    if (++p->rejected != QUARANTINE_AFTER)
+        return;
+    nq_log(NQ_LOG_WARN, "worker.quarantined", "worker=%s last=\"%s\" leases=%u", p->hello.worker_id, why,
+           p->outstanding);
+    store_worker_flag(b->store, p->hello.worker_id);
+    while (p->leases)
+        leases_release(b, p->leases, 0, "holder quarantined");
+}
+
 /* Forgets a worker; its shards go back to pending (an attempt counts when it died holding them). */
 void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why)
 {
+    if (p->rejected >= QUARANTINE_AFTER)
+        count_attempt = 0;              /* not evidence against the shard */
     nq_log(NQ_LOG_INFO, "worker.lost", "worker=%s reason=%s leases=%u", p->hello.worker_id, why,
            p->outstanding);
     while (p->leases)

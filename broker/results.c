@@ -57,8 +57,7 @@ static void reject(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, const cha
     if (r->status == NQ_RES_ERROR)
         return;                         /* the worker said it failed: not a lie */
     store_worker_flag(b->store, p->hello.worker_id);
-    if (++p->rejected == QUARANTINE_AFTER)
-        nq_log(NQ_LOG_WARN, "worker.quarantined", "worker=%s rejected=%u", p->hello.worker_id, p->rejected);
+    peer_misbehaved(b, p, why);
 }
 
 static void send_ack(nq_broker_t *b, const char *rid, size_t rid_len, const nq_result_t *r)
@@ -260,6 +259,7 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
         b->stats.messages_bad++;        /* never issued by us: not a result, not even a wrong one */
         nq_log(NQ_LOG_WARN, "result.forged", "job=%llu shard=%llu worker=%s", (unsigned long long)r->job,
                (unsigned long long)r->shard, p->hello.worker_id);
+        peer_misbehaved(b, p, "forged lease");
         return;
     }
     nq_lease_t *l = leases_find(b, r->lease);
@@ -276,11 +276,11 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
     int ok = check_result(b, e, sol, why, sizeof why);
     solbuf_free(b, sol);
     if (ok != 0) {
-        reject(b, p, r, why);
         free(e->payload);
         send_ack(b, p->rid, p->rid_len, r);   /* taken and refused: it must not come back */
-        if (l)
-            leases_release(b, l, 1, "result rejected");
+        if (l)                          /* before reject(): quarantine releases what the peer holds */
+            leases_release(b, l, 0, "result rejected");   /* the worker was wrong, not the shard */
+        reject(b, p, r, why);
         return;
     }
     if (l)
