@@ -3,7 +3,9 @@
 #include "errf.h"
 #include "log.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -101,6 +103,21 @@ int nq_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
         return -1;
     *out = v;
     return 0;
+}
+
+int cli_count_n(const char *cmd, int argc, char **argv, uint64_t *n)
+{
+    if (optind != argc - 1)
+        return cli_usage_error(cmd, optind >= argc ? "missing N (1 to 32)" : "expected one N (1 to 32)");
+    return cli_parse_u64(cmd, "N", argv[optind], 1, 32, n);
+}
+
+int cli_count_bad_option(const char *cmd, char **argv, uint64_t *n)
+{
+    const char *arg = argv[optind - 1];
+    if (arg[0] == '-' && isdigit((unsigned char)arg[1]))
+        return cli_parse_u64(cmd, "N", arg, 1, 32, n);
+    return cli_usage_error(cmd, "unknown or incomplete option '%s'", arg);
 }
 
 int cli_parse_u64(const char *cmd, const char *what, const char *s,

@@ -41,6 +41,11 @@ int cli_help(const char *cmd);
  */
 int cli_parse_u64(const char *cmd, const char *what, const char *s,
                   uint64_t min, uint64_t max, uint64_t *out);
+/* For `count N` commands, after getopt_long: the single N (1..32) at argv[optind]; and the
+   unknown-option case, where "-1" is reported as the bad N it is. Both return 0 or an exit code. */
+int cli_count_n(const char *cmd, int argc, char **argv, uint64_t *n);
+int cli_count_bad_option(const char *cmd, char **argv, uint64_t *n);
+
 /* The same without printing: 0 ok, -1 bad. */
 int nq_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 

@@ -46,15 +46,10 @@ static int est_parse(int argc, char **argv, est_opts_t *o)
         case 'd': if ((rc = cli_parse_u64(CMD, "--depth", optarg, 0, NQ_SHARD_MAX_N, &o->depth))) return rc; break;
         case 'j': o->json = 1; break;
         case 'h': cli_help(CMD); return -1;
-        default:
-            if (argv[optind - 1][0] == '-' && isdigit((unsigned char)argv[optind - 1][1]))
-                return cli_parse_u64(CMD, "N", argv[optind - 1], 1, NQ_SHARD_MAX_N, &o->n);
-            return cli_usage_error(CMD, "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: return cli_count_bad_option(CMD, argv, &o->n);
         }
     }
-    if (optind != argc - 1)
-        return cli_usage_error(CMD, optind >= argc ? "missing N (1 to 32)" : "expected one N (1 to 32)");
-    return cli_parse_u64(CMD, "N", argv[optind], 1, NQ_SHARD_MAX_N, &o->n);
+    return cli_count_n(CMD, argc, argv, &o->n);
 }
 
 static double cpu_now(void)
