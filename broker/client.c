@@ -135,6 +135,16 @@ void client_call(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_r
         call_remote(o, req, rep);
 }
 
+int client_call_cmd(const char *cmd, const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep)
+{
+    client_call(o, req, rep);
+    if (rep->code == 0)
+        return 0;
+    fprintf(stderr, "nq %s: %s\n", cmd, rep->error[0] ? rep->error : "failed");
+    client_reply_free(rep);
+    return rep->code;
+}
+
 void client_reply_free(nq_client_reply_t *rep)
 {
     if (rep->zone)

@@ -30,6 +30,8 @@ typedef struct {
 /* Sends req and waits for the reply; a transport failure is code NQ_EXIT_ERROR with error set. */
 void client_call(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep);
 void client_reply_free(nq_client_reply_t *rep);
+/* client_call for a command: on failure prints "nq CMD: reason", frees rep and returns the exit code. */
+int client_call_cmd(const char *cmd, const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep);
 const char *client_endpoint(const nq_client_opts_t *o);
 
 #endif

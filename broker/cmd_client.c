@@ -13,18 +13,6 @@
 
 #define CONN "broker,key,broker-key,timeout,log-level"
 
-/* Sends the request; on failure prints the reason and returns the exit code. */
-static int call(const char *cmd, nq_cmd_args_t *a, nq_client_reply_t *rep)
-{
-    client_call(&a->client, &a->req, rep);
-    if (rep->code != 0) {
-        fprintf(stderr, "nq %s: %s\n", cmd, rep->error[0] ? rep->error : "failed");
-        client_reply_free(rep);
-        return rep->code;
-    }
-    return 0;
-}
-
 static const char *doc_str(const msgpack_object *doc, const char *key)
 {
     const msgpack_object *o = render_get(doc, key);
@@ -44,7 +32,7 @@ int cmd_submit(int argc, char **argv)
     if (rc || (rc = cmd_args_job("submit", &a)))
         return rc;
     snprintf(a.req.op, sizeof a.req.op, "submit");
-    if ((rc = call("submit", &a, &rep)))
+    if ((rc = client_call_cmd("submit", &a.client, &a.req, &rep)))
         return rc;
     if (a.client.json)
         render_json(stdout, &rep.doc);
@@ -71,7 +59,7 @@ int cmd_status(int argc, char **argv)
     snprintf(a.req.op, sizeof a.req.op, "status");
     signals_install();
     for (;;) {
-        if ((rc = call("status", &a, &rep)))
+        if ((rc = client_call_cmd("status", &a.client, &a.req, &rep)))
             return rc;
         if (a.client.json)
             render_json(stdout, &rep.doc);
@@ -104,7 +92,7 @@ static int simple_query(const char *cmd, const char *op, int argc, char **argv,
     if (a.npos)
         return cli_usage_error(cmd, "unexpected argument '%s'", a.pos[0]);
     snprintf(a.req.op, sizeof a.req.op, "%s", op);
-    if ((rc = call(cmd, &a, &rep)))
+    if ((rc = client_call_cmd(cmd, &a.client, &a.req, &rep)))
         return rc;
     if (a.client.json)
         render_json(stdout, &rep.doc);
@@ -125,7 +113,7 @@ static int job_op(const char *cmd, int argc, char **argv, const char *done_word)
     if (rc || (rc = cmd_args_jobid(cmd, &a, 1)))
         return rc;
     snprintf(a.req.op, sizeof a.req.op, "%s", cmd);
-    if ((rc = call(cmd, &a, &rep)))
+    if ((rc = client_call_cmd(cmd, &a.client, &a.req, &rep)))
         return rc;
     if (a.client.json)
         render_json(stdout, &rep.doc);

@@ -41,12 +41,9 @@ static int fetch_solution(nq_cmd_args_t *a, uint32_t **cols, uint64_t *n)
     snprintf(s.req.op, sizeof s.req.op, "solution");
     s.req.nparams = 0;
     proto_param_add_u64(&s.req, "index", 0);
-    client_call(&s.client, &s.req, &rep);
-    if (rep.code != 0) {
-        fprintf(stderr, "nq result: %s\n", rep.error);
-        client_reply_free(&rep);
-        return rep.code;
-    }
+    int rc = client_call_cmd("result", &s.client, &s.req, &rep);
+    if (rc)
+        return rc;
     const msgpack_object *on = render_get(&rep.doc, "n"), *oc = render_get(&rep.doc, "cols");
     if (!on || !oc || oc->type != MSGPACK_OBJECT_BIN || oc->via.bin.size != on->via.u64 * 4) {
         client_reply_free(&rep);
@@ -91,12 +88,8 @@ int cmd_result(int argc, char **argv)
     if (a.format && strcmp(a.format, "text") && strcmp(a.format, "bin"))
         return cli_usage_error("result", "--format for --out is text or bin");
     snprintf(a.req.op, sizeof a.req.op, "result");
-    client_call(&a.client, &a.req, &rep);
-    if (rep.code != 0) {
-        fprintf(stderr, "nq result: %s\n", rep.error);
-        client_reply_free(&rep);
-        return rep.code;
-    }
+    if ((rc = client_call_cmd("result", &a.client, &a.req, &rep)))
+        return rc;
     if (a.client.json)
         render_json(stdout, &rep.doc);
     else
@@ -130,12 +123,8 @@ int cmd_export(int argc, char **argv)
         a.req.nparams = 0;
         proto_param_add_u64(&a.req, "cursor", cursor);
         proto_param_add_u64(&a.req, "unique", (uint64_t)a.unique);
-        client_call(&a.client, &a.req, &rep);
-        if (rep.code != 0) {
-            fprintf(stderr, "nq export: %s\n", rep.error);
-            client_reply_free(&rep);
-            return rep.code;
-        }
+        if ((rc = client_call_cmd("export", &a.client, &a.req, &rep)))
+            return rc;
         const msgpack_object *next = render_get(&rep.doc, "next");
         int last = !next || next->type != MSGPACK_OBJECT_POSITIVE_INTEGER;
         if (render_export(stdout, &rep.doc, csv, first, last) < 0) {

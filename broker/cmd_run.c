@@ -119,36 +119,23 @@ static const char *run_wait(void *ctx, uint64_t id)
     return nq_stop ? "" : state;
 }
 
+/* The stored answer, through the same offline path as `nq result --db`. */
 static int print_result(const char *db, uint64_t id, int json)
 {
-    char err[512];
-    nq_store_t *st = store_open(db, 1, err, sizeof err);
-    if (!st)
-        return cli_error("run", "%s", err);
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    nq_client_opts_t co = { .db = db };
     nq_ctl_req_t req = { .job = id };
+    nq_client_reply_t rep;
     snprintf(req.op, sizeof req.op, "result");
-    int rc = control_query(store_db(st), db, NULL, &req, &pk, err, sizeof err);
-    msgpack_zone zone;
-    msgpack_zone_init(&zone, 4096);
-    msgpack_object doc;
-    size_t off = 0;
-    if (rc == 0 && msgpack_unpack(sb.data, sb.size, &off, &zone, &doc) == MSGPACK_UNPACK_SUCCESS) {
-        if (json)
-            render_json(stdout, &doc);
-        else
-            render_result(stdout, &doc);
-        const msgpack_object *s = render_get(&doc, "state");
-        rc = s && s->via.str.size == 4 && !memcmp(s->via.str.ptr, "done", 4) ? 0 : NQ_EXIT_NO;
-    } else {
-        rc = cli_error("run", "cannot read the result of job %llu: %s", (unsigned long long)id, err);
-    }
-    msgpack_zone_destroy(&zone);
-    msgpack_sbuffer_destroy(&sb);
-    store_destroy(&st);
+    int rc = client_call_cmd("run", &co, &req, &rep);
+    if (rc)
+        return rc;
+    if (json)
+        render_json(stdout, &rep.doc);
+    else
+        render_result(stdout, &rep.doc);
+    const msgpack_object *s = render_get(&rep.doc, "state");
+    rc = s && s->via.str.size == 4 && !memcmp(s->via.str.ptr, "done", 4) ? 0 : NQ_EXIT_NO;
+    client_reply_free(&rep);
     return rc;
 }
 
