@@ -80,8 +80,6 @@ typedef struct nq_solbuf {
     uint64_t job, shard, lease;
     uint64_t n, received;
     uint32_t *cols;
-    char rid[256];
-    size_t rid_len;
     double started;
     struct nq_solbuf *next;
 } nq_solbuf_t;
@@ -117,12 +115,11 @@ struct nq_broker {
 
     nq_pending_result_t *group;
     size_t ngroup, group_cap;
-    double group_since;
 
     nq_solbuf_t *solbufs;
     nq_broker_stats_t stats;
     void *metrics;
-    double last_tick, last_metrics;
+    double last_metrics;
     double last_round;                 /* when the loop last came round: to excuse our own stalls */
 };
 

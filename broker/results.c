@@ -326,8 +326,6 @@ void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
         sb->n = j->spec.n;
         sb->started = broker_now();
         b->solbuf_bytes += sb->n * 4;
-        memcpy(sb->rid, p->rid, p->rid_len);
-        sb->rid_len = p->rid_len;
         sb->next = b->solbufs;
         b->solbufs = sb;
     }
