@@ -1,7 +1,11 @@
 /*
- * The hot loop of count_shard: every border shard goes through here (the
- * bottom-up pass of count_flipped too); only plain mode (n <= 3) and shards
- * with fewer than 2 free rows take search_leaves.
+ * The scalar hot loop of count_shard: every border shard goes through
+ * search_fast (the bottom-up pass of count_flipped too); only plain mode
+ * (n <= 3) and shards with fewer than 2 free rows take search_leaves. On a
+ * CPU with AVX-512, search_fast hands shards with 4 or more free rows to
+ * count_simd.c (about 10x faster); this loop is the portable kernel, the
+ * reference the vector kernel is tested against, and the pass that counts a
+ * shard's rare last-row cells one solution at a time.
  *
  * Iterative backtracking over the free rows with 32-bit masks: the current
  * level lives in registers, a stack keeps (open cells, columns, diagonals)
@@ -103,7 +107,7 @@ fast_last2(fast_ctx_t *cx, uint32_t open, uint32_t col, uint32_t dl, uint32_t dr
 }
 
 /* Publishes progress, flushes the weight-8 solutions into the tally, polls cancel: 0, 2 cancelled, -1 overflow. */
-static int fast_poll(nq_count_acc_t *acc, uint64_t *sols, uint64_t nodes, const nq_kernel_ctl_t *ctl)
+int count_poll(nq_count_acc_t *acc, uint64_t *sols, uint64_t nodes, const nq_kernel_ctl_t *ctl)
 {
     uint64_t w;
     if (__builtin_mul_overflow(*sols, (uint64_t)NQ_D4_SIZE_W8, &w) || count_tally_add(&acc->tally, w))
@@ -222,13 +226,13 @@ fast_body(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64
         open = st[L].open; col = st[L].col; dl = st[L].dl; dr = st[L].dr;
         if (__builtin_expect(nodes >= next_poll, 0)) {
             next_poll = nodes + NQ_KERNEL_POLL_NODES;
-            if ((rc = fast_poll(acc, &sols, nodes, ctl)) != 0 || (rc = cx.rc) != 0)
+            if ((rc = count_poll(acc, &sols, nodes, ctl)) != 0 || (rc = cx.rc) != 0)
                 break;
         }
     }
 done:
     if (rc == 0)
-        rc = fast_poll(acc, &sols, nodes, NULL);
+        rc = count_poll(acc, &sols, nodes, NULL);
     if (rc == 0)
         rc = cx.rc;
     *nodes_out = nodes;
@@ -254,11 +258,16 @@ static int cpu_has_bmi2(void)
 }
 #endif
 
-int search_fast(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
+int search_scalar(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
 {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     if (cpu_has_bmi2())
         return fast_bmi2(pl, acc, ctl, nodes);
 #endif
     return fast_plain(pl, acc, ctl, nodes);
+}
+
+int search_fast(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
+{
+    return search_simd(pl, acc, ctl, nodes);   /* the scalar kernel where it cannot run */
 }

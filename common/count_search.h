@@ -64,4 +64,15 @@ int count_solution(const nq_plan_t *pl, const uint8_t *cols, nq_count_acc_t *acc
  */
 int search_fast(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes);
 
+/* The two kernels search_fast picks from (same counts, same nodes): the
+   scalar loop of count_fast.c, and count_simd.c's 16 lanes (AVX-512, m >= 4). */
+int search_scalar(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes);
+int search_simd(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes);
+/* Nonzero when search_simd can run here and NQ_COUNT_KERNEL is not "scalar". */
+int count_simd_available(void);
+
+/* Moves *sols weight-8 solutions into acc, publishes progress (node_base + nodes)
+   and polls cancel (ctl may be NULL): 0, 2 cancelled, -1 overflow. */
+int count_poll(nq_count_acc_t *acc, uint64_t *sols, uint64_t nodes, const nq_kernel_ctl_t *ctl);
+
 #endif

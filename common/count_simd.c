@@ -1,0 +1,337 @@
+/*
+ * The counting kernel on 16 lanes (AVX-512), used by search_fast when the CPU
+ * has it. Same plan, same look-ahead, same counts and node counts as the
+ * scalar loop in count_fast.c; only the order of the work differs.
+ *
+ * Why it is fast: the scalar loop spends its time on a data-dependent branch
+ * per level ("is there another queen here?") that the CPU mispredicts about
+ * once per level, and on one level's look-ahead at a time. Here the search
+ * runs breadth-first in bounded chunks: every level L has a buffer of nodes
+ * (col, dl, dr and the open cells still to try), and 16 lanes, all at the
+ * same level, each take one queen of their node per step and write the child
+ * to level L+1's buffer if its look-ahead leaves it an open cell. Because
+ * the lanes share the level, they share its row distances, so the diagonal
+ * shifts are uniform vector shifts. A lane whose node is used up is refilled
+ * from the level's buffer (expand); children are packed with compress. When
+ * level L+1's buffer is nearly full the search steps down to it, and back up
+ * when it is drained, so memory stays at a few hundred kB whatever the shard.
+ * The level m-3 queens end in closed form: for a queen there, with o2 the
+ * open cells of row m-2 and R those of the last row, the completions are
+ * the pairs (u in o2, v in R) where u does not attack v; u, u << s and u >> s
+ * are three different cells, so that is |o2| |R| minus three popcounts.
+ *
+ * Only weight-8 solutions are counted here (in bulk); solutions whose last-row
+ * cell has another weight (symmetric border configurations, rare) need the
+ * whole board for their unique check, so a second, scalar pass over the same
+ * shard with the last row cut down to those cells counts them one by one.
+ */
+#include "count_search.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#define SIMD_TARGET __attribute__((target("avx512f,avx512vpopcntdq,bmi,bmi2,popcnt")))
+
+enum {
+    LANES = 16,
+    CAP = 512,            /* nodes a level buffer holds before the search steps down */
+    ROOM = CAP + LANES,   /* one step may add up to 16 children past CAP - 16 ... */
+    SLACK = LANES,        /* ... and a refill reads 16 entries from any position */
+    FLUSH_STEPS = 1024    /* 32-bit lane counters are summed before they could overflow */
+};
+
+/* One level's buffer of nodes, and the lanes it had when the search stepped below it. */
+typedef struct {
+    uint32_t open[ROOM + SLACK], col[ROOM + SLACK], dl[ROOM + SLACK], dr[ROOM + SLACK];
+    uint32_t lane_open[LANES], lane_col[LANES], lane_dl[LANES], lane_dr[LANES];
+    int cnt, rd;
+} simd_level_t;
+
+int count_simd_available(void)
+{
+    static atomic_int cached = -1;   /* -1 unknown, 0 no, 1 yes: a benign race */
+    int v = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (v < 0) {
+        const char *force = getenv("NQ_COUNT_KERNEL");
+        v = (!force || strcmp(force, "scalar") != 0) && __builtin_cpu_supports("avx512f") &&
+            __builtin_cpu_supports("avx512vpopcntdq") && __builtin_cpu_supports("bmi2");
+        atomic_store_explicit(&cached, v, memory_order_relaxed);
+    }
+    return v;
+}
+
+/* fast_kills of count_fast.c on 16 rows at once (see there for the bit-sliced count). */
+SIMD_TARGET static inline __m512i v_kills(__m512i R, __m128i k)
+{
+    const __m512i want0 = _mm512_setr_epi32(-1, 0, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m512i want1 = _mm512_setr_epi32(-1, -1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    __m512i B = _mm512_srl_epi32(R, k), C = _mm512_sll_epi32(R, k);
+    __m512i s0 = _mm512_ternarylogic_epi32(R, B, C, 0x96);   /* a ^ b ^ c */
+    __m512i s1 = _mm512_ternarylogic_epi32(R, B, C, 0xe8);   /* majority */
+    __m512i p = _mm512_popcnt_epi32(R);
+    __mmask16 small = _mm512_cmplt_epu32_mask(p, _mm512_set1_epi32(4));
+    __m512i x = _mm512_xor_si512(s0, _mm512_permutexvar_epi32(p, want0));
+    /* x & (s1 ^ w1): 0x60 = a & (b ^ c) */
+    return _mm512_maskz_ternarylogic_epi32(small, x, s1, _mm512_permutexvar_epi32(p, want1), 0x60);
+}
+
+/* The cells of a row k rows below that the queens (col, dl, dr) leave among open. */
+SIMD_TARGET static inline __m512i v_row(__m512i open, __m512i col, __m512i dl, __m512i dr, __m128i k)
+{
+    __m512i hit = _mm512_ternarylogic_epi32(col, _mm512_sll_epi32(dl, k), _mm512_srl_epi32(dr, k), 0xfe);
+    return _mm512_andnot_si512(hit, open);
+}
+
+static __m128i shift_of(int k) { return _mm_cvtsi32_si128(k); }
+
+/* Row distances and open cells per level, as in fast_body. */
+typedef struct {
+    int m;
+    uint32_t open_of[NQ_SHARD_MAX_N + 1], last_open, leaf8;
+    int shift[NQ_SHARD_MAX_N + 1], d1[NQ_SHARD_MAX_N + 1], d2[NQ_SHARD_MAX_N + 1], dz[NQ_SHARD_MAX_N + 1];
+} simd_consts_t;
+
+static void consts_init(simd_consts_t *k, const nq_plan_t *pl)
+{
+    memset(k, 0, sizeof *k);
+    k->m = pl->m;
+    for (int i = 0; i < pl->m; i++) {
+        k->open_of[i] = pl->full & ~pl->block[i];
+        k->shift[i] = pl->shift[i];
+    }
+    for (int i = 0; i + 2 < pl->m; i++) {
+        k->d1[i] = pl->row[i + 1] - pl->row[i];
+        k->d2[i] = pl->row[i + 2] - pl->row[i];
+        k->dz[i] = pl->row[pl->m - 1] - pl->row[i];
+    }
+    k->last_open = k->open_of[pl->m - 1];
+    k->leaf8 = pl->leaf8;
+}
+
+/*
+ * The open cells worth trying at level c (c <= m-4: rows c+1, c+2 and the
+ * last keep an open cell; c == m-3: row m-2 keeps one, as in fast_last3).
+ */
+SIMD_TARGET static inline __m512i v_viable(const simd_consts_t *K, int c, __m512i no, __m512i col, __m512i dl,
+                                           __m512i dr)
+{
+    if (c == K->m - 3) {
+        __m128i s = shift_of(K->shift[c + 1]);
+        return _mm512_andnot_si512(v_kills(v_row(_mm512_set1_epi32((int)K->open_of[c + 1]), col, dl, dr, s), s), no);
+    }
+    __m128i k1 = shift_of(K->d1[c]), k2 = shift_of(K->d2[c]), kz = shift_of(K->dz[c]);
+    __m512i r1 = v_row(_mm512_set1_epi32((int)K->open_of[c + 1]), col, dl, dr, k1);
+    __m512i r2 = v_row(_mm512_set1_epi32((int)K->open_of[c + 2]), col, dl, dr, k2);
+    __m512i rz = v_row(_mm512_set1_epi32((int)K->last_open), col, dl, dr, kz);
+    __m512i dead = _mm512_ternarylogic_epi32(v_kills(r1, k1), v_kills(r2, k2), v_kills(rz, kz), 0xfe);
+    return _mm512_andnot_si512(dead, no);
+}
+
+typedef struct {
+    __m512i open, col, dl, dr;
+} lanes_t;
+
+SIMD_TARGET static inline void lanes_save(simd_level_t *lv, const lanes_t *x)
+{
+    _mm512_storeu_si512(lv->lane_open, x->open);
+    _mm512_storeu_si512(lv->lane_col, x->col);
+    _mm512_storeu_si512(lv->lane_dl, x->dl);
+    _mm512_storeu_si512(lv->lane_dr, x->dr);
+}
+
+SIMD_TARGET static inline void lanes_load(const simd_level_t *lv, lanes_t *x)
+{
+    x->open = _mm512_loadu_si512(lv->lane_open);
+    x->col = _mm512_loadu_si512(lv->lane_col);
+    x->dl = _mm512_loadu_si512(lv->lane_dl);
+    x->dr = _mm512_loadu_si512(lv->lane_dr);
+}
+
+/* Empty lanes take the next nodes of the level's buffer, in order. */
+SIMD_TARGET static inline void lanes_refill(simd_level_t *lv, lanes_t *x)
+{
+    __mmask16 need = _mm512_testn_epi32_mask(x->open, x->open);
+    int avail = lv->cnt - lv->rd;
+    if (!need || avail <= 0)
+        return;
+    if (__builtin_popcount(need) > avail)
+        need = (__mmask16)_pdep_u32((1u << avail) - 1, need);
+    int r = lv->rd;
+    x->open = _mm512_mask_expand_epi32(x->open, need, _mm512_loadu_si512(lv->open + r));
+    x->col = _mm512_mask_expand_epi32(x->col, need, _mm512_loadu_si512(lv->col + r));
+    x->dl = _mm512_mask_expand_epi32(x->dl, need, _mm512_loadu_si512(lv->dl + r));
+    x->dr = _mm512_mask_expand_epi32(x->dr, need, _mm512_loadu_si512(lv->dr + r));
+    lv->rd = r + __builtin_popcount(need);
+}
+
+/* Appends the lanes in keep to the level's buffer. */
+SIMD_TARGET static inline void level_push(simd_level_t *lv, __mmask16 keep, __m512i open, __m512i col,
+                                          __m512i dl, __m512i dr)
+{
+    int w = lv->cnt;
+    _mm512_storeu_si512(lv->open + w, _mm512_maskz_compress_epi32(keep, open));
+    _mm512_storeu_si512(lv->col + w, _mm512_maskz_compress_epi32(keep, col));
+    _mm512_storeu_si512(lv->dl + w, _mm512_maskz_compress_epi32(keep, dl));
+    _mm512_storeu_si512(lv->dr + w, _mm512_maskz_compress_epi32(keep, dr));
+    lv->cnt = w + __builtin_popcount(keep);
+}
+
+/* Running totals: 32-bit lane counters, summed into 64 bits every FLUSH_STEPS steps. */
+typedef struct {
+    __m512i nodes, sols;
+    int steps;
+    uint64_t nodes64, sols64, next_poll;
+} simd_tally_t;
+
+SIMD_TARGET static inline void tally_flush(simd_tally_t *t)
+{
+    t->nodes64 += (uint32_t)_mm512_reduce_add_epi32(t->nodes);
+    t->sols64 += (uint32_t)_mm512_reduce_add_epi32(t->sols);
+    t->nodes = t->sols = _mm512_setzero_si512();
+    t->steps = 0;
+}
+
+/*
+ * One step at level c (< m-3): each active lane places the lowest queen of its
+ * node; children with a viable cell go to level c+1. Returns the lanes that were active.
+ */
+SIMD_TARGET static inline __mmask16 step_main(const simd_consts_t *K, int c, lanes_t *x, simd_level_t *out,
+                                             simd_tally_t *t)
+{
+    __mmask16 act = _mm512_test_epi32_mask(x->open, x->open);
+    __m512i bit = _mm512_and_si512(x->open, _mm512_sub_epi32(_mm512_setzero_si512(), x->open));
+    __m128i s = shift_of(K->shift[c + 1]);
+    x->open = _mm512_xor_si512(x->open, bit);
+    __m512i nc = _mm512_or_si512(x->col, bit);
+    __m512i nl = _mm512_sll_epi32(_mm512_or_si512(x->dl, bit), s);
+    __m512i nr = _mm512_srl_epi32(_mm512_or_si512(x->dr, bit), s);
+    __m512i no = _mm512_andnot_si512(_mm512_ternarylogic_epi32(nc, nl, nr, 0xfe),
+                                     _mm512_set1_epi32((int)K->open_of[c + 1]));
+    t->nodes = _mm512_add_epi32(t->nodes, _mm512_maskz_popcnt_epi32(act, no));
+    __m512i vo = v_viable(K, c + 1, no, nc, nl, nr);
+    level_push(out, _mm512_mask_test_epi32_mask(act, vo, vo), vo, nc, nl, nr);
+    return act;
+}
+
+/* One step at level m-3: the lowest queen of each active lane's node, and the last two rows in closed form. */
+SIMD_TARGET static inline __mmask16 step_last(const simd_consts_t *K, lanes_t *x, simd_tally_t *t)
+{
+    const int c = K->m - 3;
+    __mmask16 act = _mm512_test_epi32_mask(x->open, x->open);
+    __m512i bit = _mm512_and_si512(x->open, _mm512_sub_epi32(_mm512_setzero_si512(), x->open));
+    __m128i s = shift_of(K->shift[c + 1]), s2 = shift_of(K->shift[c + 2]);
+    x->open = _mm512_xor_si512(x->open, bit);
+    __m512i nc = _mm512_or_si512(x->col, bit);
+    __m512i nl = _mm512_sll_epi32(_mm512_or_si512(x->dl, bit), s);
+    __m512i nr = _mm512_srl_epi32(_mm512_or_si512(x->dr, bit), s);
+    __m512i o2 = _mm512_andnot_si512(_mm512_ternarylogic_epi32(nc, nl, nr, 0xfe),
+                                     _mm512_set1_epi32((int)K->open_of[c + 1]));
+    __m512i R = v_row(_mm512_set1_epi32((int)K->last_open), nc, nl, nr, s2);
+    __m512i R8 = _mm512_and_si512(R, _mm512_set1_epi32((int)K->leaf8));
+    __m512i n2 = _mm512_popcnt_epi32(o2);
+    /* clashes of u in o2 with v in R: v == u, v == u << s2, v == u >> s2 */
+    __m512i clash = _mm512_add_epi32(_mm512_popcnt_epi32(_mm512_and_si512(o2, R)),
+                                     _mm512_add_epi32(_mm512_popcnt_epi32(_mm512_and_si512(o2, _mm512_srl_epi32(R, s2))),
+                                                      _mm512_popcnt_epi32(_mm512_and_si512(o2, _mm512_sll_epi32(R, s2)))));
+    __m512i clash8 = _mm512_add_epi32(_mm512_popcnt_epi32(_mm512_and_si512(o2, R8)),
+                                      _mm512_add_epi32(_mm512_popcnt_epi32(_mm512_and_si512(o2, _mm512_srl_epi32(R8, s2))),
+                                                       _mm512_popcnt_epi32(_mm512_and_si512(o2, _mm512_sll_epi32(R8, s2)))));
+    __m512i all = _mm512_sub_epi32(_mm512_add_epi32(n2, _mm512_mullo_epi32(n2, _mm512_popcnt_epi32(R))), clash);
+    __m512i sols = _mm512_sub_epi32(_mm512_mullo_epi32(n2, _mm512_popcnt_epi32(R8)), clash8);
+    t->nodes = _mm512_mask_add_epi32(t->nodes, act, t->nodes, all);
+    t->sols = _mm512_mask_add_epi32(t->sols, act, t->sols, sols);
+    return act;
+}
+
+/* Flushes the lane counters and polls about every 2^20 nodes: 0, 2 cancelled, -1 overflow. */
+SIMD_TARGET static int tally_poll(simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl)
+{
+    tally_flush(t);
+    if (t->nodes64 < t->next_poll)
+        return 0;
+    t->next_poll = t->nodes64 + NQ_KERNEL_POLL_NODES;
+    return count_poll(acc, &t->sols64, t->nodes64, ctl);
+}
+
+/*
+ * Drains level c (stepping down whenever level c+1 fills up): 0, or what
+ * tally_poll returned. Recursion depth is at most m.
+ */
+SIMD_TARGET static int drain(const simd_consts_t *K, simd_level_t *lv, int c, simd_tally_t *t,
+                             nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl)
+{
+    lanes_t x = { _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512() };
+    int rc;
+    for (;;) {
+        lanes_refill(&lv[c], &x);
+        __mmask16 act = c == K->m - 3 ? step_last(K, &x, t) : step_main(K, c, &x, &lv[c + 1], t);
+        if (!act)
+            break;
+        if (++t->steps == FLUSH_STEPS && (rc = tally_poll(t, acc, ctl)) != 0)
+            return rc;
+        if (c < K->m - 3 && lv[c + 1].cnt > CAP - LANES) {
+            lanes_save(&lv[c], &x);
+            if ((rc = drain(K, lv, c + 1, t, acc, ctl)) != 0)
+                return rc;
+            lanes_load(&lv[c], &x);
+        }
+    }
+    lv[c].cnt = lv[c].rd = 0;
+    /* the children this level left below the step-down mark */
+    return c < K->m - 3 && lv[c + 1].cnt ? drain(K, lv, c + 1, t, acc, ctl) : 0;
+}
+
+SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count_acc_t *acc,
+                                 const nq_kernel_ctl_t *ctl, uint64_t *nodes_out)
+{
+    simd_consts_t K;
+    consts_init(&K, pl);
+    simd_tally_t t = { _mm512_setzero_si512(), _mm512_setzero_si512(), 0, 0, 0, NQ_KERNEL_POLL_NODES };
+    /* the root: level 0 with the fixed queens' columns, filtered like any other level */
+    uint32_t open0 = K.open_of[0] & ~pl->colfix;
+    __m512i col = _mm512_set1_epi32((int)pl->colfix), zero = _mm512_setzero_si512();
+    __m512i vo = v_viable(&K, 0, _mm512_set1_epi32((int)open0), col, zero, zero);
+    t.nodes64 = (unsigned)__builtin_popcount(open0);
+    lv[0].cnt = lv[0].rd = 0;
+    level_push(&lv[0], _mm512_mask_test_epi32_mask(1, vo, vo), vo, col, zero, zero);
+    int rc = drain(&K, lv, 0, &t, acc, ctl);
+    tally_flush(&t);
+    if (rc == 0)
+        rc = count_poll(acc, &t.sols64, t.nodes64, NULL);
+    *nodes_out = t.nodes64;
+    return rc;
+}
+
+int search_simd(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
+{
+    if (pl->m < 4 || !count_simd_available())
+        return search_scalar(pl, acc, ctl, nodes);
+    simd_level_t *lv = calloc((size_t)pl->m, sizeof *lv);
+    if (!lv)
+        return search_scalar(pl, acc, ctl, nodes);
+    int rc = simd_body(pl, lv, acc, ctl, nodes);
+    free(lv);
+    if (rc != 0 || !pl->leafx)
+        return rc;
+    /* the rare cells of the last row, one solution at a time (nodes already counted above) */
+    nq_plan_t px = *pl;
+    uint64_t ignored;
+    px.block[px.m - 1] |= ~pl->leafx;
+    px.leaf8 = 0;
+    px.node_base = pl->node_base + *nodes;
+    return search_scalar(&px, acc, ctl, &ignored);
+}
+
+#else
+
+int count_simd_available(void) { return 0; }
+
+int search_simd(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
+{
+    return search_scalar(pl, acc, ctl, nodes);
+}
+
+#endif
