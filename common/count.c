@@ -21,6 +21,11 @@ int count_tally_add(nq_count_tally_t *t, uint64_t add)
     return 0;
 }
 
+const char *count_kernel_name(void)
+{
+    return count_simd_available() ? "avx512" : "scalar";
+}
+
 /* ---- the plan ---- */
 
 void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip)

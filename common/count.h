@@ -26,6 +26,10 @@ typedef struct { const atomic_int *cancel; _Atomic uint64_t *progress; } nq_kern
 int count_shard(const uint8_t *spec, size_t len, nq_count_result_t *r, const nq_kernel_ctl_t *ctl,
                 char *err, size_t errlen);
 
+/* The kernel count_shard uses on this machine: "avx512" or "scalar" (no
+   AVX-512, or NQ_COUNT_KERNEL=scalar in the environment). Same results either way. */
+const char *count_kernel_name(void);
+
 /*
  * A running count with its separate residue counters; exposed so the
  * overflow path can be tested without a search of 2^64 nodes.

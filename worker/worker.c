@@ -1,5 +1,6 @@
 /* The worker's socket loop: hello, credit, tasks, results, acks, heartbeats, reconnects. */
 #include "clock.h"
+#include "count.h"
 #include "log.h"
 #include "rng.h"
 #include "security.h"
@@ -139,8 +140,8 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
             send_hello(w);
             outbox_resend(w, now_s());
             send_heartbeat(w);
-            nq_log(NQ_LOG_INFO, "worker.connected", "broker=%s outbox=%s", w->cfg.connect,
-                   w->outbox ? "resent" : "empty");
+            nq_log(NQ_LOG_INFO, "worker.connected", "broker=%s outbox=%s kernel=%s", w->cfg.connect,
+                   w->outbox ? "resent" : "empty", count_kernel_name());
         }
         break;
     case NQ_MSG_TASK: on_task(w, &m->u.task); break;

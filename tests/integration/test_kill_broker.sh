@@ -5,7 +5,7 @@
 # a broker restart delivers its outbox.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
-N=16
+N=18   # long enough (seconds) to kill the broker three times mid-run
 
 WPORT=$(free_port); CPORT=$(free_port)
 export WPORT CPORT
@@ -14,13 +14,17 @@ start_worker early --threads 2          # before the broker exists
 sleep 0.5
 BROKER_N=0 start_broker kb.db
 id=$("$NQ" submit count $N ) || fail "submit"
+kills=0
 for round in 1 2 3; do
     wait_for 60 bash -c "[ \$($NQ status $id --json | grep -o '\"shards_done\":[0-9]*' | cut -d: -f2) -gt $((round * 30)) ]" \
-        || break                                   # it may simply have finished
+        || break
+    job_done "$id" && break                        # too late to kill it mid-run
     kill -9 "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
+    kills=$round
     sleep 0.3
     BROKER_N=$round start_broker kb.db --grace 2
 done
+[ "$kills" = 3 ] || fail "the job ended after $kills of 3 broker kills: it is too small for this test"
 wait_for 240 job_done "$id" || fail "count did not finish after broker kills"
 [ "$(job_field "$id" total)" = "$(oeis_total $N)" ] || fail "total after broker kills"
 [ "$(job_field "$id" unique)" = "$(oeis_unique $N)" ] || fail "unique after broker kills"
