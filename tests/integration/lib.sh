@@ -61,6 +61,16 @@ wait_for() {
 oeis_total() { awk -v n="$1" '$1 == n { print $2 }' "$SRC/tests/data/oeis-counts.tsv"; }
 oeis_unique() { awk -v n="$1" '$1 == n { print $3 }' "$SRC/tests/data/oeis-counts.tsv"; }
 
+# The smallest N from 15 to 18 whose count takes this build about 3 s or more on
+# one thread, so a test can act on the job while it runs. It depends on the
+# kernel (AVX-512: N=18 takes 4 s; scalar: N=17 takes 7 s) and on the build
+# (sanitizers are 5-10x slower): timed from N=15, about 6.5x per N.
+long_count_n() {
+    local s
+    s=$("$NQ" bench count 15 --json | sed -n 's/.*"seconds":\([0-9.e-]*\).*/\1/p')
+    awk -v s="${s:-1}" 'BEGIN { n = 15; t = s; while (n < 18 && t < 3) { n++; t *= 6.5 } print n }'
+}
+
 # json_get KEY < one JSON object: a top-level scalar (numbers and plain strings).
 json_get() { grep -o "\"$1\":[^,}]*" | head -1 | cut -d: -f2- | tr -d '"'; }
 

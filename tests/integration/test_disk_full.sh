@@ -14,7 +14,7 @@ fi
 mkdir disk
 mount -t tmpfs -o size=6m nqt-disk "$T/disk" 2>err.txt || { echo "skipped: cannot mount a tmpfs: $(cat err.txt)"; exit 0; }
 CLEANUP_HOOKS+=("umount -l '$T/disk'")
-N=17
+N=$(long_count_n)   # a count that lasts seconds on this build, so the fault lands mid-run
 DB=disk/d.db
 
 leases() { "$NQ" workers --json --timeout 5 | grep -o '"leases":[0-9]*' | cut -d: -f2 | paste -sd+ | bc; }

@@ -5,7 +5,7 @@
 # a broker restart delivers its outbox.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
-N=18   # long enough (seconds) to kill the broker three times mid-run
+N=$(long_count_n)   # long enough (seconds) to kill the broker three times mid-run
 
 WPORT=$(free_port); CPORT=$(free_port)
 export WPORT CPORT

@@ -4,7 +4,7 @@
 # results are compared, not counted twice.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
-N=18   # long enough (seconds) for the kills to land mid-run
+N=$(long_count_n)   # long enough (seconds) for the kills to land mid-run
 
 start_broker k.db
 start_worker victim --threads 1; victim=$LAST_PID

@@ -18,7 +18,7 @@ fi
 S=$(( $$ % 10000 ))                       # unique names: several runs may share the machine
 NS_BR=nqt-br-$S NS_B=nqt-b-$S NS_W1=nqt-w1-$S NS_W2=nqt-w2-$S
 NET=10.213.77
-N=17
+N=$(long_count_n)   # a count that lasts seconds on this build, so the fault lands mid-run
 
 net_down() {
     local ns

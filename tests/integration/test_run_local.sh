@@ -48,7 +48,8 @@ done
 ok "bad arguments refused with exit 2 and a message"
 
 # Ctrl-C, then the same command again: it resumes where it stopped.
-"$NQ" run count 18 --db int.db --workers 1 >int1.txt 2>int1.err &
+N=$(long_count_n)   # a count that takes seconds on this build
+"$NQ" run count "$N" --db int.db --workers 1 >int1.txt 2>int1.err &
 runpid=$!
 PIDS+=("$runpid")
 wait_for 60 bash -c "[ \$(sqlite3 -readonly int.db \"SELECT count(*) FROM shards WHERE state='done'\" 2>/dev/null || echo 0) -gt 20 ]" \
@@ -57,7 +58,7 @@ kill -INT "$runpid"
 wait "$runpid"; rc=$?
 [ $rc = 130 ] || fail "interrupted run exited $rc, want 130"
 grep -q "run the same command again to resume" int1.err || fail "no resume hint: $(cat int1.err)"
-"$NQ" run count 18 --db int.db --workers 2 --json >int2.txt 2>int2.err || fail "resumed run failed"
+"$NQ" run count "$N" --db int.db --workers 2 --json >int2.txt 2>int2.err || fail "resumed run failed"
 grep -q "resuming job 1" int2.err || fail "second run did not resume: $(cat int2.err)"
-[ "$(json_get total <int2.txt)" = "$(oeis_total 18)" ] || fail "resumed total"
+[ "$(json_get total <int2.txt)" = "$(oeis_total "$N")" ] || fail "resumed total"
 ok "Ctrl-C exits 130 with a hint; the same command resumes and the count is exact"

@@ -11,7 +11,7 @@
 cd "$T" || exit 1
 FRAMES=${NQ_FRAMES:-${NQ_BUILD_DIR:-.}/tests/nq_frames}
 [ -x "$FRAMES" ] || fail "nq_frames not found (NQ_FRAMES=$FRAMES)"
-N=15
+N=$(long_count_n)   # a count that lasts seconds on this build, so the frames arrive while it runs
 BAD=()     # wrong answers (findings), reported together at the end
 
 bad_total() { grep -ao 'bad_total=[0-9]*' "$T/$1.log" | tail -1 | cut -d= -f2; }
