@@ -159,9 +159,11 @@ int shard_depth_range(int kind, int n, int *min, int *max)
 /*
  * count: depth 1 (border only) gives about n^3/8 shards (905 at n=20) and each
  * further row multiplies that by roughly n/2 to n-5 (n=20: 12k at depth 2,
- * 130k at depth 3). Measured totals grow about 7x per n (n=16: 1.6 s on one
- * core), so these depths keep a shard near 0.1 s .. 10 min from n=20 to 28
- * and the list below ~30M. Past 28 nothing is feasible anyway: keep the list small.
+ * 130k at depth 3). Measured totals grow about 7x per n (n=18: 4.3 s on one
+ * core with the AVX-512 kernel, 49 s with the scalar one), so these depths
+ * keep a shard near 0.01 .. 1 min (AVX-512) or 0.1 s .. 10 min (scalar) from
+ * n=20 to 28, far above the per-shard cost of the broker (~12 us), and the
+ * list below ~30M. Past 28 nothing is feasible anyway: keep the list small.
  */
 int shard_auto_depth(int kind, int n)
 {
