@@ -6,7 +6,7 @@
 # Targets: run --workers 2 vs bench --threads 1: speed-up >= 1.9x;
 #          run --workers 1 vs bench --threads 1: overhead <= 3 %.
 set -euo pipefail
-NQ=${NQ:-build/nq}; N=17; R=3
+NQ=${NQ:-build/nq}; N=18; R=3
 while [ $# -gt 0 ]; do
     case $1 in --nq) NQ=$2; shift 2 ;; --n) N=$2; shift 2 ;; --runs) R=$2; shift 2 ;;
                *) echo "usage: $0 [--nq PATH] [--n N] [--runs R]" >&2; exit 2 ;; esac
@@ -19,15 +19,20 @@ wall() {   # wall seconds of one command
     echo "$t1 - $t0" | bc -l
 }
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-measure() {
-    local i
-    for i in $(seq "$R"); do rm -f "$tmp"/run.db*; wall "$@"; done | median
-}
 
-base=$(measure "$NQ" bench count "$N" --threads 1)
-run1=$(measure "$NQ" run count "$N" --workers 1 --db "$tmp/run.db")
-run2=$(measure "$NQ" run count "$N" --workers 2 --db "$tmp/run.db")
-printf '| command (N=%s, median of %s) | seconds | vs bench --threads 1 |\n|---|---|---|\n' "$N" "$R"
+# Round-robin: each round runs every configuration once, so a drift of the
+# shared machine's speed hits them all alike (phases one after the other
+# showed 10 % drift between them).
+for _ in $(seq "$R"); do
+    wall "$NQ" bench count "$N" --threads 1 >>"$tmp/base"
+    wall "$NQ" bench count "$N" --threads 2 >>"$tmp/bench2"
+    rm -f "$tmp"/run.db*; wall "$NQ" run count "$N" --workers 1 --db "$tmp/run.db" >>"$tmp/run1"
+    rm -f "$tmp"/run.db*; wall "$NQ" run count "$N" --workers 2 --db "$tmp/run.db" >>"$tmp/run2"
+done
+base=$(median <"$tmp/base"); bench2=$(median <"$tmp/bench2")
+run1=$(median <"$tmp/run1"); run2=$(median <"$tmp/run2")
+printf '| command (N=%s, median of %s, interleaved) | seconds | vs bench --threads 1 |\n|---|---|---|\n' "$N" "$R"
 printf '| nq bench count %s --threads 1 (baseline) | %.2f | 1.00 |\n' "$N" "$base"
+printf '| nq bench count %s --threads 2 (the kernel alone) | %.2f | speed-up %.2fx |\n' "$N" "$bench2" "$(echo "$base / $bench2" | bc -l)"
 printf '| nq run count %s --workers 1 | %.2f | overhead %+.1f %% |\n' "$N" "$run1" "$(echo "($run1 / $base - 1) * 100" | bc -l)"
 printf '| nq run count %s --workers 2 | %.2f | speed-up %.2fx |\n' "$N" "$run2" "$(echo "$base / $run2" | bc -l)"
