@@ -30,6 +30,7 @@ void broker_cfg_defaults(nq_broker_cfg_t *cfg)
     cfg->grace_s = 10;
     cfg->group_max = 1000;
     cfg->group_ms = 2;
+    cfg->stop_ms = 50;
 }
 
 static void *socket_router(nq_broker_t *b, const char *ep, int curve, char *err, size_t errlen)
@@ -319,8 +320,8 @@ static void drain(nq_broker_t *b, void *sock, int max, const char *from, on_msg_
 static long poll_timeout_ms(nq_broker_t *b, double now)
 {
     double t = b->cfg.heartbeat_ms / 4000.0;
-    if (t > 0.05)
-        t = 0.05;                       /* a stop request is noticed within 50 ms */
+    if (t > b->cfg.stop_ms / 1000.0)
+        t = b->cfg.stop_ms / 1000.0;    /* a stop request is noticed within stop_ms */
     if (broker_txn_dirty(b)) {
         double due = b->txn_since + b->cfg.group_ms / 1000.0 - now;
         if (due < t)

@@ -27,6 +27,8 @@ typedef struct {
     uint32_t grace_s;            /* after a restart, leased shards wait this long for their worker */
     uint32_t group_max;          /* results per commit, at most */
     uint32_t group_ms;           /* a result waits at most this long for its commit */
+    uint32_t stop_ms;            /* an idle loop wakes this often to see *stop (default 50); signals
+                                    wake it at once, so only `nq run`, stopped by a flag, lowers it */
     const char *key_file;        /* CURVE secret key of the broker (issue: trust) */
     const char *authorized;      /* allow-list of worker public keys */
     const char *metrics;         /* host:port for /metrics, or NULL */

@@ -37,6 +37,7 @@ void worker_cfg_defaults(nq_worker_cfg_t *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->connect = "tcp://127.0.0.1:7555";
     cfg->prefetch = 1;
+    cfg->stop_ms = 50;
 }
 
 static int send_msg(nq_worker_t *w, const nq_msg_t *m)
@@ -317,7 +318,9 @@ int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
 {
     while (!atomic_load(stop)) {
         zmq_pollitem_t it[2] = { { w->pull, 0, ZMQ_POLLIN, 0 }, { w->sock, 0, ZMQ_POLLIN, 0 } };
-        long timeout = w->hb_ms / 4 > 50 ? 50 : (w->hb_ms / 4 > 0 ? w->hb_ms / 4 : 1);  /* stop seen within 50 ms */
+        long timeout = w->hb_ms / 4 > 0 ? w->hb_ms / 4 : 1;
+        if (timeout > (long)w->cfg.stop_ms)
+            timeout = w->cfg.stop_ms ? (long)w->cfg.stop_ms : 1;   /* stop seen within stop_ms */
         if (zmq_poll(it, w->sock ? 2 : 1, timeout) < 0 && errno != EINTR)
             break;
         collect_done(w);

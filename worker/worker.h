@@ -16,6 +16,7 @@ typedef struct {
     void *zmq_ctx;               /* NULL: own context; else shared (inproc in `nq run`) */
     uint32_t threads;            /* 0 = online cores */
     uint32_t prefetch;           /* shards queued beyond the running ones (default 1) */
+    uint32_t stop_ms;            /* an idle loop wakes this often to see *stop (default 50; see the broker's) */
     const char *key_file;        /* own CURVE key pair */
     const char *broker_key_file; /* broker's public key */
     const char *id;              /* NULL: host:pid:random */
