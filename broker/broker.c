@@ -3,6 +3,7 @@
 #include "clock.h"
 #include "log.h"
 #include "security.h"
+#include "wake.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -30,7 +31,6 @@ void broker_cfg_defaults(nq_broker_cfg_t *cfg)
     cfg->grace_s = 10;
     cfg->group_max = 1000;
     cfg->group_ms = 2;
-    cfg->stop_ms = 50;
 }
 
 static void *socket_router(nq_broker_t *b, const char *ep, int curve, char *err, size_t errlen)
@@ -73,6 +73,11 @@ static int broker_check_config(const nq_broker_cfg_t *c, char *err, size_t errle
     return 0;
 }
 
+static void wake_endpoint(const nq_broker_t *b, char *ep, size_t len)
+{
+    snprintf(ep, len, "inproc://nq-broker-wake-%p", (const void *)b);
+}
+
 static int broker_open_sockets(nq_broker_t *b, char *err, size_t errlen)
 {
     const nq_broker_cfg_t *c = &b->cfg;
@@ -82,7 +87,21 @@ static int broker_open_sockets(nq_broker_t *b, char *err, size_t errlen)
         return -1;
     int ctl_curve = keys && !security_endpoint_is_local(c->control);
     b->control_sock = socket_router(b, c->control, ctl_curve, err, errlen);
-    return b->control_sock ? 0 : -1;
+    if (!b->control_sock)
+        return -1;
+    char ep[128];
+    wake_endpoint(b, ep, sizeof ep);
+    b->wake_sock = zmq_socket(b->ctx, ZMQ_PULL);
+    if (!b->wake_sock || zmq_bind(b->wake_sock, ep) != 0)
+        return snprintf(err, errlen, "cannot bind %s: %s", ep, zmq_strerror(zmq_errno())), -1;
+    return 0;
+}
+
+void broker_wake(nq_broker_t *b)
+{
+    char ep[128];
+    wake_endpoint(b, ep, sizeof ep);
+    wake_poke(b->ctx, ep);
 }
 
 /* One broker per DB: two would lease the same shards (still exact, but every shard done twice). */
@@ -320,8 +339,8 @@ static void drain(nq_broker_t *b, void *sock, int max, const char *from, on_msg_
 static long poll_timeout_ms(nq_broker_t *b, double now)
 {
     double t = b->cfg.heartbeat_ms / 4000.0;
-    if (t > b->cfg.stop_ms / 1000.0)
-        t = b->cfg.stop_ms / 1000.0;    /* a stop request is noticed within stop_ms */
+    if (t > 0.05)
+        t = 0.05;                       /* a stop flag is noticed within 50 ms (broker_wake: at once) */
     if (broker_txn_dirty(b)) {
         double due = b->txn_since + b->cfg.group_ms / 1000.0 - now;
         if (due < t)
@@ -332,14 +351,20 @@ static long poll_timeout_ms(nq_broker_t *b, double now)
 
 int broker_run(nq_broker_t *b, const atomic_int *stop)
 {
-    zmq_pollitem_t items[2] = {
+    zmq_pollitem_t items[3] = {
         { b->workers_sock, 0, ZMQ_POLLIN, 0 },
         { b->control_sock, 0, ZMQ_POLLIN, 0 },
+        { b->wake_sock, 0, ZMQ_POLLIN, 0 },
     };
     while (!atomic_load(stop)) {
         double now = broker_now();
-        if (zmq_poll(items, 2, poll_timeout_ms(b, now)) < 0 && errno != EINTR)
+        if (zmq_poll(items, 3, poll_timeout_ms(b, now)) < 0 && errno != EINTR)
             break;
+        if (items[2].revents & ZMQ_POLLIN) {
+            char c;
+            while (zmq_recv(b->wake_sock, &c, 1, ZMQ_DONTWAIT) >= 0)
+                ;                       /* only here to end the poll: the loop condition decides */
+        }
         broker_txn(b);                  /* every write of this round rides the group commit */
         if (items[0].revents & ZMQ_POLLIN)
             drain(b, b->workers_sock, 10000, "worker", on_worker_frame);
@@ -378,6 +403,8 @@ void broker_destroy(nq_broker_t **bp)
         zmq_close(b->workers_sock);
     if (b->control_sock)
         zmq_close(b->control_sock);
+    if (b->wake_sock)
+        zmq_close(b->wake_sock);
     security_zap_stop(b->ctx);
     if (b->own_ctx && b->ctx)
         zmq_ctx_term(b->ctx);

@@ -27,8 +27,6 @@ typedef struct {
     uint32_t grace_s;            /* after a restart, leased shards wait this long for their worker */
     uint32_t group_max;          /* results per commit, at most */
     uint32_t group_ms;           /* a result waits at most this long for its commit */
-    uint32_t stop_ms;            /* an idle loop wakes this often to see *stop (default 50); signals
-                                    wake it at once, so only `nq run`, stopped by a flag, lowers it */
     const char *key_file;        /* CURVE secret key of the broker (issue: trust) */
     const char *authorized;      /* allow-list of worker public keys */
     const char *metrics;         /* host:port for /metrics, or NULL */
@@ -38,6 +36,8 @@ typedef struct {
 typedef struct nq_broker nq_broker_t;
 
 void broker_cfg_defaults(nq_broker_cfg_t *cfg);
+/* From another thread, after setting broker_run's *stop: it sees it now, not at its next 50 ms wake-up. */
+void broker_wake(nq_broker_t *b);
 /* Opens the store (resuming every job) and binds. NULL with a reason in err. */
 nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen);
 /* Serves until *stop becomes non-zero; then stops leasing, flushes results, returns 0. */

@@ -96,6 +96,7 @@ struct nq_broker {
     void *ctx;
     int own_ctx;
     void *workers_sock, *control_sock;
+    void *wake_sock;                   /* inproc PULL: broker_wake ends a poll early */
     uint64_t nonce;
     int lock_fd;                       /* flock on <db>.lock: one broker per DB */
     int store_ok;                      /* 0 after a failed commit (disk full): no leasing, no ACKs */

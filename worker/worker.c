@@ -4,6 +4,7 @@
 #include "log.h"
 #include "rng.h"
 #include "security.h"
+#include "wake.h"
 #include "worker_impl.h"
 
 #include <errno.h>
@@ -37,7 +38,6 @@ void worker_cfg_defaults(nq_worker_cfg_t *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->connect = "tcp://127.0.0.1:7555";
     cfg->prefetch = 1;
-    cfg->stop_ms = 50;
 }
 
 static int send_msg(nq_worker_t *w, const nq_msg_t *m)
@@ -189,6 +189,19 @@ static int connect_broker(nq_worker_t *w, char *err, size_t errlen)
     return 0;
 }
 
+/* Where the compute threads say "a task is done" (and worker_wake says "look at *stop"). */
+static void done_endpoint(const nq_worker_t *w, char *ep, size_t len)
+{
+    snprintf(ep, len, "inproc://nq-worker-done-%p", (const void *)w);
+}
+
+void worker_wake(nq_worker_t *w)
+{
+    char ep[128];
+    done_endpoint(w, ep, sizeof ep);
+    wake_poke(w->ctx, ep);
+}
+
 nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
 {
     nq_worker_t *w = calloc(1, sizeof *w);
@@ -214,7 +227,7 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
     w->own_ctx = cfg->zmq_ctx == NULL;
     w->ctx = w->own_ctx ? zmq_ctx_new() : cfg->zmq_ctx;
     char ep[128];
-    snprintf(ep, sizeof ep, "inproc://nq-worker-done-%p", (void *)w);
+    done_endpoint(w, ep, sizeof ep);
     w->pull = zmq_socket(w->ctx, ZMQ_PULL);
     if (zmq_bind(w->pull, ep) != 0 || !(w->pool = pool_new(w->ctx, w->cfg.threads, ep, err, errlen)) ||
         connect_broker(w, err, errlen) != 0) {
@@ -318,9 +331,7 @@ int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
 {
     while (!atomic_load(stop)) {
         zmq_pollitem_t it[2] = { { w->pull, 0, ZMQ_POLLIN, 0 }, { w->sock, 0, ZMQ_POLLIN, 0 } };
-        long timeout = w->hb_ms / 4 > 0 ? w->hb_ms / 4 : 1;
-        if (timeout > (long)w->cfg.stop_ms)
-            timeout = w->cfg.stop_ms ? (long)w->cfg.stop_ms : 1;   /* stop seen within stop_ms */
+        long timeout = w->hb_ms / 4 > 50 ? 50 : (w->hb_ms / 4 > 0 ? w->hb_ms / 4 : 1);  /* stop seen within 50 ms */
         if (zmq_poll(it, w->sock ? 2 : 1, timeout) < 0 && errno != EINTR)
             break;
         collect_done(w);

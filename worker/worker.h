@@ -16,7 +16,6 @@ typedef struct {
     void *zmq_ctx;               /* NULL: own context; else shared (inproc in `nq run`) */
     uint32_t threads;            /* 0 = online cores */
     uint32_t prefetch;           /* shards queued beyond the running ones (default 1) */
-    uint32_t stop_ms;            /* an idle loop wakes this often to see *stop (default 50; see the broker's) */
     const char *key_file;        /* own CURVE key pair */
     const char *broker_key_file; /* broker's public key */
     const char *id;              /* NULL: host:pid:random */
@@ -29,6 +28,8 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen);
 /* Works until *stop: then stops taking work, hands back what it holds (BYE) and returns 0.
    Returns 3 when the broker refuses it (bad key): err says why. */
 int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen);
+/* From another thread, after setting *stop: worker_run sees it now, not at its next 50 ms wake-up. */
+void worker_wake(nq_worker_t *w);
 void worker_destroy(nq_worker_t **w);
 
 #endif
