@@ -69,6 +69,23 @@ void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip)
     }
 }
 
+void levels_init(nq_levels_t *lv, const nq_plan_t *pl)
+{
+    memset(lv, 0, sizeof *lv);
+    lv->m = pl->m;
+    for (int i = 0; i < pl->m; i++) {
+        lv->open_of[i] = pl->full & ~pl->block[i];
+        lv->shift[i] = pl->shift[i];
+    }
+    for (int i = 0; i + 2 < pl->m; i++) {
+        lv->d1[i] = pl->row[i + 1] - pl->row[i];
+        lv->d2[i] = pl->row[i + 2] - pl->row[i];
+        lv->dz[i] = pl->row[pl->m - 1] - pl->row[i];
+    }
+    lv->last_open = pl->m ? lv->open_of[pl->m - 1] : 0;
+    lv->leaf8 = pl->leaf8;
+}
+
 /* ---- polling ---- */
 
 typedef struct {

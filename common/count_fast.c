@@ -172,16 +172,13 @@ static inline __attribute__((always_inline)) int
 fast_body(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes_out)
 {
     fast_level_t st[NQ_SHARD_MAX_N];
-    uint32_t open_of[NQ_SHARD_MAX_N + 1] = { 0 };
-    int shift[NQ_SHARD_MAX_N + 1] = { 0 };
+    nq_levels_t lv;
+    levels_init(&lv, pl);
+    const uint32_t *open_of = lv.open_of, last_open = lv.last_open;
+    const int *shift = lv.shift, *d1 = lv.d1, *d2 = lv.d2, *dz = lv.dz;
     const int m = pl->m, last_main = m - 4;
     uint64_t nodes = 0, sols = 0, next_poll = NQ_KERNEL_POLL_NODES;
     int L = 0, rc = 0;
-    for (int i = 0; i < m; i++) {
-        open_of[i] = pl->full & ~pl->block[i];
-        shift[i] = pl->shift[i];
-    }
-    const uint32_t last_open = open_of[m - 1];
     fast_ctx_t cx = { pl, acc, st, -1, 0, pl->leaf8, pl->leafx, open_of[m - 1], 0 };
     uint32_t col = pl->colfix, dl = 0, dr = 0, open = open_of[0] & ~col;
     if (m == 2) {
@@ -192,13 +189,6 @@ fast_body(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64
         /* fast_last3's rare path reads level 0 from cx->col_L and nothing from st */
         sols = fast_last3(&cx, open_of, shift, 0, open, col, dl, dr, &nodes);
         goto done;
-    }
-    /* row distances from level i to levels i+1, i+2 and the last */
-    int d1[NQ_SHARD_MAX_N + 1] = { 0 }, d2[NQ_SHARD_MAX_N + 1] = { 0 }, dz[NQ_SHARD_MAX_N + 1] = { 0 };
-    for (int i = 0; i + 2 < m; i++) {
-        d1[i] = pl->row[i + 1] - pl->row[i];
-        d2[i] = pl->row[i + 2] - pl->row[i];
-        dz[i] = pl->row[m - 1] - pl->row[i];
     }
     nodes += (unsigned)__builtin_popcount(open);
     open = fast_viable(open, open_of, d1, d2, dz, 0, last_open, col, dl, dr);

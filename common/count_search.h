@@ -41,6 +41,23 @@ typedef struct {
  */
 void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip);
 
+/*
+ * The per-level tables both counting kernels read (count_fast.c, count_simd.c):
+ * the open cells of each level before any queen of the search, and the row
+ * distances from level i to levels i+1, i+2 and the last (d1, d2, dz; defined
+ * for i + 2 < m). shift[i] = d1[i - 1], as in the plan.
+ */
+typedef struct {
+    int m;
+    uint32_t open_of[NQ_SHARD_MAX_N + 1];
+    uint32_t last_open;                /* open_of[m - 1] */
+    uint32_t leaf8;                    /* the plan's weight-8 cells of the last level */
+    int shift[NQ_SHARD_MAX_N + 1];
+    int d1[NQ_SHARD_MAX_N + 1], d2[NQ_SHARD_MAX_N + 1], dz[NQ_SHARD_MAX_N + 1];
+} nq_levels_t;
+
+void levels_init(nq_levels_t *lv, const nq_plan_t *pl);
+
 /* Called for each solution in lexicographic order; nonzero stops the search and is returned. */
 typedef int (*nq_leaf_fn)(void *ud, const uint8_t *cols, int n);
 

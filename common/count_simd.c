@@ -87,35 +87,11 @@ SIMD_TARGET static inline __m512i v_row(__m512i open, __m512i col, __m512i dl, _
 
 static __m128i shift_of(int k) { return _mm_cvtsi32_si128(k); }
 
-/* Row distances and open cells per level, as in fast_body. */
-typedef struct {
-    int m;
-    uint32_t open_of[NQ_SHARD_MAX_N + 1], last_open, leaf8;
-    int shift[NQ_SHARD_MAX_N + 1], d1[NQ_SHARD_MAX_N + 1], d2[NQ_SHARD_MAX_N + 1], dz[NQ_SHARD_MAX_N + 1];
-} simd_consts_t;
-
-static void consts_init(simd_consts_t *k, const nq_plan_t *pl)
-{
-    memset(k, 0, sizeof *k);
-    k->m = pl->m;
-    for (int i = 0; i < pl->m; i++) {
-        k->open_of[i] = pl->full & ~pl->block[i];
-        k->shift[i] = pl->shift[i];
-    }
-    for (int i = 0; i + 2 < pl->m; i++) {
-        k->d1[i] = pl->row[i + 1] - pl->row[i];
-        k->d2[i] = pl->row[i + 2] - pl->row[i];
-        k->dz[i] = pl->row[pl->m - 1] - pl->row[i];
-    }
-    k->last_open = k->open_of[pl->m - 1];
-    k->leaf8 = pl->leaf8;
-}
-
 /*
  * The open cells worth trying at level c (c <= m-4: rows c+1, c+2 and the
  * last keep an open cell; c == m-3: row m-2 keeps one, as in fast_last3).
  */
-SIMD_TARGET static inline __m512i v_viable(const simd_consts_t *K, int c, __m512i no, __m512i col, __m512i dl,
+SIMD_TARGET static inline __m512i v_viable(const nq_levels_t *K, int c, __m512i no, __m512i col, __m512i dl,
                                            __m512i dr)
 {
     if (c == K->m - 3) {
@@ -194,42 +170,51 @@ SIMD_TARGET static inline void tally_flush(simd_tally_t *t)
     t->steps = 0;
 }
 
+/* A queen placed at level c in every lane: the child's columns, diagonals and open cells at level c+1. */
+typedef struct {
+    __mmask16 act;                     /* the lanes that had a queen to place */
+    __m512i col, dl, dr, open;
+} placed_t;
+
+/* Each lane takes the lowest queen of its node at level c. */
+SIMD_TARGET static inline placed_t lanes_place(const nq_levels_t *K, int c, lanes_t *x)
+{
+    placed_t p;
+    __m512i bit = _mm512_and_si512(x->open, _mm512_sub_epi32(_mm512_setzero_si512(), x->open));
+    __m128i s = shift_of(K->shift[c + 1]);
+    p.act = _mm512_test_epi32_mask(x->open, x->open);
+    x->open = _mm512_xor_si512(x->open, bit);
+    p.col = _mm512_or_si512(x->col, bit);
+    p.dl = _mm512_sll_epi32(_mm512_or_si512(x->dl, bit), s);
+    p.dr = _mm512_srl_epi32(_mm512_or_si512(x->dr, bit), s);
+    p.open = _mm512_andnot_si512(_mm512_ternarylogic_epi32(p.col, p.dl, p.dr, 0xfe),
+                                 _mm512_set1_epi32((int)K->open_of[c + 1]));
+    return p;
+}
+
 /*
  * One step at level c (< m-3): each active lane places the lowest queen of its
  * node; children with a viable cell go to level c+1. Returns the lanes that were active.
  */
-SIMD_TARGET static inline __mmask16 step_main(const simd_consts_t *K, int c, lanes_t *x, simd_level_t *out,
+SIMD_TARGET static inline __mmask16 step_main(const nq_levels_t *K, int c, lanes_t *x, simd_level_t *out,
                                              simd_tally_t *t)
 {
-    __mmask16 act = _mm512_test_epi32_mask(x->open, x->open);
-    __m512i bit = _mm512_and_si512(x->open, _mm512_sub_epi32(_mm512_setzero_si512(), x->open));
-    __m128i s = shift_of(K->shift[c + 1]);
-    x->open = _mm512_xor_si512(x->open, bit);
-    __m512i nc = _mm512_or_si512(x->col, bit);
-    __m512i nl = _mm512_sll_epi32(_mm512_or_si512(x->dl, bit), s);
-    __m512i nr = _mm512_srl_epi32(_mm512_or_si512(x->dr, bit), s);
-    __m512i no = _mm512_andnot_si512(_mm512_ternarylogic_epi32(nc, nl, nr, 0xfe),
-                                     _mm512_set1_epi32((int)K->open_of[c + 1]));
-    t->nodes = _mm512_add_epi32(t->nodes, _mm512_maskz_popcnt_epi32(act, no));
-    __m512i vo = v_viable(K, c + 1, no, nc, nl, nr);
-    level_push(out, _mm512_mask_test_epi32_mask(act, vo, vo), vo, nc, nl, nr);
-    return act;
+    placed_t p = lanes_place(K, c, x);
+    t->nodes = _mm512_add_epi32(t->nodes, _mm512_maskz_popcnt_epi32(p.act, p.open));
+    __m512i vo = v_viable(K, c + 1, p.open, p.col, p.dl, p.dr);
+    level_push(out, _mm512_mask_test_epi32_mask(p.act, vo, vo), vo, p.col, p.dl, p.dr);
+    return p.act;
 }
 
 /* One step at level m-3: the lowest queen of each active lane's node, and the last two rows in closed form. */
-SIMD_TARGET static inline __mmask16 step_last(const simd_consts_t *K, lanes_t *x, simd_tally_t *t)
+SIMD_TARGET static inline __mmask16 step_last(const nq_levels_t *K, lanes_t *x, simd_tally_t *t)
 {
     const int c = K->m - 3;
-    __mmask16 act = _mm512_test_epi32_mask(x->open, x->open);
-    __m512i bit = _mm512_and_si512(x->open, _mm512_sub_epi32(_mm512_setzero_si512(), x->open));
-    __m128i s = shift_of(K->shift[c + 1]), s2 = shift_of(K->shift[c + 2]);
-    x->open = _mm512_xor_si512(x->open, bit);
-    __m512i nc = _mm512_or_si512(x->col, bit);
-    __m512i nl = _mm512_sll_epi32(_mm512_or_si512(x->dl, bit), s);
-    __m512i nr = _mm512_srl_epi32(_mm512_or_si512(x->dr, bit), s);
-    __m512i o2 = _mm512_andnot_si512(_mm512_ternarylogic_epi32(nc, nl, nr, 0xfe),
-                                     _mm512_set1_epi32((int)K->open_of[c + 1]));
-    __m512i R = v_row(_mm512_set1_epi32((int)K->last_open), nc, nl, nr, s2);
+    placed_t p = lanes_place(K, c, x);
+    __mmask16 act = p.act;
+    __m128i s2 = shift_of(K->shift[c + 2]);
+    __m512i o2 = p.open;
+    __m512i R = v_row(_mm512_set1_epi32((int)K->last_open), p.col, p.dl, p.dr, s2);
     __m512i R8 = _mm512_and_si512(R, _mm512_set1_epi32((int)K->leaf8));
     __m512i n2 = _mm512_popcnt_epi32(o2);
     /* clashes of u in o2 with v in R: v == u, v == u << s2, v == u >> s2 */
@@ -260,7 +245,7 @@ SIMD_TARGET static int tally_poll(simd_tally_t *t, nq_count_acc_t *acc, const nq
  * Drains level c (stepping down whenever level c+1 fills up): 0, or what
  * tally_poll returned. Recursion depth is at most m.
  */
-SIMD_TARGET static int drain(const simd_consts_t *K, simd_level_t *lv, int c, simd_tally_t *t,
+SIMD_TARGET static int drain(const nq_levels_t *K, simd_level_t *lv, int c, simd_tally_t *t,
                              nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl)
 {
     lanes_t x = { _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512() };
@@ -287,8 +272,8 @@ SIMD_TARGET static int drain(const simd_consts_t *K, simd_level_t *lv, int c, si
 SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count_acc_t *acc,
                                  const nq_kernel_ctl_t *ctl, uint64_t *nodes_out)
 {
-    simd_consts_t K;
-    consts_init(&K, pl);
+    nq_levels_t K;
+    levels_init(&K, pl);
     simd_tally_t t = { _mm512_setzero_si512(), _mm512_setzero_si512(), 0, 0, 0, NQ_KERNEL_POLL_NODES };
     /* the root: level 0 with the fixed queens' columns, filtered like any other level */
     uint32_t open0 = K.open_of[0] & ~pl->colfix;
