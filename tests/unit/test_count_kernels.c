@@ -48,6 +48,16 @@ static void compare(const nq_plan_t *pl, int n, int depth, size_t i, const char 
     *rare += pl->leafx != 0 && s.total != 0;
 }
 
+/* Shard i of s, decoded, and its plan in one orientation. */
+static void plan_of(const nq_shards_t *s, size_t i, int flip, nq_shard_desc_t *d, nq_plan_t *pl)
+{
+    char err[256];
+    size_t len;
+    const uint8_t *b = shards_get(s, i, &len);
+    T_CHECK(shard_decode(b, len, d, err, sizeof err) == 0);
+    plan_init(pl, d, flip);
+}
+
 static void skip_without_simd(void)
 {
     if (!count_simd_available()) {
@@ -68,18 +78,15 @@ static void test_kernels_agree_on_every_shard(void)
             nq_shards_t *s = shards_new(NQ_KIND_COUNT, n, depth, err, sizeof err);
             T_CHECK(s != NULL);
             for (size_t i = 0; s && i < shards_count(s); i++) {
-                size_t len;
-                const uint8_t *b = shards_get(s, i, &len);
                 nq_shard_desc_t d;
                 nq_plan_t top, bottom;
-                T_CHECK(shard_decode(b, len, &d, err, sizeof err) == 0);
-                plan_init(&top, &d, 0);
+                plan_of(s, i, 0, &d, &top);
                 if (top.m >= 4) {
                     compare(&top, n, depth, i, "top-down", &rare);
                     plans++;
                 }
                 /* bottom-up, weight-8 cells of row n-1 only, as count_flipped runs it */
-                plan_init(&bottom, &d, 1);
+                plan_of(s, i, 1, &d, &bottom);
                 bottom.block[0] |= ~d.bmask8;
                 bottom.leaf8 = bottom.full;
                 bottom.leafx = 0;
@@ -106,12 +113,9 @@ static void test_small_plans_fall_back(void)
         nq_shards_t *s = shards_new(NQ_KIND_COUNT, n, n - 2, err, sizeof err);
         T_CHECK(s != NULL);
         for (size_t i = 0; s && i < shards_count(s); i++) {
-            size_t len;
-            const uint8_t *b = shards_get(s, i, &len);
             nq_shard_desc_t d;
             nq_plan_t pl;
-            T_CHECK(shard_decode(b, len, &d, err, sizeof err) == 0);
-            plan_init(&pl, &d, 0);
+            plan_of(s, i, 0, &d, &pl);
             if (pl.m >= 2 && pl.m < 4) {
                 compare(&pl, n, n - 2, i, "small", &rare);
                 small++;
@@ -132,12 +136,9 @@ static void test_simd_cancel_and_progress(void)
     nq_shards_t *s = shards_new(NQ_KIND_COUNT, 20, 1, err, sizeof err);
     T_CHECK(s != NULL);
     for (size_t i = 0; s && i < shards_count(s); i += shards_count(s) / 3) {
-        size_t len;
-        const uint8_t *b = shards_get(s, i, &len);
         nq_shard_desc_t d;
         nq_plan_t pl;
-        T_CHECK(shard_decode(b, len, &d, err, sizeof err) == 0);
-        plan_init(&pl, &d, 0);
+        plan_of(s, i, 0, &d, &pl);
         atomic_store(&progress, 0);
         outcome_t o = run(1, &pl, &ctl);
         T_EQ_U64(o.rc, 2);
