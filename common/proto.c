@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+static bool text_ok(const char *s, size_t len);
+
 #define NQ_MAX_N 1000000000ULL   /* largest board: n, sol_n and SOLPART rows stay within it */
 
 /* ---------------------------------------------------------------------------
@@ -68,18 +70,20 @@ static const field_t f_credit[] = { FU32(credit.credit, 0, 65536) };
 static const field_t f_task[] = {
     FANY(task.job), FANY(task.shard), FANY(task.lease), FU32(task.attempt, 0, UINT32_MAX),
     FU8(task.kind, 1, 3), FU64(task.n, 1, NQ_MAX_N), FBIN(task.spec, task.spec_len, NQ_MAX_SPEC),
-    FANY(task.seed), FSTR(task.algo, 0), FANY(task.max_steps),
+    FANY(task.seed), FSTR(task.algo, 0), FANY(task.max_steps), FANY(task.proof),
 };
 static const field_t f_heartbeat[] = { { "heartbeat.items", F_HB, 0, 0, 0, NQ_MAX_HEARTBEAT_ITEMS } };
 static const field_t f_result[] = {
     FANY(result.job), FANY(result.shard), FANY(result.lease), FU8(result.kind, 1, 3),
     FU8(result.status, 0, 2), FANY(result.total), FANY(result.unique), FANY(result.nodes),
     FU8(result.res13, 0, 12), FU8(result.res15, 0, 14), FANY(result.elapsed_us),
-    FU64(result.sol_n, 0, NQ_MAX_N), FBIN(result.payload, result.payload_len, NQ_MAX_PAYLOAD),
+    FU64(result.sol_n, 0, NQ_MAX_N), FANY(result.proof),
+    FBIN(result.payload, result.payload_len, NQ_MAX_PAYLOAD),   /* last: the big one */
 };
 static const field_t f_solpart[] = {
     FANY(solpart.job), FANY(solpart.shard), FANY(solpart.lease),
     FU64(solpart.offset, 0, NQ_MAX_N - 1), FBIN(solpart.data, solpart.data_len, NQ_MAX_PAYLOAD),
+    FANY(solpart.proof),
 };
 static const field_t f_ack[] = { FANY(ack.job), FANY(ack.shard), FANY(ack.lease) };
 static const field_t f_cancel[] = { FANY(cancel.job) };
@@ -91,6 +95,26 @@ static const field_t f_ctl_rep[] = {
 };
 
 /* Checks that involve more than one field; NULL-terminated reason or NULL when fine. */
+
+/* A worker id is a name in logs, metrics labels, web pages and `nq workers`: one token of
+   UTF-8 text, so it can never pass for another key=value field or break out of a quoted value. */
+const char *proto_check_worker_id(const char *id)
+{
+    size_t len = strlen(id);
+    if (len == 0 || len >= NQ_STR_MAX)
+        return "a worker id must be 1..255 bytes";
+    if (!text_ok(id, len))
+        return "a worker id must be UTF-8 text without control characters";
+    if (strpbrk(id, " \"\\='<>&`"))
+        return "a worker id may not hold spaces, quotes, backslashes, '=', '<', '>', '&' or '`'";
+    return NULL;
+}
+
+static const char *hello_check(const nq_msg_t *m)
+{
+    return proto_check_worker_id(m->u.hello.worker_id);
+}
+
 static const char *solpart_check(const nq_msg_t *m)
 {
     const nq_solpart_t *s = &m->u.solpart;
@@ -111,7 +135,7 @@ typedef struct {
 
 #define MT(name, f, member, chk) { name, f, (int)(sizeof f / sizeof f[0]), CAP(member), chk }
 static const mtype_t mtypes[NQ_MSG_TYPE_MAX] = {
-    [NQ_MSG_HELLO] = MT("HELLO", f_hello, hello, NULL),
+    [NQ_MSG_HELLO] = MT("HELLO", f_hello, hello, hello_check),
     [NQ_MSG_WELCOME] = MT("WELCOME", f_welcome, welcome, NULL),
     [NQ_MSG_CREDIT] = MT("CREDIT", f_credit, credit, NULL),
     [NQ_MSG_TASK] = MT("TASK", f_task, task, NULL),
@@ -163,13 +187,31 @@ static void fld_set(nq_msg_t *m, const field_t *f, uint64_t v)   /* v already ra
     }
 }
 
-/* Strings are one line of text: no NUL (C strings could not hold it) and no
-   control bytes (they end up in log lines and terminal output). */
+/* Strings are one line of valid UTF-8 text: no NUL (C strings could not hold it), no control
+   characters (C0, DEL, C1: they end up in log lines and terminals), and no malformed sequences
+   (overlong forms, surrogates, past U+10FFFF), so every string we keep is safe to print, to put
+   in JSON and in a Prometheus label as it is. */
 static bool text_ok(const char *s, size_t len)
 {
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == 0x7f)
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end) {
+        unsigned c = *p++;
+        if (c < 0x80) {
+            if (c < 0x20 || c == 0x7f)
+                return false;
+            continue;
+        }
+        int more = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : -1;
+        if (more < 0 || c > 0xf4 || end - p < more)
+            return false;
+        uint32_t cp = c & (0x3fu >> more);
+        for (int i = 0; i < more; i++, p++) {
+            if ((*p & 0xc0) != 0x80)
+                return false;
+            cp = cp << 6 | (*p & 0x3fu);
+        }
+        static const uint32_t least[4] = { 0, 0x80, 0x800, 0x10000 };
+        if (cp < least[more] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp < 0xa0))
             return false;
     }
     return true;
@@ -355,7 +397,7 @@ static int rd_str(rd_t *r, char *dst, size_t cap, size_t minlen)
     if (h.v < minlen)
         return rd_fail(r, "is empty");
     if (!text_ok((const char *)r->p, h.v))
-        return rd_fail(r, "contains a NUL or control byte");
+        return rd_fail(r, "contains a NUL or control byte, or is not valid UTF-8");
     memcpy(dst, r->p, h.v);
     dst[h.v] = '\0';
     r->p += h.v;

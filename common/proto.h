@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <msgpack.h>
 
-#define NQ_PROTO_VERSION      1
+#define NQ_PROTO_VERSION      2            /* 2: TASK, RESULT and SOLPART carry a lease proof */
 #define NQ_MAX_FRAME          (64u << 20)  /* bytes; also ZMQ_MAXMSGSIZE on every socket */
 #define NQ_MAX_SPEC           256          /* shard descriptor bytes in a TASK */
 #define NQ_MAX_PAYLOAD        (48u << 20)  /* RESULT payload / SOLPART data bytes */
@@ -73,6 +73,7 @@ typedef struct {
     uint64_t seed;                /* solve */
     char algo[NQ_STR_MAX];        /* solve: method name */
     uint64_t max_steps;           /* solve: 0 = default */
+    uint64_t proof;               /* MAC binding the lease to the worker it was issued to: echoed back */
 } nq_task_t;
 
 typedef struct { uint64_t lease, progress; } nq_hb_item_t;
@@ -91,6 +92,7 @@ typedef struct {
     uint64_t sol_n;               /* solve: length of the permutation sent in SOLPARTs (0 if none) */
     const uint8_t *payload;       /* enumerate: packed solutions; solve: error text; into the frame */
     size_t payload_len;
+    uint64_t proof;               /* the TASK's proof, unchanged */
 } nq_result_t;
 
 typedef struct {
@@ -98,6 +100,7 @@ typedef struct {
     uint64_t offset;              /* first row in this chunk */
     const uint8_t *data;          /* uint32 little-endian columns; into the frame */
     size_t data_len;              /* multiple of 4 */
+    uint64_t proof;               /* the TASK's proof, unchanged */
 } nq_solpart_t;
 
 typedef struct { uint64_t job, shard, lease; } nq_ack_t;
@@ -161,6 +164,8 @@ int proto_decode(const void *buf, size_t len, nq_msg_t *m, char *err, size_t err
 void proto_msg_free(nq_msg_t *m);
 
 const char *proto_type_name(int type);   /* "HELLO", ..., or "?" */
+/* NULL when id may be a HELLO's worker_id, else why not. */
+const char *proto_check_worker_id(const char *id);
 
 /* Control request parameters, by key: NULL / -1 when absent or of the other type. */
 const char *proto_param_str(const nq_ctl_req_t *r, const char *key);

@@ -64,6 +64,7 @@ static uint64_t serve(void *s)
                 r.u.result.job = m.u.task.job;
                 r.u.result.shard = m.u.task.shard;
                 r.u.result.lease = m.u.task.lease;
+                r.u.result.proof = m.u.task.proof;
                 r.u.result.kind = m.u.task.kind;
                 r.u.result.status = NQ_RES_NOTFOUND;
                 r.u.result.nodes = 1;

@@ -137,7 +137,7 @@ static void base_other(frames_t *f, nq_msg_t *m, uint8_t *payload)
         break;
     case 5:
         m->type = NQ_MSG_SOLPART;
-        m->u.solpart = (nq_solpart_t){ f->job, pick(f, 100), some_u64(f), pick(f, 1000), payload, 4 * pick(f, 64) };
+        m->u.solpart = (nq_solpart_t){ f->job, pick(f, 100), some_u64(f), pick(f, 1000), payload, 4 * pick(f, 64), some_u64(f) };
         break;
     default:
         m->type = NQ_MSG_TASK;
@@ -291,7 +291,7 @@ static int forge(frames_t *f)
                                         .kind = NQ_KIND_COUNT, .status = NQ_RES_OK };
         } else {
             m.type = NQ_MSG_SOLPART;
-            m.u.solpart = (nq_solpart_t){ f->job, 0, rng_next(&f->rng), 0, four, 4 };
+            m.u.solpart = (nq_solpart_t){ f->job, 0, rng_next(&f->rng), 0, four, 4, rng_next(&f->rng) };
         }
         if (send_msg(f, &m) != 0)
             return -1;
