@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #ifdef NQ_HAVE_MHD
 #include <microhttpd.h>
@@ -36,18 +37,31 @@ static void put_double(FILE *f, double v)
         fprintf(f, "%.17g", v);
 }
 
-/* Label values escape backslash, double quote and newline (exposition format 0.0.4). */
+/*
+ * Label values escape backslash, double quote and newline (exposition format 0.0.4). They
+ * come from the wire (worker ids), so the renderer also keeps the exposition valid UTF-8
+ * on its own: every byte that is not part of valid UTF-8, every other control character
+ * (C0, DEL, C1) becomes U+FFFD (one per stray byte or control character).
+ */
 static void put_label_value(FILE *f, const char *s)
 {
-    for (; s && *s; s++) {
-        if (*s == '\\')
+    static const char repl[] = "\xef\xbf\xbd";   /* U+FFFD REPLACEMENT CHARACTER */
+    size_t n = s ? strlen(s) : 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 1 : nq_utf8_len(s + i, n - i);
+        if (c == '\\')
             fputs("\\\\", f);
-        else if (*s == '"')
+        else if (c == '"')
             fputs("\\\"", f);
-        else if (*s == '\n')
+        else if (c == '\n')
             fputs("\\n", f);
+        else if (c < 0x20 || c == 0x7f || k == 0 ||
+                 (k == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0))
+            fputs(repl, f);
         else
-            fputc(*s, f);
+            fwrite(s + i, 1, k, f);
+        i += k ? k : 1;
     }
 }
 
@@ -268,12 +282,152 @@ typedef int mhd_result_t;   /* MHD before 0.9.71 returned int from handlers */
 typedef enum MHD_Result mhd_result_t;
 #endif
 
+/*
+ * Limits that keep one slow or hostile client from starving a scraper (issue 11, item 13:
+ * 16 connections trickling a header byte every 5 s used to fill the old limit of 16 and
+ * every scrape got an empty reply). A scrape is one small GET that arrives in
+ * microseconds, so:
+ *   - MX_CONN_LIMIT connections in all (epoll, no FD_SETSIZE cap), MX_PER_IP from one
+ *     address: a single host cannot take every slot;
+ *   - MX_IDLE_S: a connection silent that long is closed (MHD's inactivity timeout);
+ *   - MX_REQUEST_MS: trickling defeats an inactivity timeout, so a connection must
+ *     deliver a complete request head within this time of being accepted (or of its
+ *     previous response, for keep-alive), and a response must be taken within
+ *     MX_RESPONSE_MS; a reaper thread shuts down the socket of a connection past its
+ *     deadline, and MHD then closes it and frees the slot;
+ *   - MX_MEMORY: a request head larger than about this is refused (431), not buffered;
+ *   - MX_THREADS polling threads, so rendering for one client never waits on another.
+ * A host that keeps MX_PER_IP connections busy can still starve other clients on that
+ * same address (loopback is one address): it can no longer do it by trickling, only by
+ * reconnecting non-stop, and it cannot touch clients on other addresses.
+ */
+#define MX_CONN_LIMIT 128u
+#define MX_PER_IP 32u
+#define MX_IDLE_S 5u
+#define MX_REQUEST_MS 3000
+#define MX_RESPONSE_MS 30000
+#define MX_MEMORY ((size_t)16 * 1024)
+#define MX_THREADS 2u
+
+typedef struct {
+    struct MHD_Connection *c;   /* NULL: free slot */
+    int fd;
+    int cut;                    /* the reaper shut it down already */
+    int64_t deadline_ms;
+} mx_conn_t;
+
 struct nq_metrics {
     struct MHD_Daemon *daemon;
     pthread_mutex_t lock;
     nq_metrics_snapshot_t snap;   /* owned deep copy */
     uint16_t port;
+    /* The deadline reaper: slots are taken and freed by MHD's connection callbacks (MHD
+     * tells us a connection is closed before it closes its socket, so a tracked fd is
+     * always still that connection's socket while conn_lock is held). */
+    pthread_mutex_t conn_lock;
+    pthread_cond_t conn_cv;
+    mx_conn_t conns[MX_CONN_LIMIT];
+    int stopping;
+    int reaper_started;
+    pthread_t reaper;
+    uint64_t cut_total, cut_logged;
+    int64_t cut_logged_ms;
 };
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static mx_conn_t *conn_slot(nq_metrics_t *m, struct MHD_Connection *c)
+{
+    for (size_t i = 0; i < MX_CONN_LIMIT; i++)
+        if (m->conns[i].c == c)
+            return &m->conns[i];
+    return NULL;
+}
+
+/* Sets the deadline of connection C (if tracked) to now + MS. */
+static void conn_deadline(nq_metrics_t *m, struct MHD_Connection *c, int64_t ms)
+{
+    pthread_mutex_lock(&m->conn_lock);
+    mx_conn_t *k = conn_slot(m, c);
+    if (k)
+        k->deadline_ms = mono_ms() + ms;
+    pthread_mutex_unlock(&m->conn_lock);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    nq_metrics_t *m = cls;
+    (void)socket_context;
+    pthread_mutex_lock(&m->conn_lock);
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        mx_conn_t *k = conn_slot(m, NULL);
+        if (k && ci) {
+            k->c = c;
+            k->fd = ci->connect_fd;
+            k->cut = 0;
+            k->deadline_ms = mono_ms() + MX_REQUEST_MS;
+        }
+    } else {
+        mx_conn_t *k = conn_slot(m, c);
+        if (k)
+            k->c = NULL;
+    }
+    pthread_mutex_unlock(&m->conn_lock);
+}
+
+/* A response went out: a keep-alive connection has MX_REQUEST_MS for its next request. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)con_cls; (void)toe;
+    conn_deadline(cls, c, MX_REQUEST_MS);
+}
+
+static void *reaper_main(void *arg)
+{
+    nq_metrics_t *m = arg;
+    pthread_mutex_lock(&m->conn_lock);
+    while (!m->stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 200 * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&m->conn_cv, &m->conn_lock, &until);
+        if (m->stopping)
+            break;
+        int64_t now = mono_ms();
+        for (size_t i = 0; i < MX_CONN_LIMIT; i++) {
+            mx_conn_t *k = &m->conns[i];
+            if (k->c && !k->cut && now > k->deadline_ms) {
+                shutdown(k->fd, SHUT_RDWR);   /* MHD sees EOF, closes it, frees the slot */
+                k->cut = 1;
+                m->cut_total++;
+            }
+        }
+        if (m->cut_total != m->cut_logged &&
+            (m->cut_logged == 0 || now - m->cut_logged_ms >= 10000)) {
+            uint64_t n = m->cut_total - m->cut_logged;
+            m->cut_logged = m->cut_total;
+            m->cut_logged_ms = now;
+            nq_log(NQ_LOG_WARN, "metrics.slow_client", "closed=%llu total=%llu reason=\"no "
+                   "complete request within %d ms\"", (unsigned long long)n,
+                   (unsigned long long)m->cut_total, MX_REQUEST_MS);
+        }
+    }
+    pthread_mutex_unlock(&m->conn_lock);
+    return NULL;
+}
 
 static mhd_result_t reply(struct MHD_Connection *c, unsigned status, char *body,
                           const char *ctype)
@@ -298,6 +452,7 @@ static mhd_result_t on_request(void *cls, struct MHD_Connection *c, const char *
 {
     nq_metrics_t *m = cls;
     (void)version; (void)upload; (void)upload_size; (void)con_cls;
+    conn_deadline(m, c, MX_RESPONSE_MS);   /* the head arrived: now the answer must go out */
     const char *text = "text/plain; charset=utf-8";
     if (strcmp(url, "/metrics") != 0)
         return reply(c, MHD_HTTP_NOT_FOUND, strdup("not found: try /metrics\n"), text);
@@ -311,14 +466,44 @@ static mhd_result_t on_request(void *cls, struct MHD_Connection *c, const char *
     return reply(c, MHD_HTTP_OK, body, "text/plain; version=0.0.4; charset=utf-8");
 }
 
-/* MHD's own diagnostics go through nq's structured log. */
+/*
+ * MHD's own diagnostics go through nq's structured log, quoted (they may echo what a
+ * client sent) and rate-limited: most are about misbehaving clients, and a client must
+ * not be able to flood the broker's log. At most 5 lines per 10 s; the next line that
+ * gets through says how many were dropped.
+ */
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
-    char msg[256];
+    static pthread_mutex_t lk = PTHREAD_MUTEX_INITIALIZER;
+    static int64_t window_ms;
+    static int started;
+    static unsigned in_window;
+    static unsigned long long dropped;
+    char msg[256], q[NQ_LOG_QLEN];
     (void)cls;
+    int64_t now = mono_ms();
+    pthread_mutex_lock(&lk);
+    if (!started || now - window_ms >= 10000) {
+        started = 1;
+        window_ms = now;
+        in_window = 0;
+    }
+    int show = in_window < 5;
+    unsigned long long was_dropped = 0;
+    if (show) {
+        in_window++;
+        was_dropped = dropped;
+        dropped = 0;
+    } else {
+        dropped++;
+    }
+    pthread_mutex_unlock(&lk);
+    if (!show)
+        return;
     vsnprintf(msg, sizeof msg, fmt, ap);
     msg[strcspn(msg, "\n")] = '\0';
-    nq_log(NQ_LOG_WARN, "metrics.http", "msg=\"%s\"", msg);
+    nq_log(NQ_LOG_WARN, "metrics.http", "msg=%s dropped=%llu", nq_log_qs(q, sizeof q, msg),
+           was_dropped);
 }
 
 nq_metrics_t *metrics_new_ex(const char *addr, int allow_remote, char *err, size_t errlen)
@@ -332,21 +517,36 @@ nq_metrics_t *metrics_new_ex(const char *addr, int allow_remote, char *err, size
         return NULL;
     }
     pthread_mutex_init(&m->lock, NULL);
-    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+    pthread_mutex_init(&m->conn_lock, NULL);
+    pthread_cond_init(&m->conn_cv, NULL);
+    unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
     if (a.family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    /* Few, short connections: a scraper every few seconds, not a web site. */
+    /* See MX_* above: a scraper every few seconds, never starved by slow clients. */
     errno = 0;
     m->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, m,
                                  MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
                                  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a.sa,
-                                 MHD_OPTION_CONNECTION_LIMIT, 16u,
-                                 MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+                                 MHD_OPTION_THREAD_POOL_SIZE, MX_THREADS,
+                                 MHD_OPTION_CONNECTION_LIMIT, MX_CONN_LIMIT,
+                                 MHD_OPTION_PER_IP_CONNECTION_LIMIT, MX_PER_IP,
+                                 MHD_OPTION_CONNECTION_TIMEOUT, MX_IDLE_S,
+                                 MHD_OPTION_CONNECTION_MEMORY_LIMIT, MX_MEMORY,
+                                 MHD_OPTION_NOTIFY_CONNECTION, on_connection, m,
+                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, m,
                                  MHD_OPTION_END);
+    if (m->daemon) {
+        if (pthread_create(&m->reaper, NULL, reaper_main, m) == 0)
+            m->reaper_started = 1;
+        else
+            nq_log(NQ_LOG_WARN, "metrics.no_reaper", "reason=\"cannot start a thread\"");
+    }
     if (!m->daemon) {
         int e = errno;
         snprintf(err, errlen, "cannot serve metrics on %s: %s", addr,
                  e ? strerror(e) : "libmicrohttpd failed to start");
+        pthread_cond_destroy(&m->conn_cv);
+        pthread_mutex_destroy(&m->conn_lock);
         pthread_mutex_destroy(&m->lock);
         free(m);
         return NULL;
@@ -378,14 +578,31 @@ void metrics_destroy(nq_metrics_t **mp)
     if (!mp || !*mp)
         return;
     nq_metrics_t *m = *mp;
-    MHD_stop_daemon(m->daemon);   /* joins the HTTP thread: no handler runs after this */
+    if (m->reaper_started) {
+        pthread_mutex_lock(&m->conn_lock);
+        m->stopping = 1;
+        pthread_cond_signal(&m->conn_cv);
+        pthread_mutex_unlock(&m->conn_lock);
+        pthread_join(m->reaper, NULL);
+    }
+    MHD_stop_daemon(m->daemon);   /* joins the HTTP threads: no handler runs after this */
     snapshot_free(&m->snap);
+    pthread_cond_destroy(&m->conn_cv);
+    pthread_mutex_destroy(&m->conn_lock);
     pthread_mutex_destroy(&m->lock);
     free(m);
     *mp = NULL;
 }
 
-#else /* !NQ_HAVE_MHD */
+#endif
+
+int metrics_addr_check(const char *addr, char *err, size_t errlen)
+{
+    metrics_addr_t a;
+    return addr_parse(addr, 0, &a, err, errlen);
+}
+
+#ifndef NQ_HAVE_MHD
 
 struct nq_metrics { int unused; };
 

@@ -1,6 +1,12 @@
 /*
  * The broker's Prometheus endpoint: GET /metrics on a small HTTP server
- * (libmicrohttpd, its own thread), everything else 404.
+ * (libmicrohttpd, its own threads), everything else 404.
+ *
+ * Slow or hostile clients cannot starve a scraper (see MX_* in metrics.c): 128
+ * connections at most, 32 per client address, a request head larger than 16 KiB
+ * is refused (431), a connection idle for 5 s is closed, and one that has not sent a
+ * complete request head 3 s after connecting (trickling a byte at a time does not
+ * help) is closed by a reaper thread (logged as metrics.slow_client).
  *
  * The broker owns the numbers; it hands a snapshot over with metrics_update()
  * whenever it likes (e.g. once a second) and the HTTP thread renders the last
@@ -48,6 +54,9 @@ typedef struct nq_metrics nq_metrics_t;
 nq_metrics_t *metrics_new(const char *addr, char *err, size_t errlen);
 /* The same; allow_remote != 0 also accepts non-loopback addresses (0.0.0.0, ::). */
 nq_metrics_t *metrics_new_ex(const char *addr, int allow_remote, char *err, size_t errlen);
+
+/* 0 when ADDR is an address metrics_new would take (nothing is bound), else -1 and why. */
+int metrics_addr_check(const char *addr, char *err, size_t errlen);
 
 /* The TCP port actually bound (useful after asking for port 0). */
 uint16_t metrics_port(const nq_metrics_t *m);

@@ -11,7 +11,10 @@
 #include <math.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #ifdef NQ_HAVE_MHD
@@ -21,6 +24,9 @@ static char *http_raw(uint16_t port, const char *request)
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = { .tv_sec = 5 };   /* a stalled server fails the test, never hangs it */
+    if (fd >= 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         if (fd >= 0)
             close(fd);
@@ -148,6 +154,143 @@ static void test_render_escapes_and_special_floats(void)
     free(t);
 }
 
+
+/* Strictly valid UTF-8 (no overlongs, surrogates, > U+10FFFF). */
+static int valid_utf8(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        size_t k = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3
+                 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
+        if (!k || i + k > n)
+            return 0;
+        for (size_t j = 1; j < k; j++)
+            if ((s[i + j] & 0xc0) != 0x80)
+                return 0;
+        if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] > 0x9f) ||
+            (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] > 0x8f))
+            return 0;
+        i += k;
+    }
+    return 1;
+}
+
+static int name_char(char c, int first)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
+           (!first && c >= '0' && c <= '9');
+}
+
+/*
+ * A structural check of the text exposition format 0.0.4 (promtool is not at hand): every
+ * line is "# HELP name text", "# TYPE name type" or "name{l="v",...} value" with label
+ * values using only the \\ \" \n escapes, each sample after the TYPE of its family; no
+ * control byte but the line ends; valid UTF-8. Returns the number of the first bad line
+ * (1-based), 0 when all are good.
+ */
+static int exposition_bad_line(const char *t)
+{
+    char family[128] = "";
+    int lineno = 0;
+    if (!valid_utf8((const unsigned char *)t, strlen(t)))
+        return -1;
+    for (const char *p = t; *p;) {
+        const char *nl = strchr(p, '\n');
+        if (!nl)
+            return lineno + 1;   /* the last line must end in \n too */
+        lineno++;
+        for (const char *q = p; q < nl; q++)
+            if ((unsigned char)*q < 0x20 || *q == 0x7f)
+                return lineno;
+        if (strncmp(p, "# HELP ", 7) == 0 || strncmp(p, "# TYPE ", 7) == 0) {
+            const char *n = p + 7, *e = n;
+            while (e < nl && name_char(*e, e == n))
+                e++;
+            if (e == n || e >= nl || *e != ' ')
+                return lineno;
+            if (p[2] == 'T') {
+                const char *ty = e + 1;
+                size_t tl = (size_t)(nl - ty);
+                if (!((tl == 7 && !strncmp(ty, "counter", 7)) || (tl == 5 && !strncmp(ty, "gauge", 5)) ||
+                      (tl == 7 && !strncmp(ty, "summary", 7)) || (tl == 9 && !strncmp(ty, "histogram", 9)) ||
+                      (tl == 7 && !strncmp(ty, "untyped", 7))))
+                    return lineno;
+                snprintf(family, sizeof family, "%.*s", (int)(e - n), n);
+            }
+        } else {
+            const char *e = p;
+            while (e < nl && name_char(*e, e == p))
+                e++;
+            if (e == p || !family[0] || strncmp(p, family, strlen(family)) != 0)
+                return lineno;
+            if (*e == '{') {
+                for (e++;;) {
+                    const char *ln = e;
+                    while (e < nl && name_char(*e, e == ln))
+                        e++;
+                    if (e == ln || e + 1 >= nl || e[0] != '=' || e[1] != '"')
+                        return lineno;
+                    for (e += 2; e < nl && *e != '"'; e++)
+                        if (*e == '\\' && (++e >= nl || (*e != '\\' && *e != '"' && *e != 'n')))
+                            return lineno;
+                    if (e >= nl)
+                        return lineno;
+                    e++;
+                    if (*e == ',') { e++; continue; }
+                    if (*e != '}')
+                        return lineno;
+                    e++;
+                    break;
+                }
+            }
+            if (e >= nl || *e != ' ')
+                return lineno;
+            char num[64];
+            snprintf(num, sizeof num, "%.*s", (int)(nl - e - 1), e + 1);
+            char *endp;
+            if (strcmp(num, "NaN") && strcmp(num, "+Inf") && strcmp(num, "-Inf") &&
+                (strtod(num, &endp), *num == '\0' || *endp != '\0'))
+                return lineno;
+        }
+        p = nl + 1;
+    }
+    return 0;
+}
+
+/* Worker ids come from the wire: invalid UTF-8 and control characters must not reach the text. */
+static void test_render_label_values_stay_valid_utf8(void)
+{
+    nq_metrics_worker_t w[] = {
+        { "\xff\xfe", 1, 1 },
+        { "a\x01" "b\x1b[2J\x7f" "c", 2, 2 },
+        { "caf\xc3\xa9-\xe2\x82\xac", 3, 3 },       /* valid UTF-8 is kept */
+        { "\xc2\x9b" "31m", 4, 4 },                  /* C1 control (CSI) */
+        { "t\tr\rn\nq\"b\\", 5, 5 },
+        { "\xed\xa0\x80|\xc0\xaf|\xe2\x82", 6, 6 },   /* surrogate, overlong, truncated */
+        { "} 1\nnq_workers_alive 99\n# x", 7, 7 },   /* a forged sample */
+    };
+    nq_metrics_snapshot_t s = sample_snapshot(w, sizeof w / sizeof w[0]);
+    char *t = metrics_render(&s);
+    T_CHECK(t != NULL);
+    if (!t)
+        return;
+    int bad = exposition_bad_line(t);
+    if (bad)
+        fprintf(stderr, "  bad exposition line %d:\n%s\n", bad, t);
+    T_CHECK(bad == 0);
+#define FFFD "\xef\xbf\xbd"
+    T_CHECK(has_line(t, "nq_worker_leases{worker=\"" FFFD FFFD "\"} 1"));
+    T_CHECK(has_line(t, "nq_worker_leases{worker=\"a" FFFD "b" FFFD "[2J" FFFD "c\"} 2"));
+    T_CHECK(has_line(t, "nq_worker_leases{worker=\"caf\xc3\xa9-\xe2\x82\xac\"} 3"));
+    T_CHECK(has_line(t, "nq_worker_leases{worker=\"" FFFD "31m\"} 4"));
+    T_CHECK(has_line(t, "nq_worker_leases{worker=\"t" FFFD "r" FFFD "n\\nq\\\"b\\\\\"} 5"));
+    T_CHECK(has_line(t, "nq_worker_leases{worker=\"" FFFD FFFD FFFD "|" FFFD FFFD "|" FFFD FFFD "\"} 6"));
+    T_CHECK(has_line(t, "nq_worker_leases{worker=\"} 1\\nnq_workers_alive 99\\n# x\"} 7"));
+    T_CHECK(has_line(t, "nq_workers_alive 2") && !has_line(t, "nq_workers_alive 99"));
+#undef FFFD
+    free(t);
+}
+
 #ifdef NQ_HAVE_MHD
 static void test_http_serves_snapshot(void)
 {
@@ -239,6 +382,100 @@ static void test_http_concurrent_updates(void)
     T_CHECK(r && has_line(r, "nq_results_total 2999"));
     free(r);
     metrics_destroy(&u.m);
+}
+
+
+/* A TCP connection to 127.0.0.1:PORT from source address SRC (any 127.x.y.z); -1 on failure. */
+static int connect_from(const char *src, uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in me = { .sin_family = AF_INET };
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    inet_pton(AF_INET, src, &me.sin_addr);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&me, sizeof me) != 0 ||
+        connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* 1 when the server has closed FD (EOF or reset), 0 while it is still open. */
+static int closed_by_server(int fd)
+{
+    char c;
+    ssize_t r = recv(fd, &c, 1, MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+/*
+ * Issue 11, item 13: connections that send part of a request head and stay open used to
+ * fill the 16 slots, and every scrape got an empty reply. 20 such clients on the
+ * scraper's own address and 40 on another (127.0.0.2) must leave /metrics answering, and
+ * one address is held to its per-address share (the rest are refused at once).
+ */
+static void test_http_slow_clients_do_not_starve(void)
+{
+    char err[256] = "";
+    nq_metrics_t *m = metrics_new("127.0.0.1:0", err, sizeof err);
+    T_CHECK(m != NULL);
+    if (!m)
+        return;
+    uint16_t port = metrics_port(m);
+    int fds[60], nfd = 0;
+    for (int i = 0; i < 60; i++) {
+        int fd = connect_from(i < 20 ? "127.0.0.1" : "127.0.0.2", port);
+        if (fd >= 0) {
+            const char part[] = "GET /metrics HTTP/1.1\r\nX-Slow: ";
+            if (write(fd, part, sizeof part - 1) < 0) { /* refused already: counted below */ }
+            fds[nfd++] = fd;
+        }
+    }
+    T_EQ_U64(nfd, 60);
+    usleep(300 * 1000);
+    char *r = http_get(port, "/metrics");
+    T_CHECK(http_status(r) == 200);
+    T_CHECK(r && has_line(r, "nq_results_total 0"));
+    free(r);
+    int open_a = 0, open_b = 0;
+    for (int i = 0; i < nfd; i++)
+        if (!closed_by_server(fds[i]))
+            *(i < 20 ? &open_a : &open_b) += 1;
+    fprintf(stderr, "  slow clients still open: %d of 20 from 127.0.0.1, %d of 40 from 127.0.0.2\n",
+            open_a, open_b);
+    T_EQ_U64(open_a, 20);
+    T_CHECK(open_b >= 16 && open_b <= 32);   /* capped per address */
+    metrics_destroy(&m);   /* with the slow clients still connected */
+    T_CHECK(m == NULL);
+    for (int i = 0; i < nfd; i++)
+        close(fds[i]);
+}
+
+/* A request head larger than the per-connection memory cap is refused, not buffered. */
+static void test_http_request_head_capped(void)
+{
+    char err[256] = "";
+    nq_metrics_t *m = metrics_new("127.0.0.1:0", err, sizeof err);
+    T_CHECK(m != NULL);
+    if (!m)
+        return;
+    size_t big = 24 * 1024;
+    char *req = malloc(big + 128);
+    int n = sprintf(req, "GET /metrics HTTP/1.0\r\nX-Big: ");
+    memset(req + n, 'a', big);
+    strcpy(req + n + big, "\r\n\r\n");
+    char *r = http_raw(metrics_port(m), req);
+    int st = http_status(r);
+    fprintf(stderr, "  24 KiB request head: status %d\n", st);
+    T_CHECK(st != 200 && (st == 0 || st == 431 || st == 413 || st == 414 || st == 400));
+    free(r);
+    free(req);
+    r = http_get(metrics_port(m), "/metrics");   /* and the endpoint still serves */
+    T_CHECK(http_status(r) == 200);
+    free(r);
+    metrics_destroy(&m);
 }
 
 static void test_port_in_use_refused(void)
@@ -333,11 +570,14 @@ static void test_update_null_is_noop(void)
 
 #ifdef NQ_HAVE_MHD
 #define HTTP_CASES T_CASE(test_http_serves_snapshot), T_CASE(test_http_concurrent_updates), \
+                   T_CASE(test_http_slow_clients_do_not_starve), \
+                   T_CASE(test_http_request_head_capped), \
                    T_CASE(test_port_in_use_refused), T_CASE(test_ipv6_loopback)
 #else
 #define HTTP_CASES T_CASE(test_built_without_mhd)
 #endif
 
-T_MAIN(T_CASE(test_render_families), T_CASE(test_render_escapes_and_special_floats), HTTP_CASES,
+T_MAIN(T_CASE(test_render_families), T_CASE(test_render_escapes_and_special_floats),
+       T_CASE(test_render_label_values_stay_valid_utf8), HTTP_CASES,
        T_CASE(test_bad_addresses_refused), T_CASE(test_non_loopback_needs_allow_remote),
        T_CASE(test_update_null_is_noop))
