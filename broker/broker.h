@@ -31,6 +31,8 @@ typedef struct {
     const char *authorized;      /* allow-list of worker public keys */
     const char *metrics;         /* host:port for /metrics, or NULL */
     int insecure;                /* allow a non-loopback bind without keys */
+    uint64_t max_job_shards;     /* a submit creating more shards is refused; 0 = default (20M, submit.c) */
+    uint64_t max_store_shards;   /* ... or taking the active jobs' shards past this; 0 = default (50M) */
 } nq_broker_cfg_t;
 
 typedef struct nq_broker nq_broker_t;

@@ -1,10 +1,12 @@
 /* `nq broker`: the long-running broker. */
 #include "broker.h"
 #include "cli.h"
+#include "metrics.h"
 #include "log.h"
 #include "signals.h"
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -19,7 +21,8 @@ int cmd_broker(int argc, char **argv)
         { "metrics", required_argument, 0, 'm' }, { "heartbeat-ms", required_argument, 0, 'H' },
         { "liveness", required_argument, 0, 'L' }, { "stall-timeout", required_argument, 0, 'S' },
         { "grace", required_argument, 0, 'G' }, { "log-format", required_argument, 0, 'F' },
-        { "log-level", required_argument, 0, 'V' }, { 0, 0, 0, 0 },
+        { "log-level", required_argument, 0, 'V' }, { "max-job-shards", required_argument, 0, 'J' },
+        { "max-store-shards", required_argument, 0, 'T' }, { 0, 0, 0, 0 },
     };
     uint64_t v;
     int c, rc;
@@ -42,6 +45,10 @@ int cmd_broker(int argc, char **argv)
                   cfg.stall_s = (uint32_t)v; break;
         case 'G': if ((rc = cli_parse_u64("broker", "--grace", optarg, 0, 3600, &v))) return rc;
                   cfg.grace_s = (uint32_t)v; break;
+        case 'J': if ((rc = cli_parse_u64("broker", "--max-job-shards", optarg, 1, UINT64_MAX, &v))) return rc;
+                  cfg.max_job_shards = v; break;
+        case 'T': if ((rc = cli_parse_u64("broker", "--max-store-shards", optarg, 1, UINT64_MAX, &v))) return rc;
+                  cfg.max_store_shards = v; break;
         case 'F': if ((rc = cli_log_option("broker", "log-format", optarg))) return rc; break;
         case 'V': if ((rc = cli_log_option("broker", "log-level", optarg))) return rc; break;
         default: return cli_usage_error("broker", "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -52,6 +59,8 @@ int cmd_broker(int argc, char **argv)
     if (cfg.authorized && !cfg.key_file)
         return cli_usage_error("broker", "--authorized-keys needs --key (the broker's own key pair)");
     char err[512] = "";
+    if (cfg.metrics && metrics_addr_check(cfg.metrics, err, sizeof err) != 0)
+        return cli_usage_error("broker", "--metrics: %s", err);   /* before any file is touched */
     signals_install();
     nq_broker_t *b = broker_new(&cfg, err, sizeof err);
     if (!b)

@@ -4,6 +4,7 @@
  * job and shards in one transaction.
  */
 #include "broker_impl.h"
+#include "control.h"
 #include "log.h"
 #include "shard.h"
 #include "solve.h"
@@ -11,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#define NQ_MAX_SEEDS 100000000ull   /* shards of one solve job: 1e8 rows is ~10 GB of DB */
+#define NQ_MAX_SEEDS 100000000ull   /* seeds of one solve job (the per-job shard cap is lower by default) */
 #define NQ_MAX_ALGOS 8
 
 typedef struct {
@@ -41,7 +42,7 @@ static int next_shard(void *ud, uint64_t idx, nq_shard_spec_t *out)
     return 0;
 }
 
-/* Splits "a,b,c" into known method names; each must accept n. */
+/* Splits "a,b,c" into known method names; each must be able to solve n (solver_check: its own reason). */
 static int parse_algos(submit_iter_t *it, const char *list, uint64_t n, char *err, size_t errlen)
 {
     char buf[sizeof it->spec->algo];
@@ -53,11 +54,8 @@ static int parse_algos(submit_iter_t *it, const char *list, uint64_t n, char *er
             snprintf(err, errlen, "unknown method '%s' (see 'nq bench solve --algo list')", a);
             return -1;
         }
-        if (n < s->n_min || n > s->n_max) {
-            snprintf(err, errlen, "method %s takes N from %llu to %llu (got %llu)", a,
-                     (unsigned long long)s->n_min, (unsigned long long)s->n_max, (unsigned long long)n);
+        if (solver_check(s, n, err, errlen) != 0)
             return -1;
-        }
         if (it->nalgos == NQ_MAX_ALGOS) {
             snprintf(err, errlen, "at most %d methods in one study", NQ_MAX_ALGOS);
             return -1;
@@ -69,10 +67,15 @@ static int parse_algos(submit_iter_t *it, const char *list, uint64_t n, char *er
 
 static int check_spec(const nq_job_spec_t *s, char *err, size_t errlen)
 {
-    if (s->kind == NQ_KIND_COUNT && (s->n < 1 || s->n > 32))
-        return snprintf(err, errlen, "count takes N from 1 to 32 (got %llu)", (unsigned long long)s->n), -1;
-    if (s->kind == NQ_KIND_ENUMERATE && (s->n < 1 || s->n > 16))
-        return snprintf(err, errlen, "enumerate takes N from 1 to 16 (got %llu)", (unsigned long long)s->n), -1;
+    if (s->kind == NQ_KIND_COUNT && (s->n < 1 || s->n > NQ_SHARD_MAX_N))
+        return snprintf(err, errlen, "count takes N from 1 to %d (got %llu)", NQ_SHARD_MAX_N,
+                        (unsigned long long)s->n), -1;
+    if (s->kind == NQ_KIND_ENUMERATE && (s->n < 1 || s->n > NQ_ENUM_MAX_N))
+        return snprintf(err, errlen, "enumerate takes N from 1 to %d (got %llu)", NQ_ENUM_MAX_N,
+                        (unsigned long long)s->n), -1;
+    if (s->kind == NQ_KIND_SOLVE && (s->n < 1 || s->n > NQ_SOLVE_MAX_N))
+        return snprintf(err, errlen, "solve takes N from 1 to %llu (got %llu)", NQ_SOLVE_MAX_N,
+                        (unsigned long long)s->n), -1;
     if (s->kind == NQ_KIND_SOLVE && (s->restarts < 1 || s->restarts > NQ_MAX_SEEDS))
         return snprintf(err, errlen, "restarts must be from 1 to %llu", NQ_MAX_SEEDS), -1;
     if (s->kind == NQ_KIND_SOLVE && s->solutions > s->restarts)
@@ -85,7 +88,42 @@ static int check_spec(const nq_job_spec_t *s, char *err, size_t errlen)
     return 0;
 }
 
-int jobs_create(nq_store_t *st, nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen)
+static int sum_active(void *ud, const nq_job_row_t *j)
+{
+    uint64_t *sum = ud;
+    *sum += j->shards_total;
+    return 0;
+}
+
+/* The shard caps (control.h), before anything is written; the message names the cap and its option. */
+static int check_caps(nq_store_t *st, uint64_t nshards, const nq_shard_caps_t *caps, char *err, size_t errlen)
+{
+    uint64_t max_job = caps && caps->max_job_shards ? caps->max_job_shards : NQ_DEFAULT_MAX_JOB_SHARDS;
+    uint64_t max_store = caps && caps->max_store_shards ? caps->max_store_shards : NQ_DEFAULT_MAX_STORE_SHARDS;
+    const char *how = caps && caps->how ? caps->how : "start 'nq broker' with";
+    if (nshards > max_job) {
+        snprintf(err, errlen, "the job would have %llu shards, more than the cap of %llu shards per job "
+                 "(fewer --restarts or methods, a smaller --depth; or %s --max-job-shards N)",
+                 (unsigned long long)nshards, (unsigned long long)max_job, how);
+        return -1;
+    }
+    uint64_t active = 0;
+    if (store_jobs_active(st, sum_active, &active) != 0) {
+        snprintf(err, errlen, "cannot read the active jobs from %s", store_path(st));
+        return -1;
+    }
+    if (active > max_store || nshards > max_store - active) {
+        snprintf(err, errlen, "the job's %llu shards and the %llu shards of the active jobs would pass the cap "
+                 "of %llu shards over active jobs (wait for jobs to end or cancel some; or %s "
+                 "--max-store-shards N)", (unsigned long long)nshards, (unsigned long long)active,
+                 (unsigned long long)max_store, how);
+        return -1;
+    }
+    return 0;
+}
+
+int jobs_create_capped(nq_store_t *st, nq_job_spec_t *spec, const nq_shard_caps_t *caps, uint64_t *id,
+                       char *err, size_t errlen)
 {
     submit_iter_t it = { .spec = spec };
     uint64_t nshards;
@@ -103,9 +141,17 @@ int jobs_create(nq_store_t *st, nq_job_spec_t *spec, uint64_t *id, char *err, si
         spec->encoding = NQ_SHARD_ENCODING;
         nshards = shards_count(it.shards);
     }
-    int rc = store_job_create(st, spec, nshards, next_shard, &it, id, err, errlen);
+    int rc = check_caps(st, nshards, caps, err, errlen);
+    if (rc == 0)
+        rc = store_job_create(st, spec, nshards, next_shard, &it, id, err, errlen);
     shards_destroy(&it.shards);
     return rc;
+}
+
+int jobs_create(nq_store_t *st, nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen)
+{
+    nq_shard_caps_t caps = { 0, 0, "submit it to an 'nq broker' started with" };
+    return jobs_create_capped(st, spec, &caps, id, err, errlen);
 }
 
 int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec_in, uint64_t *id, char *err, size_t errlen)
@@ -113,7 +159,8 @@ int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec_in, uint64_t *id, char
     nq_job_spec_t spec = *spec_in;
     if (b->txn_open)
         results_flush(b);               /* job creation is its own transaction */
-    if (jobs_create(b->store, &spec, id, err, errlen) != 0)
+    nq_shard_caps_t caps = { b->cfg.max_job_shards, b->cfg.max_store_shards, NULL };
+    if (jobs_create_capped(b->store, &spec, &caps, id, err, errlen) != 0)
         return -1;
     nq_job_row_t row;
     if (store_job_get(b->store, *id, &row) != 0 || jobs_load_one(b, &row) != 0) {

@@ -73,17 +73,24 @@ static int check_memory(const nq_solver_t *s, uint64_t n, char *err, size_t errl
     return 0;
 }
 
+int solver_check(const nq_solver_t *s, uint64_t n, char *err, size_t errlen)
+{
+    if (n < s->n_min || n > s->n_max) {
+        snprintf(err, errlen, "%s solves %llu <= N <= %llu (got N=%llu)", s->name,
+                 (unsigned long long)s->n_min, (unsigned long long)s->n_max,
+                 (unsigned long long)n);
+        return -1;
+    }
+    return s->check ? s->check(n, err, errlen) : 0;
+}
+
 int solve_run(const nq_solver_t *s, uint64_t n, uint64_t seed, const nq_solve_opts_t *opts,
               uint32_t **cols_out, nq_solve_stats_t *stats, char *err, size_t errlen)
 {
     memset(stats, 0, sizeof *stats);
     *cols_out = NULL;
-    if (n < s->n_min || n > s->n_max) {
-        snprintf(err, errlen, "%s solves %llu <= N <= %llu (got N=%llu)", s->name,
-                 (unsigned long long)s->n_min, (unsigned long long)s->n_max,
-                 (unsigned long long)n);
+    if (solver_check(s, n, err, errlen) != 0)
         return NQ_SOLVE_ERROR;
-    }
     if (check_memory(s, n, err, errlen) != 0)
         return NQ_SOLVE_ERROR;
     uint32_t *cols = cols_alloc(n);

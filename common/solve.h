@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define NQ_SOLVE_MAX_N 1000000000ull   /* the largest N any method takes (a solve job's limit); broker/cmd_args.h has the same */
+
 typedef struct {
     uint64_t max_steps;            /* 0 = the method's default limit */
     const atomic_int *cancel;      /* may be NULL; when it becomes non-zero, stop soon and return NQ_SOLVE_CANCELLED */
@@ -43,6 +45,13 @@ typedef struct {
     /* n within [n_min, n_max]; cols has room for n entries. err gets a reason on NQ_SOLVE_ERROR. */
     int (*run)(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts,
                uint32_t *cols, nq_solve_stats_t *stats, char *err, size_t errlen);
+    /*
+     * Whether the method can solve n at all (n within [n_min, n_max]), independent of the
+     * seed and of the machine: 0, or -1 with the very reason run() gives when it refuses n
+     * (run() calls it). NULL: every n of the range. The broker asks it at submit, so a job
+     * the method refuses is never created.
+     */
+    int (*check)(uint64_t n, char *err, size_t errlen);
 } nq_solver_t;
 
 /* NULL-terminated list of every method, default (qs4) first. */
@@ -50,7 +59,14 @@ extern const nq_solver_t *const nq_solvers[];
 const nq_solver_t *solver_find(const char *name);
 
 /*
- * The common entry point: checks n against the method's range and this
+ * Whether s can solve n, on any machine: n within [n_min, n_max] and s->check.
+ * 0, or -1 with the method's reason in err. (Memory is checked by solve_run
+ * only: it depends on the machine that runs the method.)
+ */
+int solver_check(const nq_solver_t *s, uint64_t n, char *err, size_t errlen);
+
+/*
+ * The common entry point: checks n with solver_check and against this
  * machine's memory (physical RAM), allocates cols, runs, and returns the
  * method's code. On NQ_SOLVE_OK *cols_out is a malloc'd permutation the caller frees.
  * err always gets a reason when the result is NQ_SOLVE_ERROR.

@@ -33,15 +33,21 @@ static uint64_t put_run(uint32_t *cols, uint64_t k, uint64_t first, uint64_t n,
     return k;
 }
 
+static int construct_check(uint64_t n, char *err, size_t errlen)
+{
+    if (n >= 4 && n <= UINT32_MAX)
+        return 0;
+    snprintf(err, errlen, "construct needs 4 <= N <= %u (got N=%llu)", UINT32_MAX, (unsigned long long)n);
+    return -1;
+}
+
 static int construct_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts, uint32_t *cols,
                          nq_solve_stats_t *stats, char *err, size_t errlen)
 {
     (void)seed;
     (void)opts;
-    if (n < 4 || n > UINT32_MAX) {
-        snprintf(err, errlen, "construct needs 4 <= N <= %u", UINT32_MAX);
+    if (construct_check(n, err, errlen) != 0)
         return NQ_SOLVE_ERROR;
-    }
     uint64_t k = 0, m = n % 6;
     if (m == 2) {
         static const uint64_t skip[] = { 1, 3, 5 };
@@ -67,5 +73,5 @@ static int construct_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts,
 
 const nq_solver_t nq_solver_construct = {
     "construct", "explicit closed-form solution by N mod 6 (Hoffman-Loessi-Moore), O(N), seed ignored",
-    4, 1000000000ULL, construct_memory, construct_run,
+    4, NQ_SOLVE_MAX_N, construct_memory, construct_run, construct_check,
 };

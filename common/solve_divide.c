@@ -19,7 +19,7 @@
  *   both rules above) and drop that corner's row and column.
  * That leaves exactly the N the paper excludes: 2, 3, 8, 9, 14, 15, 26, 27,
  * 38, 39 (9 = 4*1+5, 15 = 4*1+11, 27 = 4*5+7 and 39 = 4*7+11 have b < c, and
- * each even one is its odd neighbour minus one). run() refuses them.
+ * each even one is its odd neighbour minus one). run() and check() refuse them.
  *
  * Every row is an O(1) formula, so the whole board is O(n) time and needs no
  * memory beyond cols. stats->steps = rows placed.
@@ -28,7 +28,7 @@
 
 #include <stdio.h>
 
-#define DV_N_MAX 1000000000ULL
+#define DV_N_MAX NQ_SOLVE_MAX_N
 #define DV_POLL 65536            /* rows between cancel polls */
 
 static const uint64_t dv_five[5] = { 0, 2, 4, 1, 3 };
@@ -77,6 +77,17 @@ static uint64_t dv_memory(uint64_t n)
     return 0;
 }
 
+/* The N the construction leaves out, refused with the reason (also at submit: solver_check). */
+static int dv_check(uint64_t n, char *err, size_t errlen)
+{
+    if (n >= 1 && n <= DV_N_MAX && dv_covers(n))
+        return 0;
+    snprintf(err, errlen, "divide (Abramson-Yung) covers every N >= 1 except 2, 3, 8, 9, "
+             "14, 15, 26, 27, 38, 39 (got N=%llu); use --algo construct",
+             (unsigned long long)n);
+    return -1;
+}
+
 static int dv_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts,
                   uint32_t *cols, nq_solve_stats_t *stats, char *err, size_t errlen)
 {
@@ -86,12 +97,8 @@ static int dv_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts,
         opts = &none;
     stats->steps = 0;
     stats->restarts = 0;
-    if (!dv_covers(n)) {
-        snprintf(err, errlen, "divide (Abramson-Yung) covers every N >= 1 except 2, 3, 8, 9, "
-                 "14, 15, 26, 27, 38, 39 (got N=%llu); use --algo construct",
-                 (unsigned long long)n);
+    if (dv_check(n, err, errlen) != 0)
         return NQ_SOLVE_ERROR;
-    }
     /* Even n: row r, column x of n is row r+1, column x+1 of the odd board n+1. */
     uint64_t odd = n % 2 ? n : n + 1, shift = odd - n, b = 0, c = 0;
     if (!dv_modular(odd))
@@ -113,5 +120,5 @@ static int dv_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts,
 
 const nq_solver_t nq_solver_divide = {
     "divide", "Abramson-Yung divide-and-conquer construction, O(N), all N but 2,3,8,9,14,15,26,27,38,39 (seed 001)",
-    1, DV_N_MAX, dv_memory, dv_run,
+    1, DV_N_MAX, dv_memory, dv_run, dv_check,
 };

@@ -164,5 +164,5 @@ done:
 const nq_solver_t nq_solver_hillclimb = {
     "hillclimb",
     "steepest-ascent hill climbing, <=100 sideways moves, fails at local optima (seed 003)",
-    4, HC_N_MAX, hc_memory, hc_run,
+    4, HC_N_MAX, hc_memory, hc_run, NULL,
 };

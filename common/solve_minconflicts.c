@@ -184,5 +184,5 @@ static int mc_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts, uint32
 
 const nq_solver_t nq_solver_minconflicts = {
     "minconflicts", "classic min-conflicts: move a random attacked queen to its least-conflicted column",
-    4, 1000000, mc_memory, mc_run,
+    4, 1000000, mc_memory, mc_run, NULL,
 };

@@ -154,5 +154,5 @@ static int qs1_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts,
 
 const nq_solver_t nq_solver_qs1 = {
     "qs1", "Sosic-Gu QS1: random permutation + pairwise swap passes, O(n^2)/pass, n <= 1e4 (seed 004)",
-    4, QS1_N_MAX, qs1_memory, qs1_run,
+    4, QS1_N_MAX, qs1_memory, qs1_run, NULL,
 };

@@ -259,5 +259,5 @@ static int qs4c_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts,
 
 const nq_solver_t nq_solver_qs4classic = {
     "qs4-classic", "Sosic-Gu QS4 as the seed gives it: table of c by n, swap repair (seed 004)",
-    4, QS4C_N_MAX, qs4c_memory, qs4c_run,
+    4, QS4C_N_MAX, qs4c_memory, qs4c_run, NULL,
 };

@@ -174,5 +174,5 @@ done:
 const nq_solver_t nq_solver_sweep = {
     "minconflicts-sweep",
     "min-conflicts sweeping rows in order, O(1) line counters; steps = sweeps (seed 000)",
-    4, SW_N_MAX, sw_memory, sw_run,
+    4, SW_N_MAX, sw_memory, sw_run, NULL,
 };

@@ -61,7 +61,8 @@
     { "broker", cmd_broker, "the long-running broker", \
       "usage: nq broker [--bind EP] [--control EP] [--db PATH] [--key F --authorized-keys F|DIR]\n" \
       "                 [--insecure] [--metrics ADDR] [--heartbeat-ms MS] [--liveness K]\n" \
-      "                 [--stall-timeout S] [--grace S] [--log-format text|json] [--log-level L]\n" \
+      "                 [--stall-timeout S] [--grace S] [--max-job-shards K] [--max-store-shards K]\n" \
+      "                 [--log-format text|json] [--log-level L]\n" \
       "\n" \
       "  --bind EP          worker endpoint (default tcp://127.0.0.1:7555)\n" \
       "  --control EP       client endpoint (default tcp://127.0.0.1:7556)\n" \
@@ -72,7 +73,11 @@
       "  --metrics ADDR     serve Prometheus metrics at http://ADDR/metrics (loopback)\n" \
       "  --heartbeat-ms MS  heartbeat interval (default 1000); --liveness K: dead after K missed (4)\n" \
       "  --stall-timeout S  a shard whose progress stops for S seconds is re-leased (120; 0 = off)\n" \
-      "  --grace S          after a restart, leased shards wait S seconds for their worker (10)\n" }, \
+      "  --grace S          after a restart, leased shards wait S seconds for their worker (10)\n" \
+      "  --max-job-shards K refuse a submit of more than K shards (20000000: every count job\n" \
+      "                     at its default depth fits; N=28 has 17.5M), before writing a row\n" \
+      "  --max-store-shards K  refuse one that takes the shards of all pending and running\n" \
+      "                     jobs past K (50000000)\n" }, \
     { "worker", cmd_worker, "run shards for a broker", \
       "usage: nq worker [--connect EP] [--threads K] [--prefetch P] [--key F --broker-key F] [--id ID]\n" \
       "                 [--log-format text|json] [--log-level L]\n" \

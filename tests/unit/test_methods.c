@@ -271,8 +271,46 @@ static void test_max_steps(void)
     T_CHECK(st.steps > 1);
 }
 
+/*
+ * Issue 11: check() (through solver_check, what the broker asks at submit)
+ * agrees with what the method does, for every method of the registry: for
+ * N = 1..40 and the ends of its range, solver_check refuses N exactly when
+ * solve_run returns NQ_SOLVE_ERROR, with the same words. (A step limit keeps
+ * the seeds that fail cheap: FAILED is an outcome, not a refusal.)
+ */
+static void test_check_agrees_with_run(void)
+{
+    for (int m = 0; nq_solvers[m]; m++) {
+        const nq_solver_t *s = nq_solvers[m];
+        uint64_t extra[] = { s->n_max, s->n_max + 1, UINT64_MAX };
+        int refused = 0;
+        for (uint64_t i = 0; i < 40 + 3; i++) {
+            uint64_t n = i < 40 ? i + 1 : extra[i - 40];
+            if (n > 100000 && n <= s->n_max)
+                continue;               /* too big to run here; only the refusals above it */
+            char cerr[256] = "", rerr[256] = "";
+            int c = solver_check(s, n, cerr, sizeof cerr);
+            nq_solve_opts_t o = { .max_steps = 100000 };
+            nq_solve_stats_t st;
+            uint32_t *cols = NULL;
+            int r = solve_run(s, n, 1, &o, &cols, &st, rerr, sizeof rerr);
+            free(cols);
+            if ((c != 0) != (r == NQ_SOLVE_ERROR))
+                fprintf(stderr, "  %s N=%llu: check %d (%s), run %d (%s)\n", s->name,
+                        (unsigned long long)n, c, cerr, r, rerr);
+            T_CHECK((c != 0) == (r == NQ_SOLVE_ERROR));
+            if (c != 0 && r == NQ_SOLVE_ERROR)
+                T_EQ_STR(cerr, rerr);
+            refused += c != 0;
+        }
+        if (s == &nq_solver_divide)
+            T_EQ_U64(refused, 10 + 2);  /* 2, 3, 8, 9, 14, 15, 26, 27, 38, 39; n_max + 1, UINT64_MAX */
+    }
+}
+
 T_MAIN(T_CASE(test_hillclimb_every_n), T_CASE(test_sweep_every_n),
        T_CASE(test_hillclimb_rate_n8), T_CASE(test_qs1_sizes), T_CASE(test_qs4classic_sizes),
        T_CASE(test_divide_covered), T_CASE(test_divide_refuses),
        T_CASE(test_same_seed_same_answer), T_CASE(test_seeds_differ), T_CASE(test_ranges),
-       T_CASE(test_cancel_and_progress), T_CASE(test_max_steps))
+       T_CASE(test_cancel_and_progress), T_CASE(test_max_steps),
+       T_CASE(test_check_agrees_with_run))

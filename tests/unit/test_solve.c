@@ -108,13 +108,47 @@ static int fake_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *o, uint32_
 static void test_too_big_for_memory(void)
 {
     /* A method claiming 1 GB per queen: N=100000 needs 100 TB, refused before allocating. */
-    nq_solver_t fat = { "fat", "test", 4, 1000000000ULL, huge_memory, fake_run };
+    nq_solver_t fat = { "fat", "test", 4, 1000000000ULL, huge_memory, fake_run, NULL };
     uint32_t *cols = NULL;
     nq_solve_stats_t st;
     char err[256] = "";
     T_CHECK(solve_run(&fat, 100000, 1, NULL, &cols, &st, err, sizeof err) == NQ_SOLVE_ERROR);
     T_CHECK(!fake_ran);
     T_CHECK(strstr(err, "needs") != NULL && strstr(err, "GB") != NULL);
+}
+
+/* Issue 11: a method's check() is asked before anything else, by solver_check and by solve_run. */
+static uint64_t small_memory(uint64_t n)
+{
+    (void)n;
+    return 0;
+}
+
+static int odd_only(uint64_t n, char *err, size_t errlen)
+{
+    if (n % 2)
+        return 0;
+    snprintf(err, errlen, "odd-only takes odd N (got N=%llu)", (unsigned long long)n);
+    return -1;
+}
+
+static void test_check_before_run(void)
+{
+    nq_solver_t odd = { "odd-only", "test", 4, 1000, small_memory, fake_run, odd_only };
+    uint32_t *cols = NULL;
+    nq_solve_stats_t st;
+    char err[256] = "";
+    fake_ran = 0;
+    T_EQ_U64(solver_check(&odd, 8, err, sizeof err), (uint64_t)-1);
+    T_EQ_STR(err, "odd-only takes odd N (got N=8)");
+    err[0] = 0;
+    T_CHECK(solve_run(&odd, 8, 1, NULL, &cols, &st, err, sizeof err) == NQ_SOLVE_ERROR);
+    T_EQ_STR(err, "odd-only takes odd N (got N=8)");
+    T_CHECK(!fake_ran && cols == NULL);
+    T_EQ_U64(solver_check(&odd, 9, err, sizeof err), 0);
+    T_EQ_U64(solver_check(&odd, 1001, err, sizeof err), (uint64_t)-1);   /* the range comes first */
+    T_CHECK(strstr(err, "odd-only solves 4 <= N <= 1000 (got N=1001)") != NULL);
+    T_EQ_U64(solver_check(&nq_solver_qs4, 8, err, sizeof err), 0);      /* no check(): the range */
 }
 
 static void test_qs4_cancel_and_limit(void)
@@ -144,4 +178,5 @@ static void test_registry(void)
 
 T_MAIN(T_CASE(test_qs4_small), T_CASE(test_qs4_large), T_CASE(test_qs4_deterministic),
        T_CASE(test_minconflicts), T_CASE(test_construct), T_CASE(test_bad_n_refused),
-       T_CASE(test_too_big_for_memory), T_CASE(test_qs4_cancel_and_limit), T_CASE(test_registry))
+       T_CASE(test_too_big_for_memory), T_CASE(test_check_before_run),
+       T_CASE(test_qs4_cancel_and_limit), T_CASE(test_registry))

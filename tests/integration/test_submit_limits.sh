@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# What a submit may create (issue 11), from the outside: an N the solve method
+# refuses (`solve 8 --algo divide`) is refused at submit with the method's own
+# words, through the broker and through `nq run`, instead of becoming a job
+# whose every seed errs; the broker's shard caps (--max-job-shards,
+# --max-store-shards) refuse a job too large before writing a row, with a
+# message naming the cap and its option. No worker runs: nothing here computes.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
+
+divide_msg="divide (Abramson-Yung) covers every N >= 1 except 2, 3, 8, 9, 14, 15, 26, 27, 38, 39 (got N=8); use --algo construct"
+
+# expect CODE PATTERN CMD...: exit code CODE and PATTERN (fixed string) in stdout+stderr
+expect() {
+    local code=$1 pat=$2; shift 2
+    "$@" >"$T/out" 2>&1
+    local rc=$?
+    [ "$rc" = "$code" ] || fail "$* exited $rc, expected $code: $(head -c 400 "$T/out")"
+    grep -qF -- "$pat" "$T/out" || fail "$*: no '$pat' in: $(head -c 400 "$T/out")"
+}
+
+jobs_in() { sql "$1" "SELECT COUNT(*) FROM jobs"; }
+
+# nq run: refused before the job is created (it was created, and every seed erred)
+expect 2 "$divide_msg" timeout 20 "$NQ" run solve 8 --algo divide --db run.db
+[ ! -e run.db ] || [ "$(jobs_in run.db)" = 0 ] || fail "nq run stored a job the method refuses"
+ok "nq run solve 8 --algo divide: exit 2, \"$(grep -o 'divide (Abramson.*' "$T/out" | head -1)\""
+
+expect 2 "unknown or incomplete option" "$NQ" broker --db x.db --max-job-shards
+expect 2 "--max-store-shards" "$NQ" broker --db x.db --max-store-shards 0
+
+start_broker b.db --max-job-shards 1000 --max-store-shards 1500
+
+expect 2 "$divide_msg" "$NQ" submit solve 8 --algo divide
+expect 2 "$divide_msg" "$NQ" submit solve 8 --algo qs4,construct,divide --restarts 5 --all
+ok "nq submit solve 8 --algo divide (alone or in a study): exit 2 with the method's message"
+
+expect 2 "the job would have 1002 shards, more than the cap of 1000 shards per job" \
+    "$NQ" submit solve 100 --algo qs4,qs1 --restarts 501 --all
+grep -qF -- "--max-job-shards N" "$T/out" || fail "the per-job refusal does not name --max-job-shards"
+ok "per-job cap: $(cat "$T/out")"
+id=$("$NQ" submit solve 100 --algo qs4,qs1 --restarts 500 --all) || fail "a job of exactly the cap was refused"
+expect 2 "the job's 501 shards and the 1000 shards of the active jobs would pass the cap of 1500" \
+    "$NQ" submit solve 100 --restarts 501 --all
+grep -qF -- "--max-store-shards N" "$T/out" || fail "the per-store refusal does not name --max-store-shards"
+ok "per-store cap: $(cat "$T/out")"
+"$NQ" cancel "$id" >/dev/null || fail "cancel"
+"$NQ" submit solve 100 --restarts 1000 --all >/dev/null || fail "no room after the active job was cancelled"
+[ "$("$NQ" list --json | grep -o '"id":' | wc -l)" = 2 ] || fail "refused submits left jobs: $("$NQ" list)"
+kill -TERM "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
+[ "$(sql b.db "SELECT COUNT(*) FROM shards")" = 2000 ] || fail "refused submits wrote shard rows"
+ok "refused submits wrote nothing: 2 jobs, 2000 shard rows"
