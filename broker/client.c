@@ -2,6 +2,7 @@
 #include "client.h"
 #include "cli.h"
 #include "control.h"
+#include "render.h"
 #include "security.h"
 #include "store.h"
 
@@ -152,4 +153,20 @@ void client_reply_free(nq_client_reply_t *rep)
     rep->zone = NULL;
     free(rep->buf);
     rep->buf = NULL;
+}
+
+int client_doc_u64(const msgpack_object *doc, const char *key, uint64_t min, uint64_t max, uint64_t *out)
+{
+    const msgpack_object *o = render_get(doc, key);
+    if (!o || o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 < min || o->via.u64 > max)
+        return -1;
+    *out = o->via.u64;
+    return 0;
+}
+
+int client_doc_str_is(const msgpack_object *doc, const char *key, const char *s)
+{
+    const msgpack_object *o = render_get(doc, key);
+    size_t len = strlen(s);
+    return o && o->type == MSGPACK_OBJECT_STR && o->via.str.size == len && !memcmp(o->via.str.ptr, s, len);
 }

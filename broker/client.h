@@ -34,4 +34,14 @@ void client_reply_free(nq_client_reply_t *rep);
 int client_call_cmd(const char *cmd, const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep);
 const char *client_endpoint(const nq_client_opts_t *o);
 
+/*
+ * Reading a reply document. The broker's answers are as untrusted as any input
+ * (a broken or hostile peer can sit on the control endpoint): a field is used
+ * only after its type and range are checked.
+ */
+/* doc[key] as a uint in [min, max]: 0, or -1 when missing, of another type or out of range. */
+int client_doc_u64(const msgpack_object *doc, const char *key, uint64_t min, uint64_t max, uint64_t *out);
+/* 1 when doc[key] is the string s, else 0. */
+int client_doc_str_is(const msgpack_object *doc, const char *key, const char *s);
+
 #endif

@@ -34,12 +34,15 @@ int cmd_submit(int argc, char **argv)
     snprintf(a.req.op, sizeof a.req.op, "submit");
     if ((rc = client_call_cmd("submit", &a.client, &a.req, &rep)))
         return rc;
+    uint64_t id;
+    if (client_doc_u64(&rep.doc, "id", 1, INT64_MAX, &id) != 0) {
+        client_reply_free(&rep);
+        return cli_error("submit", "bad reply from the broker: no job id");
+    }
     if (a.client.json)
         render_json(stdout, &rep.doc);
-    else {
-        const msgpack_object *id = render_get(&rep.doc, "id");
-        printf("%llu\n", id ? (unsigned long long)id->via.u64 : 0ull);
-    }
+    else
+        printf("%llu\n", (unsigned long long)id);
     client_reply_free(&rep);
     return 0;
 }
@@ -67,7 +70,10 @@ int cmd_status(int argc, char **argv)
             render_job(stdout, &rep.doc);
         else
             render_list(stdout, &rep.doc);
-        fflush(stdout);
+        if (cli_flush_stdout() != 0) {
+            client_reply_free(&rep);
+            return NQ_EXIT_ERROR;       /* the reason is printed at exit, where stdout is checked */
+        }
         int final = a.req.job && is_final(doc_str(&rep.doc, "state"));
         client_reply_free(&rep);
         if (!a.watch || final)

@@ -31,6 +31,37 @@ static int read_solution_local(const char *db, uint64_t job, uint32_t **cols, ui
     return rc == 0 ? 0 : cli_error("result", "%s", err);
 }
 
+/*
+ * The broker's {n, cols} answer as a malloc'd permutation. Nothing in it is
+ * trusted: n is bounded before any arithmetic (so n * 4 cannot wrap and match a
+ * short bin), cols must hold exactly n columns, and every column must be < n.
+ */
+static int solution_decode(const msgpack_object *doc, uint32_t **cols, uint64_t *n)
+{
+    const msgpack_object *oc = render_get(doc, "cols");
+    if (client_doc_u64(doc, "n", 1, NQ_SOLVE_MAX_N, n) != 0)
+        return cli_error("result", "bad reply from the broker: the solution's n is missing or not from 1 to %llu",
+                         NQ_SOLVE_MAX_N);
+    if (!oc || oc->type != MSGPACK_OBJECT_BIN || oc->via.bin.size != *n * 4)
+        return cli_error("result", "bad reply from the broker: the solution's cols is not %llu columns of 4 bytes",
+                         (unsigned long long)*n);
+    *cols = malloc(*n * sizeof **cols);
+    if (!*cols)
+        return cli_error("result", "out of memory");
+    const uint8_t *p = (const uint8_t *)oc->via.bin.ptr;
+    for (uint64_t i = 0; i < *n; i++, p += 4) {
+        uint32_t c = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+        if (c >= *n) {
+            free(*cols);
+            *cols = NULL;
+            return cli_error("result", "bad reply from the broker: column %u of row %llu is not below N=%llu",
+                             c, (unsigned long long)i, (unsigned long long)*n);
+        }
+        (*cols)[i] = c;
+    }
+    return 0;
+}
+
 /* The first stored solution of a solve job, as a malloc'd permutation. */
 static int fetch_solution(nq_cmd_args_t *a, uint32_t **cols, uint64_t *n)
 {
@@ -44,19 +75,9 @@ static int fetch_solution(nq_cmd_args_t *a, uint32_t **cols, uint64_t *n)
     int rc = client_call_cmd("result", &s.client, &s.req, &rep);
     if (rc)
         return rc;
-    const msgpack_object *on = render_get(&rep.doc, "n"), *oc = render_get(&rep.doc, "cols");
-    if (!on || !oc || oc->type != MSGPACK_OBJECT_BIN || oc->via.bin.size != on->via.u64 * 4) {
-        client_reply_free(&rep);
-        return cli_error("result", "malformed solution from the broker");
-    }
-    *n = on->via.u64;
-    *cols = malloc(*n * sizeof **cols);
-    const uint8_t *p = (const uint8_t *)oc->via.bin.ptr;
-    for (uint64_t i = 0; *cols && i < *n; i++)
-        (*cols)[i] = (uint32_t)p[4 * i] | (uint32_t)p[4 * i + 1] << 8 | (uint32_t)p[4 * i + 2] << 16 |
-                     (uint32_t)p[4 * i + 3] << 24;
+    rc = solution_decode(&rep.doc, cols, n);
     client_reply_free(&rep);
-    return *cols ? 0 : cli_error("result", "out of memory");
+    return rc;
 }
 
 static int result_extras(nq_cmd_args_t *a)
@@ -127,14 +148,20 @@ int cmd_export(int argc, char **argv)
             return rc;
         const msgpack_object *next = render_get(&rep.doc, "next");
         int last = !next || next->type != MSGPACK_OBJECT_POSITIVE_INTEGER;
-        if (render_export(stdout, &rep.doc, csv, first, last) < 0) {
-            client_reply_free(&rep);
-            return cli_error("export", "malformed page from the broker");
-        }
+        int rows = render_export(stdout, &rep.doc, csv, first, last);
+        /* A page that leads on must have rows and a cursor past ours (the broker's cursors only
+           grow): otherwise a broken broker would keep this loop going for ever. */
+        int stuck = !last && (rows <= 0 || next->via.u64 <= cursor);
         if (!last)
             cursor = next->via.u64;
         client_reply_free(&rep);
+        if (rows < 0)
+            return cli_error("export", "bad reply from the broker: malformed page");
+        if (stuck)
+            return cli_error("export", "bad reply from the broker: the export does not advance");
+        if (cli_flush_stdout() != 0)
+            return NQ_EXIT_ERROR;       /* the reason is printed at exit, where stdout is checked */
         if (last)
-            return ferror(stdout) ? cli_error("export", "write error") : 0;
+            return 0;
     }
 }

@@ -11,14 +11,18 @@
 #include "control.h"
 #include "log.h"
 #include "render.h"
+#include "shard.h"
 #include "signals.h"
+#include "solve.h"
 #include "store.h"
 #include "worker.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
@@ -43,34 +47,111 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Finds the job this command means (resume) or creates it. 0, or an exit code (reported). */
+#define RUN_MAX_ALGOS 8   /* methods in one study: broker/submit.c refuses more */
+
+/* Each method of a "a,b,c" list is known and takes n. 0, or NQ_EXIT_USAGE reported. */
+static int run_check_algos(const nq_job_spec_t *s)
+{
+    char buf[sizeof s->algo], why[256];
+    int count = 0;
+    snprintf(buf, sizeof buf, "%s", s->algo[0] ? s->algo : "qs4");
+    for (char *save = NULL, *a = strtok_r(buf, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+        const nq_solver_t *m = solver_find(a);
+        if (!m)
+            return cli_usage_error("run", "unknown method '%s' (see 'nq bench solve --algo list')", a);
+        if (solver_check(m, s->n, why, sizeof why) != 0)
+            return cli_usage_error("run", "%s", why);
+        if (++count > RUN_MAX_ALGOS)
+            return cli_usage_error("run", "at most %d methods in one study", RUN_MAX_ALGOS);
+    }
+    return count ? 0 : cli_usage_error("run", "no method given");
+}
+
+/*
+ * What job creation would refuse, checked before any file is touched: a refused
+ * `nq run` must leave no DB and no lock behind. jobs_create checks it all again.
+ */
+static int run_check_spec(const nq_job_spec_t *s)
+{
+    char err[256];
+    if (s->quorum > 1)
+        return cli_usage_error("run", "--quorum needs independent workers: use nq broker and several nq workers");
+    if (s->kind == NQ_KIND_SOLVE) {
+        if (s->solutions > s->restarts)
+            return cli_usage_error("run", "--solutions %llu cannot exceed --restarts %llu",
+                                   (unsigned long long)s->solutions, (unsigned long long)s->restarts);
+        return run_check_algos(s);
+    }
+    if (s->depth == 0)
+        return 0;                       /* auto: always a valid, small list */
+    nq_shards_t *sh = shards_new(s->kind, (int)s->n, (int)s->depth, err, sizeof err);
+    if (!sh)
+        return cli_usage_error("run", "%s", err);
+    shards_destroy(&sh);
+    return 0;
+}
+
+static int path_missing(const char *path, const char *suffix)
+{
+    char p[4200];
+    struct stat st;
+    snprintf(p, sizeof p, "%s%s", path, suffix);
+    return lstat(p, &st) != 0 && errno == ENOENT;
+}
+
+/*
+ * Takes away the DB (and the lock file, when new too) that this command created
+ * for a job it then refused, so a refused command leaves nothing behind. Only
+ * called while holding the lock: no other nq process is using them.
+ */
+static void run_unmake(const char *db, int lock_was_new)
+{
+    static const char *const files[] = { "", "-wal", "-shm", "-journal", NULL };
+    char p[4200];
+    for (int i = 0; files[i]; i++) {
+        snprintf(p, sizeof p, "%s%s", db, files[i]);
+        unlink(p);
+    }
+    snprintf(p, sizeof p, "%s.lock", db);
+    if (lock_was_new)
+        unlink(p);
+}
+
+/* Resumes the stored job this command means, or creates it. 0, or an exit code (reported). */
+static int run_find_or_create(nq_store_t *st, nq_job_spec_t *spec, int fresh, uint64_t *id, int *done)
+{
+    char err[512];
+    nq_job_row_t row;
+    *done = 0;
+    if (fresh || store_job_find_same(st, spec, id) != 0 || store_job_get(st, *id, &row) != 0)
+        return jobs_create(st, spec, id, err, sizeof err) == 0 ? 0 : cli_usage_error("run", "%s", err);
+    if (row.state == NQ_JOB_DONE) {
+        *done = 1;
+        return 0;
+    }
+    if (row.state != NQ_JOB_RUNNING && row.state != NQ_JOB_PENDING) {
+        store_shards_retry(st, *id);    /* failed or cancelled earlier: try again */
+        store_job_set_state(st, *id, NQ_JOB_RUNNING);
+    }
+    fprintf(stderr, "nq run: resuming job %llu (%llu of %llu shards done)\n", (unsigned long long)*id,
+            (unsigned long long)row.shards_done, (unsigned long long)row.shards_total);
+    return 0;
+}
+
+/* Finds the job this command means (resume) or creates it, holding the DB's lock. */
 static int run_prepare(const char *db, nq_job_spec_t *spec, int fresh, uint64_t *id, int *done)
 {
     char err[512];
+    int db_was_new = path_missing(db, ""), lock_was_new = path_missing(db, ".lock");
     int lock = broker_db_lock(db, err, sizeof err);   /* no job is created in a DB a broker owns */
     if (lock < 0)
         return cli_error("run", "%s", err);
-    close(lock);                        /* the embedded broker takes it again */
     nq_store_t *st = store_open(db, 0, err, sizeof err);
-    if (!st)
-        return cli_error("run", "%s", err);
-    nq_job_row_t row;
-    int rc = 0;
-    *done = 0;
-    if (!fresh && store_job_find_same(st, spec, id) == 0 && store_job_get(st, *id, &row) == 0) {
-        if (row.state == NQ_JOB_DONE)
-            *done = 1;
-        else if (row.state != NQ_JOB_RUNNING && row.state != NQ_JOB_PENDING) {
-            store_shards_retry(st, *id);    /* failed or cancelled earlier: try again */
-            store_job_set_state(st, *id, NQ_JOB_RUNNING);
-        }
-        if (!*done)
-            fprintf(stderr, "nq run: resuming job %llu (%llu of %llu shards done)\n", (unsigned long long)*id,
-                    (unsigned long long)row.shards_done, (unsigned long long)row.shards_total);
-    } else if (jobs_create(st, spec, id, err, sizeof err) != 0) {
-        rc = cli_usage_error("run", "%s", err);
-    }
+    int rc = st ? run_find_or_create(st, spec, fresh, id, done) : cli_error("run", "%s", err);
     store_destroy(&st);
+    if (rc && db_was_new)
+        run_unmake(db, lock_was_new);
+    close(lock);                        /* the embedded broker takes it again */
     return rc;
 }
 
@@ -78,12 +159,10 @@ static int run_prepare(const char *db, nq_job_spec_t *spec, int fresh, uint64_t 
 static int job_pace(const msgpack_object *job, double started, uint64_t *done, uint64_t *total, double *rate,
                     double *eta)
 {
-    const msgpack_object *d = render_get(job, "shards_done"), *t = render_get(job, "shards_total");
     double el = nq_mono() - started;
-    if (!d || !t || t->via.u64 == 0 || d->via.u64 == 0 || el <= 0)
+    if (client_doc_u64(job, "shards_total", 1, UINT64_MAX, total) != 0 ||
+        client_doc_u64(job, "shards_done", 1, *total, done) != 0 || el <= 0)
         return -1;
-    *done = d->via.u64;
-    *total = t->via.u64;
     *rate = (double)*done / el;
     *eta = (double)(*total - *done) / *rate;
     return 0;
@@ -135,7 +214,8 @@ static const char *run_wait(void *ctx, uint64_t id)
         client_call(&co, &req, &rep);
         if (rep.code == 0) {
             const msgpack_object *s = render_get(&rep.doc, "state");
-            snprintf(state, sizeof state, "%.*s", s ? (int)s->via.str.size : 0, s ? s->via.str.ptr : "");
+            int str = s && s->type == MSGPACK_OBJECT_STR && s->via.str.size < sizeof state;
+            snprintf(state, sizeof state, "%.*s", str ? (int)s->via.str.size : 0, str ? s->via.str.ptr : "");
             if (tty)
                 progress_bar(&rep.doc, started);
             wait = poll_interval_us(&rep.doc, started);
@@ -164,8 +244,7 @@ static int print_result(const char *db, uint64_t id, int json)
         render_json(stdout, &rep.doc);
     else
         render_result(stdout, &rep.doc);
-    const msgpack_object *s = render_get(&rep.doc, "state");
-    rc = s && s->via.str.size == 4 && !memcmp(s->via.str.ptr, "done", 4) ? 0 : NQ_EXIT_NO;
+    rc = client_doc_str_is(&rep.doc, "state", "done") ? 0 : NQ_EXIT_NO;
     client_reply_free(&rep);
     return rc;
 }
@@ -229,8 +308,8 @@ int cmd_run(int argc, char **argv)
     char err[512];
     if ((rc = control_spec_from_params(&a.req, &spec, err, sizeof err)))
         return cli_usage_error("run", "%s", err);
-    if (spec.quorum > 1)
-        return cli_usage_error("run", "--quorum needs independent workers: use nq broker and several nq workers");
+    if ((rc = run_check_spec(&spec)))
+        return rc;
     uint64_t id;
     int done;
     if ((rc = run_prepare(db, &spec, a.fresh, &id, &done)))

@@ -8,7 +8,9 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int nq_errf(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -19,6 +21,38 @@ int nq_errf(char *err, size_t errlen, const char *fmt, ...)
         va_end(ap);
     }
     return -1;
+}
+
+/*
+ * A command whose answer could not be written has failed, whatever it returns:
+ * `nq status >/dev/full` must not exit 0. So stdout is checked once for every
+ * command, at exit: flushed, then its error flag read; a failure turns the exit
+ * status into NQ_EXIT_ERROR with the reason. It is registered before main runs,
+ * so no command (and no new one) can forget it.
+ */
+static int stdout_errno;                /* why stdout first failed, for the message at exit */
+
+int cli_flush_stdout(void)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout))
+        return 0;
+    if (!stdout_errno)
+        stdout_errno = errno;
+    return -1;
+}
+
+static void cli_check_stdout(void)
+{
+    if (cli_flush_stdout() == 0)
+        return;
+    fprintf(stderr, "nq: cannot write the output: %s\n", stdout_errno ? strerror(stdout_errno) : "write error");
+    _exit(NQ_EXIT_ERROR);               /* exit() may not be called again from an atexit handler */
+}
+
+__attribute__((constructor)) static void cli_register_stdout_check(void)
+{
+    atexit(cli_check_stdout);
 }
 
 int cli_log_option(const char *cmd, const char *opt, const char *val)

@@ -30,6 +30,13 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 int cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* --log-format / --log-level (opt without dashes): sets it, or reports a bad value (NQ_EXIT_USAGE). */
 int cli_log_option(const char *cmd, const char *opt, const char *val);
+/*
+ * Flushes stdout: 0, or -1 when it cannot be written (the reason is kept). Every
+ * command's stdout is checked this way at exit: when it failed, the program prints
+ * "nq: cannot write the output: <reason>" and exits NQ_EXIT_ERROR, whatever the
+ * command returned. A command that prints in a loop calls it to stop early.
+ */
+int cli_flush_stdout(void);
 /* Prints the usage text of a command to stdout; returns 0. */
 int cli_help(const char *cmd);
 

@@ -3,13 +3,32 @@
 #include "security.h"
 
 #include <stdio.h>
+#include <string.h>
+
+/* NAME must name a file to put .key and .pub after: "" or "dir/" would write the hidden
+   ".key" and "dir/.key", "." and ".." likewise. */
+static int keygen_check_name(const char *name)
+{
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    for (const char *p = name; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return cli_usage_error("keygen", "NAME must not contain control characters");
+    if (name[0] == '-')
+        return cli_usage_error("keygen", "unknown option '%s'", name);
+    if (!base[0] || !strcmp(base, ".") || !strcmp(base, ".."))
+        return cli_usage_error("keygen", "NAME must end in a file name, as in 'broker' or 'keys/w1' (got '%s')",
+                               name);
+    return 0;
+}
 
 int cmd_keygen(int argc, char **argv)
 {
     if (argc != 2)
         return cli_usage_error("keygen", "expected one NAME (writes NAME.key and NAME.pub)");
-    if (argv[1][0] == '-')
-        return cli_usage_error("keygen", "unknown option '%s'", argv[1]);
+    int rc = keygen_check_name(argv[1]);
+    if (rc)
+        return rc;
     char err[512];
     if (security_keygen(argv[1], err, sizeof err) != 0)
         return cli_error("keygen", "%s", err);

@@ -65,25 +65,75 @@ int security_load_key(const char *path, char pub[41], char sec[41], char *err, s
     return 0;
 }
 
+/* Writes text to a new temporary file beside final (mkstemp: a fresh name, never an
+   existing file or a planted link). 0, or -1 with err; tmp is "" when nothing is left. */
+static int keygen_temp(const char *final, const char *text, mode_t mode, char *tmp, size_t tlen,
+                       char *err, size_t errlen)
+{
+    snprintf(tmp, tlen, "%s.tmp.XXXXXX", final);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        tmp[0] = 0;
+        return snprintf(err, errlen, "cannot create %s: %s", final, strerror(errno)), -1;
+    }
+    size_t len = strlen(text);
+    int ok = fchmod(fd, mode) == 0 && write(fd, text, len) == (ssize_t)len;
+    int why = errno;
+    if (close(fd) != 0 && ok) {
+        ok = 0;
+        why = errno;
+    }
+    if (ok)
+        return 0;
+    unlink(tmp);
+    tmp[0] = 0;
+    return snprintf(err, errlen, "cannot write %s: %s", final, strerror(why)), -1;
+}
+
+/* Puts tmp in place as final, never over an existing file (link fails with EEXIST). */
+static int keygen_commit(const char *tmp, const char *final, char *err, size_t errlen)
+{
+    if (link(tmp, final) == 0)
+        return 0;
+    if (errno == EEXIST)
+        return snprintf(err, errlen, "%s already exists: not overwritten", final), -1;
+    return snprintf(err, errlen, "cannot create %s: %s", final, strerror(errno)), -1;
+}
+
+/*
+ * Both files or neither: each is written to a temporary file first, then
+ * linked into place; if the second cannot be placed the first is taken back.
+ * An existing NAME.key or NAME.pub is never touched.
+ */
 int security_keygen(const char *name, char *err, size_t errlen)
 {
-    char pub[41], sec[41], path[4096];
+    char pub[41], sec[41], key_path[4096], pub_path[4096], text[256];
+    char key_tmp[4096 + 16] = "", pub_tmp[4096 + 16] = "";
+    if (snprintf(key_path, sizeof key_path, "%s.key", name) >= (int)sizeof key_path ||
+        snprintf(pub_path, sizeof pub_path, "%s.pub", name) >= (int)sizeof pub_path)
+        return snprintf(err, errlen, "name too long"), -1;
+    struct stat st;
+    if (lstat(key_path, &st) == 0 || lstat(pub_path, &st) == 0)
+        return snprintf(err, errlen, "%s already exists: not overwritten",
+                        lstat(key_path, &st) == 0 ? key_path : pub_path), -1;
     if (zmq_curve_keypair(pub, sec) != 0)
         return snprintf(err, errlen, "this libzmq has no CURVE support"), -1;
-    snprintf(path, sizeof path, "%s.key", name);
-    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (fd < 0)
-        return snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno)), -1;
-    FILE *f = fdopen(fd, "w");
-    fprintf(f, "# nq CURVE key pair: keep this file secret\npublic = %s\nsecret = %s\n", pub, sec);
-    if (fclose(f) != 0)
-        return snprintf(err, errlen, "cannot write %s", path), -1;
-    snprintf(path, sizeof path, "%s.pub", name);
-    f = fopen(path, "wx");
-    if (!f)
-        return snprintf(err, errlen, "cannot create %s: %s", path, strerror(errno)), -1;
-    fprintf(f, "%s\n", pub);
-    return fclose(f) == 0 ? 0 : (snprintf(err, errlen, "cannot write %s", path), -1);
+    mode_t mask = umask(0);             /* the .pub is a plain new file: 0644 less the umask */
+    umask(mask);
+    snprintf(text, sizeof text, "# nq CURVE key pair: keep this file secret\npublic = %s\nsecret = %s\n", pub, sec);
+    int rc = keygen_temp(key_path, text, 0600, key_tmp, sizeof key_tmp, err, errlen);
+    snprintf(text, sizeof text, "%s\n", pub);
+    if (rc == 0)
+        rc = keygen_temp(pub_path, text, 0644 & ~mask, pub_tmp, sizeof pub_tmp, err, errlen);
+    if (rc == 0)
+        rc = keygen_commit(key_tmp, key_path, err, errlen);
+    if (rc == 0 && (rc = keygen_commit(pub_tmp, pub_path, err, errlen)) != 0)
+        unlink(key_path);               /* ours: linked a moment ago */
+    if (key_tmp[0])
+        unlink(key_tmp);
+    if (pub_tmp[0])
+        unlink(pub_tmp);
+    return rc;
 }
 
 int security_server_setup(void *sock, const char *key_file, char *err, size_t errlen)

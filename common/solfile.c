@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -192,11 +194,70 @@ static void write_bin(outbuf_t *o, const uint32_t *cols, uint64_t n)
     o->len = 8;
 }
 
-/* Writing over a device or FIFO (/dev/stdout, /dev/null) must not replace it with a file. */
-static int wants_rename(const char *path)
+/* Writing over a device or FIFO (/dev/stdout, /dev/null) must not replace it with a file.
+   *mode: the mode of the regular file path names, or NO_FILE when there is none. */
+#define NO_FILE ((mode_t)-1)
+static int wants_rename(const char *path, mode_t *mode)
 {
     struct stat st;
-    return stat(path, &st) != 0 || S_ISREG(st.st_mode);
+    *mode = NO_FILE;
+    if (stat(path, &st) != 0)
+        return 1;
+    if (!S_ISREG(st.st_mode))
+        return 0;
+    *mode = st.st_mode & 07777;
+    return 1;
+}
+
+/* Bits for a temporary name nobody can predict (getpid() alone can be: a link planted there
+   would be followed). */
+static uint64_t temp_random(void)
+{
+    static uint64_t counter;            /* the broker writes from several threads */
+    uint64_t r = 0;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        r = hash_word((uint64_t)getpid() << 32 ^ (uint64_t)ts.tv_nsec,
+                      (uint64_t)ts.tv_sec + __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED));
+    }
+    return r;
+}
+
+/*
+ * A new file beside path (same folder, so the rename is atomic), like mkstemp:
+ * O_CREAT|O_EXCL never opens what is already there, a planted symlink included;
+ * on a clash another name is drawn. mode goes through the umask.
+ */
+static int open_temp(const char *path, char *tmp, size_t tlen, mode_t mode)
+{
+    for (int tries = 0; tries < 64; tries++) {
+        snprintf(tmp, tlen, "%s.tmp.%012llx", path, (unsigned long long)(temp_random() & 0xffffffffffffULL));
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;                          /* errno is EEXIST */
+}
+
+/*
+ * Opens what solfile_write writes into: a device or FIFO itself, else a new
+ * temporary file that takes the mode of the file it replaces (so --out over a
+ * 0600 file keeps it private), or 0666 less the umask for a new file.
+ */
+static int open_target(const char *path, int atomic, mode_t old_mode, char *tmp, size_t tlen)
+{
+    if (!atomic)
+        return open(path, O_WRONLY | O_CLOEXEC);
+    int fd = open_temp(path, tmp, tlen, old_mode != NO_FILE ? 0600 : 0666);
+    if (fd >= 0 && old_mode != NO_FILE && fchmod(fd, old_mode) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    return fd;
 }
 
 int solfile_write(const char *path, const uint32_t *cols, uint64_t n, int binary,
@@ -207,7 +268,8 @@ int solfile_write(const char *path, const uint32_t *cols, uint64_t n, int binary
                 SOLFILE_MAX_N);
         return SOLFILE_EFORMAT;
     }
-    int atomic = wants_rename(path);
+    mode_t old_mode;
+    int atomic = wants_rename(path, &old_mode);
     size_t tlen = strlen(path) + 32;
     char *tmp = malloc(tlen);
     outbuf_t o = { .fd = -1, .buf = malloc(IO_CHUNK) };
@@ -216,11 +278,10 @@ int solfile_write(const char *path, const uint32_t *cols, uint64_t n, int binary
         set_err(err, errlen, "out of memory");
         return SOLFILE_EIO;
     }
-    snprintf(tmp, tlen, atomic ? "%s.tmp.%ld" : "%s", path, (long)getpid());
-    o.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    o.fd = open_target(path, atomic, old_mode, tmp, tlen);
     int rc = SOLFILE_OK;
     if (o.fd < 0) {
-        set_err(err, errlen, "%s: %s", atomic ? path : tmp, strerror(errno));
+        set_err(err, errlen, "%s: %s", path, strerror(errno));
         rc = SOLFILE_EIO;
     } else {
         if (binary)

@@ -33,8 +33,11 @@ enum {
     SOLFILE_EFORMAT = -2,   /* the file is readable but not a valid solution file */
 };
 
-/* Writes cols[0..n) to path (binary != 0: the binary format). Writes a temporary
- * file beside path and renames it, so a failed write leaves an existing file alone. */
+/* Writes cols[0..n) to path (binary != 0: the binary format). Writes a new temporary
+ * file beside path (unpredictable name, O_EXCL: a link planted there is never followed)
+ * and renames it, so a failed write leaves an existing file alone. The file keeps the
+ * mode of the one it replaces (new: 0666 less the umask). A device or FIFO (/dev/stdout)
+ * is written in place. */
 int solfile_write(const char *path, const uint32_t *cols, uint64_t n, int binary,
                   char *err, size_t errlen);
 
