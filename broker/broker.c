@@ -2,6 +2,7 @@
 #include "broker_impl.h"
 #include "clock.h"
 #include "log.h"
+#include "metrics.h"
 #include "security.h"
 #include "wake.h"
 
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -17,7 +19,6 @@
 #include <zmq.h>
 
 double broker_now(void) { return nq_mono(); }
-double broker_wall(void) { return nq_wall(); }
 
 void broker_cfg_defaults(nq_broker_cfg_t *cfg)
 {
@@ -33,11 +34,20 @@ void broker_cfg_defaults(nq_broker_cfg_t *cfg)
     cfg->group_ms = 2;
 }
 
-static void *socket_router(nq_broker_t *b, const char *ep, int curve, char *err, size_t errlen)
+/* Socket limits. Workers send results up to NQ_MAX_FRAME and may have thousands of messages in
+   flight; clients send one small request at a time, so the control endpoint takes little of
+   either: a flood of junk there cannot grow the broker by more than CTL_HWM * CTL_MAX_FRAME
+   per connection. LINGER: how long a stopping broker still tries to deliver its last ACKs. */
+#define WORKER_HWM 200000
+#define CTL_HWM 64
+#define CTL_MAX_FRAME (64 << 10)        /* a CTL_REQ is at most ~17 KiB (32 params of 255 bytes) */
+#define LINGER_MS 2000
+
+static void *socket_router(nq_broker_t *b, const char *ep, int curve, int control, char *err, size_t errlen)
 {
     void *s = zmq_socket(b->ctx, ZMQ_ROUTER);
-    int one = 1, linger = 2000, hwm = 200000;
-    int64_t maxmsg = NQ_MAX_FRAME;
+    int one = 1, linger = LINGER_MS, hwm = control ? CTL_HWM : WORKER_HWM;
+    int64_t maxmsg = control ? CTL_MAX_FRAME : NQ_MAX_FRAME;
     zmq_setsockopt(s, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
     zmq_setsockopt(s, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
     zmq_setsockopt(s, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
@@ -63,6 +73,9 @@ static int broker_check_config(const nq_broker_cfg_t *c, char *err, size_t errle
     if (!c->key_file && !c->insecure && !security_endpoint_is_local(c->bind))
         return snprintf(err, errlen, "refusing to bind %s without keys: give --key and --authorized-keys "
                         "(see 'nq keygen'), or --insecure to accept any worker", c->bind), -1;
+    if (!c->key_file && !c->insecure && !security_endpoint_is_local(c->control))
+        return snprintf(err, errlen, "refusing to bind the control endpoint %s without keys: anyone could "
+                        "submit and cancel jobs; give --key and --authorized-keys, or --insecure", c->control), -1;
     if (c->key_file && !c->authorized)
         return snprintf(err, errlen, "--key needs --authorized-keys (CURVE without an allow-list admits "
                         "any key pair)"), -1;
@@ -70,6 +83,8 @@ static int broker_check_config(const nq_broker_cfg_t *c, char *err, size_t errle
         return -1;
     if (c->key_file && !sec[0])
         return snprintf(err, errlen, "%s has no secret key: give the broker its .key file", c->key_file), -1;
+    if (c->metrics && metrics_addr_check(c->metrics, err, errlen) != 0)
+        return -1;
     return 0;
 }
 
@@ -82,11 +97,11 @@ static int broker_open_sockets(nq_broker_t *b, char *err, size_t errlen)
 {
     const nq_broker_cfg_t *c = &b->cfg;
     int keys = c->key_file != NULL;
-    b->workers_sock = socket_router(b, c->bind, keys, err, errlen);
+    b->workers_sock = socket_router(b, c->bind, keys, 0, err, errlen);
     if (!b->workers_sock)
         return -1;
     int ctl_curve = keys && !security_endpoint_is_local(c->control);
-    b->control_sock = socket_router(b, c->control, ctl_curve, err, errlen);
+    b->control_sock = socket_router(b, c->control, ctl_curve, 1, err, errlen);
     if (!b->control_sock)
         return -1;
     char ep[128];
@@ -107,7 +122,7 @@ void broker_wake(nq_broker_t *b)
 /* One broker per DB: two would lease the same shards (still exact, but every shard done twice). */
 int broker_db_lock(const char *db_path, char *err, size_t errlen)
 {
-    char path[4200];
+    char path[PATH_MAX + 8];
     snprintf(path, sizeof path, "%s.lock", db_path);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
@@ -140,9 +155,14 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
     b->ctx = b->own_ctx ? zmq_ctx_new() : cfg->zmq_ctx;
     if (cfg->key_file && security_zap_start(b->ctx, cfg->authorized, err, errlen) != 0)
         goto fail;
+    char lock_path[PATH_MAX + 8];
+    snprintf(lock_path, sizeof lock_path, "%s.lock", cfg->db_path);
+    int lock_new = access(lock_path, F_OK) != 0;
     if ((b->lock_fd = broker_db_lock(cfg->db_path, err, errlen)) < 0)
         goto fail;
     b->store = store_open(cfg->db_path, 0, err, errlen);
+    if (!b->store && lock_new)
+        unlink(lock_path);              /* a refused DB path leaves nothing behind */
     if (!b->store || lease_id_init(b, err, errlen) != 0 || broker_open_sockets(b, err, errlen) != 0)
         goto fail;
     if (jobs_load(b, err, errlen) != 0)
@@ -202,29 +222,92 @@ static int recv_routed(void *sock, zmq_msg_t *rid, zmq_msg_t *frame)
     return extra;
 }
 
+int broker_log_allowed(nq_broker_t *b)
+{
+    double now = broker_now();
+    if (now >= b->log_quiet_until) {
+        if (b->log_suppressed)
+            nq_log(NQ_LOG_WARN, "log.suppressed", "lines=%llu reason=\"hostile frames past 10 lines a second\"",
+                   (unsigned long long)b->log_suppressed);
+        b->log_quiet_until = now + 1;
+        b->log_burst = 0;
+        b->log_suppressed = 0;
+    }
+    if (b->log_burst < 10) {
+        b->log_burst++;
+        return 1;
+    }
+    b->log_suppressed++;
+    return 0;
+}
+
 static void bad_message(nq_broker_t *b, const char *from, const char *why)
 {
     b->stats.messages_bad++;
-    nq_log(NQ_LOG_WARN, "message.bad", "from=%s reason=\"%s\" bad_total=%llu", from, why,
-           (unsigned long long)b->stats.messages_bad);
+    if (broker_log_allowed(b))
+        nq_log(NQ_LOG_WARN, "message.bad", "from=%s reason=\"%s\" bad_total=%llu", from, why,
+               (unsigned long long)b->stats.messages_bad);
+}
+
+static void peer_set_identity(nq_broker_t *b, nq_peer_t *p, const nq_hello_t *h, const char *key)
+{
+    p->hello = *h;
+    snprintf(p->pubkey, sizeof p->pubkey, "%s", key);
+    if (key[0]) {
+        snprintf(p->ident, sizeof p->ident, "%s", key);
+    } else {                            /* no keys: the session is who it is */
+        char sess[NQ_STR_MAX + 24];
+        snprintf(sess, sizeof sess, "%016llx %s", (unsigned long long)h->nonce, h->worker_id);
+        snprintf(p->ident, sizeof p->ident, "session:%016llx",
+                 (unsigned long long)lease_id_ident_hash(b, sess));
+    }
+    p->ident_hash = lease_id_ident_hash(b, p->ident);
+}
+
+/* Same connection, new nonce: the worker process restarted (or says so). Its old session's
+   shards go back without costing them an attempt; the restart costs the peer instead. */
+static void peer_restarted(nq_broker_t *b, nq_peer_t *p)
+{
+    double now = broker_now();
+    if (now - p->restart_window > RESTART_WINDOW_S) {
+        p->restart_window = now;
+        p->restarts = 0;
+    }
+    while (p->leases)
+        leases_release(b, p->leases, 0, "holder restarted");
+    if (++p->restarts > RESTARTS_PER_WINDOW)
+        peer_misbehaved(b, p, "restarted more than twice a minute");
+    store_worker_forget_idle(b->store, p->hello.worker_id);
 }
 
 static void on_hello(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h, const char *key)
 {
     nq_peer_t *p = peers_find(b, rid, len);
-    uint32_t rejected = p ? p->rejected : 0;   /* a restart does not wipe a bad record */
-    if (p && p->hello.nonce != h->nonce)
-        peers_drop(b, p, 1, "restarted");  /* same id, new process: its old shards are lost */
-    else if (p)
-        goto welcome;
-    p = peers_add(b, rid, len, h);
-    if (!p)
+    if (p && strcmp(p->pubkey, key) != 0) {
+        b->stats.messages_bad++;        /* another key on this routing id: not this peer */
+        if (broker_log_allowed(b))
+            nq_log(NQ_LOG_WARN, "hello.refused", "worker=%s reason=\"a different key on a known session\"",
+                   p->hello.worker_id);
         return;
-    p->rejected = rejected;
-    snprintf(p->pubkey, sizeof p->pubkey, "%s", key);
+    }
+    if (key[0] && !store_worker_key_ok(b->store, h->worker_id, key)) {
+        b->stats.messages_bad++;        /* names are bound to the key that first used them */
+        if (broker_log_allowed(b))
+            nq_log(NQ_LOG_WARN, "hello.refused", "worker=%s reason=\"worker id belongs to another key\"",
+                   h->worker_id);
+        return;
+    }
+    if (p && p->hello.nonce == h->nonce && strcmp(p->hello.worker_id, h->worker_id) == 0)
+        goto welcome;                   /* a repeat (it reconnected): same session */
+    if (p)
+        peer_restarted(b, p);
+    else if (!(p = peers_add(b, rid, len, h)))
+        return;
+    peer_set_identity(b, p, h, key);
     store_worker_seen(b->store, h->worker_id, h->host, p->pubkey[0] ? p->pubkey : NULL, h->threads);
-    nq_log(NQ_LOG_INFO, "worker.join", "worker=%s host=%s threads=%u build=%s", h->worker_id, h->host,
-           h->threads, h->build);
+    char qhost[NQ_LOG_QLEN], qbuild[NQ_LOG_QLEN];  /* free text from the wire: one quoted token each */
+    nq_log(NQ_LOG_INFO, "worker.join", "worker=%s host=%s threads=%u build=%s", h->worker_id,
+           nq_log_qs(qhost, sizeof qhost, h->host), h->threads, nq_log_qs(qbuild, sizeof qbuild, h->build));
 welcome:;
     nq_msg_t w = { .type = NQ_MSG_WELCOME };
     w.u.welcome.heartbeat_ms = b->cfg.heartbeat_ms;
@@ -256,8 +339,10 @@ static void on_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb)
         nq_lease_t *l = leases_find(b, hb->items[i].lease);
         if (!l)
             continue;                   /* re-leased elsewhere meanwhile: its result is still compared */
-        if (l->peer != p)
+        if (!l->peer)
             leases_attach(b, l, p);     /* re-armed after a broker restart: the owner is back */
+        else if (l->peer != p)
+            continue;                   /* someone else's: a heartbeat cannot take a lease */
         if (hb->items[i].progress != l->progress) {
             l->progress = hb->items[i].progress;
             l->progress_at = now;
@@ -276,7 +361,18 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
         ask_hello(b, rid, len);
         return;
     }
+    if (strcmp(key, p->pubkey) != 0) {  /* a routing id is an address, not an identity */
+        b->stats.messages_bad++;
+        if (broker_log_allowed(b))
+            nq_log(NQ_LOG_WARN, "message.refused", "worker=%s reason=\"sent with another key\"",
+                   p->hello.worker_id);
+        return;
+    }
     p->last_recv = broker_now();
+    if (peer_quarantined(p) && m->type != NQ_MSG_BYE) {
+        peer_dropped_frame(b, p);       /* cheap: no work, no store, a log line every 10 s */
+        return;
+    }
     switch (m->type) {
     case NQ_MSG_CREDIT: p->credit = m->u.credit.credit; break;
     case NQ_MSG_HEARTBEAT: on_heartbeat(b, p, &m->u.heartbeat); break;
@@ -321,10 +417,14 @@ static void drain(nq_broker_t *b, void *sock, int max, const char *from, on_msg_
         nq_msg_t m;
         if (rc > 0 || (rc == 0 && proto_decode(zmq_msg_data(&frame), zmq_msg_size(&frame), &m, err,
                                                sizeof err) != 0)) {
-            bad_message(b, from, rc > 0 ? "wrong number of frames" : err);
             nq_peer_t *p = sock == b->workers_sock ? peers_find(b, zmq_msg_data(&rid), zmq_msg_size(&rid)) : NULL;
-            if (p)
-                peer_misbehaved(b, p, "malformed frame");
+            if (p && peer_quarantined(p)) {
+                peer_dropped_frame(b, p);
+            } else {
+                bad_message(b, from, rc > 0 ? "wrong number of frames" : err);
+                if (p)
+                    peer_misbehaved(b, p, "malformed frame");
+            }
         } else if (rc == 0) {
             on_msg(b, &rid, &frame, &m);
             proto_msg_free(&m);
@@ -396,7 +496,7 @@ void broker_destroy(nq_broker_t **bp)
         return;
     broker_metrics_stop(b);
     results_free_all(b);
-    quorum_free_all();
+    quorum_free_all(b);
     leases_free_all(b);
     jobs_free_all(b);
     if (b->workers_sock)

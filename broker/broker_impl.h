@@ -1,10 +1,14 @@
 /*
  * The broker's private state, shared by its files:
- *   broker.c   the loop, sockets, message dispatch
- *   jobs.c     jobs in memory: which shards are pending, in which order
- *   leases.c   who holds which shard, heartbeats, expiry
- *   results.c  checking results, group commit, then ACK
- *   control.c  the client endpoint's operations
+ *   broker.c          the loop, sockets, message dispatch, who a peer is
+ *   jobs.c            jobs in memory: which shards are pending, in which order
+ *   leases.c          who holds which shard, heartbeats, expiry, quarantine
+ *   lease_id.c        lease ids and proofs that only this broker can make
+ *   results.c         checking results, group commit, then ACK
+ *   quorum.c          votes of independent workers under --quorum
+ *   submit.c          turning a submit request into a job and its shards
+ *   control.c         the client endpoint's operations
+ *   broker_metrics.c  the figures behind /metrics
  */
 #ifndef NQ_BROKER_IMPL_H
 #define NQ_BROKER_IMPL_H
@@ -48,12 +52,28 @@ typedef struct nq_lease {
    no more work (its credit is ignored), so its shards go to others. */
 #define QUARANTINE_AFTER 3
 
-/* A connected worker, known by its ZeroMQ routing id. */
+/* Restarts (a HELLO with a new nonce on the same connection) allowed per window before they
+   count as misbehaviour: an honest worker restarts rarely, a hostile one to shed its leases. */
+#define RESTARTS_PER_WINDOW 2
+#define RESTART_WINDOW_S 60.0
+
+/*
+ * A connected worker. Messages find it by its ZeroMQ routing id (random, chosen by the worker),
+ * but that is only an address: who it IS is `ident`, its CURVE public key when keys are on, or
+ * its session (worker id and the secret nonce of its HELLO) otherwise. Lease proofs, quorum votes
+ * and the per-message key check all use the identity, never the routing id or the worker id.
+ */
 struct nq_peer {
     char rid[256];
     size_t rid_len;
     nq_hello_t hello;
     char pubkey[64];                   /* CURVE key that authenticated it, when keys are on */
+    char ident[64];                    /* the pubkey, or "session:" + a hash of (worker id, nonce) */
+    uint64_t ident_hash;               /* keyed hash of ident: what lease proofs bind to */
+    uint32_t restarts;                 /* in the window that began at restart_window */
+    double restart_window;
+    uint64_t dropped;                  /* frames dropped since quarantine, logged as a rate */
+    double dropped_logged;
     uint32_t credit;                   /* shards it wants outstanding */
     uint32_t outstanding;
     double last_recv, last_sent;       /* monotonic seconds */
@@ -69,6 +89,7 @@ typedef struct nq_pending_result {
     nq_result_t r;
     uint8_t *payload;                  /* owned copy */
     char worker[NQ_STR_MAX];
+    char ident[64];                    /* the sender's identity (a quorum voter) */
     char sol_hash[80], sol_path[512];
     int outcome;                       /* NQ_PUT_* of the put inside the open transaction */
     char rid[256];
@@ -118,6 +139,10 @@ struct nq_broker {
     size_t ngroup, group_cap;
 
     nq_solbuf_t *solbufs;
+    struct ballot **ballots;           /* quorum.c: votes by (job, shard), NULL until a quorum job */
+    double log_quiet_until;            /* hostile-frame log lines: at most one burst a second */
+    uint32_t log_burst;
+    uint64_t log_suppressed;
     nq_broker_stats_t stats;
     void *metrics;
     double last_metrics;
@@ -143,16 +168,27 @@ void jobs_check_done(nq_broker_t *b, nq_job_t *j);
 void jobs_tick(nq_broker_t *b, double now);
 void jobs_free_all(nq_broker_t *b);
 
-/* lease_id.c: lease ids = counter (32 bits) | MAC(job, shard, counter) (32 bits) */
+/* lease_id.c: lease ids = counter (32 bits) | MAC(job, shard, counter) (32 bits), and a 64-bit
+   proof = MAC(job, shard, lease, holder identity) that the holder echoes with its RESULT */
 int lease_id_init(nq_broker_t *b, char *err, size_t errlen);
 uint64_t lease_id_new(nq_broker_t *b, uint64_t job, uint64_t shard);
-int lease_id_authentic(const nq_broker_t *b, uint64_t job, uint64_t shard, uint64_t lease);
+uint64_t lease_id_ident_hash(const nq_broker_t *b, const char *ident);
+uint64_t lease_id_proof(const nq_broker_t *b, uint64_t job, uint64_t shard, uint64_t lease, uint64_t ident_hash);
+/* 1 when this broker issued `lease` for (job, shard) to the identity whose hash is ident_hash */
+int lease_id_authentic(const nq_broker_t *b, uint64_t job, uint64_t shard, uint64_t lease, uint64_t proof,
+                       uint64_t ident_hash);
+
+/* broker.c: one log line per hostile frame would let a flood fill the disk: this says whether
+   to log now (at most 10 lines a second, then one line with the number left out) */
+int broker_log_allowed(nq_broker_t *b);
 
 /* leases.c */
 nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len);
 nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h);
 void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why);
 void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why);
+int peer_quarantined(const nq_peer_t *p);
+void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p);   /* counts it; logs a rate every 10 s */
 nq_lease_t *leases_find(nq_broker_t *b, uint64_t id);
 nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id);
 void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p);
@@ -172,6 +208,9 @@ void results_flush(nq_broker_t *b);                /* group commit, then ACKs */
 int results_due(nq_broker_t *b, double now);
 void results_tick(nq_broker_t *b, double now);     /* gives up solutions whose RESULT never came */
 void results_free_all(nq_broker_t *b);
+/* The checks of an enumerate payload (exposed for the fuzz target): 0 valid, else -1 and why. */
+int results_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t whylen);
+const char *results_error_text(const nq_result_t *r, char *buf, size_t len);
 
 /* broker_metrics.c: the /metrics endpoint's figures, refreshed once a second */
 int broker_metrics_start(nq_broker_t *b, char *err, size_t errlen);
@@ -180,8 +219,8 @@ void broker_metrics_stop(nq_broker_t *b);
 
 /* quorum.c */
 int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e, nq_result_t *other);
-int quorum_voted(nq_broker_t *b, uint64_t job, uint64_t shard, const char *worker);
-void quorum_free_all(void);
+int quorum_voted(nq_broker_t *b, uint64_t job, uint64_t shard, const char *ident);
+void quorum_free_all(nq_broker_t *b);
 
 /* control.c */
 void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const nq_ctl_req_t *req);

@@ -3,7 +3,10 @@
 #include "cli.h"
 #include "control.h"
 #include "log.h"
+#include "shard.h"
 #include "solstore.h"
+#include "solve.h"
+#include "store_solsize.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -40,8 +43,8 @@ int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *er
         return snprintf(err, errlen, "kind must be count, solve or enumerate"), NQ_EXIT_USAGE;
     const char *algo = proto_param_str(req, "algo");
     snprintf(s->algo, sizeof s->algo, "%s", algo ? algo : (s->kind == NQ_KIND_SOLVE ? "qs4" : ""));
-    if (get_u64(req, "n", 0, 1000000000, &s->n, err, errlen) ||
-        get_u64(req, "depth", 0, 32, &depth, err, errlen) ||
+    if (get_u64(req, "n", 0, NQ_SOLVE_MAX_N, &s->n, err, errlen) ||
+        get_u64(req, "depth", 0, NQ_SHARD_MAX_N, &depth, err, errlen) ||
         get_u64(req, "seed", 0, UINT64_MAX, &s->seed0, err, errlen) ||
         get_u64(req, "restarts", s->kind == NQ_KIND_SOLVE ? 1 : 0, UINT64_MAX, &s->restarts, err, errlen) ||
         get_u64(req, "solutions", 1, UINT64_MAX, &s->solutions, err, errlen) ||
@@ -70,11 +73,20 @@ static int pack_solution(sqlite3 *db, const char *db_path, uint64_t job, uint64_
     char dir[4096];
     uint32_t *cols = NULL;
     uint64_t n = 0;
+    /* The size first, from the row: a solution of 10^9 queens is 4 GB to load. */
+    int rc = store_solution_n(db, job, index, &n, err, errlen);
+    if (rc < 0)
+        return NQ_EXIT_ERROR;
+    if (rc == 0 && n > NQ_CTL_SOLUTION_MAX) {
+        snprintf(err, errlen, "solution of N=%llu is too large to send; read it from the DB with --db",
+                 (unsigned long long)n);
+        return NQ_EXIT_ERROR;
+    }
     solstore_dir(db_path, dir, sizeof dir);
-    int rc = query_solution(db, dir, job, index, &cols, &n, err, errlen);
+    rc = query_solution(db, dir, job, index, &cols, &n, err, errlen);
     if (rc != 0)
         return rc == -1 ? NQ_EXIT_NO : NQ_EXIT_ERROR;
-    if (n > NQ_CTL_SOLUTION_MAX) {
+    if (n > NQ_CTL_SOLUTION_MAX) {      /* the row changed in between: still never send it */
         free(cols);
         snprintf(err, errlen, "solution of N=%llu is too large to send; read it from the DB with --db",
                  (unsigned long long)n);
@@ -122,7 +134,7 @@ int control_query(sqlite3 *db, const char *db_path, const query_live_t *live, co
         snprintf(err, errlen, "unknown operation '%s'", op);
         return NQ_EXIT_USAGE;
     }
-    return rc == 0 ? NQ_EXIT_OK : (rc == -1 ? NQ_EXIT_NO : NQ_EXIT_ERROR);
+    return rc == 0 ? NQ_EXIT_OK : rc == -1 ? NQ_EXIT_NO : rc == QUERY_REFUSED ? NQ_EXIT_USAGE : NQ_EXIT_ERROR;
 }
 
 static void reply(nq_broker_t *b, const void *rid, size_t rid_len, int code, const char *error,

@@ -174,6 +174,27 @@ static void job_finish(nq_broker_t *b, nq_job_t *j, nq_job_state_t st)
     jobs_unlink(b, j);
 }
 
+/*
+ * Every shard looks decided, yet copies are still queued or out: spare quorum copies, or a
+ * re-lease whose first holder delivered late. The store's counts decide (the in-memory ones
+ * could count a shard that failed and later got a result twice); if they agree, the copies are
+ * moot and are dropped, so every honest schedule ends.
+ */
+static void job_settle(nq_broker_t *b, nq_job_t *j)
+{
+    nq_job_row_t row;
+    if (store_job_get(b->store, j->id, &row) != 0)
+        return;
+    j->shards_done = row.shards_done;
+    j->shards_failed = row.shards_failed;
+    j->shards_conflict = row.shards_conflict;
+    if (j->shards_done + j->shards_failed + j->shards_conflict < j->shards_total)
+        return;
+    leases_cancel_job(b, j->id);
+    j->npending = 0;
+    j->ngrace = 0;
+}
+
 /* Called whenever a job's counters move. May free j. */
 void jobs_check_done(nq_broker_t *b, nq_job_t *j)
 {
@@ -185,6 +206,9 @@ void jobs_check_done(nq_broker_t *b, nq_job_t *j)
         job_finish(b, j, NQ_JOB_DONE);
         return;
     }
+    if (j->shards_done + j->shards_failed + j->shards_conflict >= j->shards_total &&
+        (j->npending > 0 || j->shards_leased > 0 || j->ngrace > 0))
+        job_settle(b, j);
     if (j->npending > 0 || j->shards_leased > 0 || j->ngrace > 0)
         return;
     if (j->shards_done == j->shards_total)

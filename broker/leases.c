@@ -41,10 +41,30 @@ nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello
  * without costing those shards an attempt: a hostile client must not be able to wear a shard
  * down to FAILED by taking it and dying, again and again.
  */
+int peer_quarantined(const nq_peer_t *p)
+{
+    return p->rejected >= QUARANTINE_AFTER;
+}
+
+/* A quarantined peer's frames are read and dropped: nothing is decoded into work, stored or
+   logged one by one, so a flood costs the broker a counter. */
+void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p)
+{
+    double now = broker_now();
+    p->dropped++;
+    b->stats.messages_bad++;
+    if (now - p->dropped_logged >= 10) {
+        nq_log(NQ_LOG_WARN, "worker.quarantined.frames", "worker=%s dropped=%llu", p->hello.worker_id,
+               (unsigned long long)p->dropped);
+        p->dropped_logged = now;
+    }
+}
+
 void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why)
 {
     if (++p->rejected != QUARANTINE_AFTER)
         return;
+    p->dropped_logged = broker_now();
     nq_log(NQ_LOG_WARN, "worker.quarantined", "worker=%s last=\"%s\" leases=%u", p->hello.worker_id, why,
            p->outstanding);
     store_worker_flag(b->store, p->hello.worker_id);
@@ -61,6 +81,7 @@ void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why
            p->outstanding);
     while (p->leases)
         leases_release(b, p->leases, count_attempt, why);
+    store_worker_forget_idle(b->store, p->hello.worker_id);   /* a HELLO alone leaves no row behind */
     for (nq_peer_t **pp = &b->peers; *pp; pp = &(*pp)->next)
         if (*pp == p) {
             *pp = p->next;
@@ -164,16 +185,20 @@ void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char
 
 /* ---- dispatch ---- */
 
+/* 0 sent, 1 nothing to send (the shard was decided meanwhile: a spare quorum copy), -1 failed */
 static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard)
 {
     nq_shard_row_t row;
     if (store_shard_get(b->store, j->id, shard, &row) != 0)
         return -1;
+    if (row.state != NQ_SHARD_PENDING && row.state != NQ_SHARD_LEASED)
+        return 1;
     nq_msg_t m = { .type = NQ_MSG_TASK };
     nq_task_t *t = &m.u.task;
     t->job = j->id;
     t->shard = shard;
     t->lease = lease_id_new(b, j->id, shard);
+    t->proof = lease_id_proof(b, j->id, shard, t->lease, p->ident_hash);
     t->attempt = row.attempts;
     t->kind = (uint8_t)j->spec.kind;
     t->n = j->spec.n;
@@ -195,10 +220,12 @@ static int quorum_excludes(nq_broker_t *b, nq_peer_t *p, const nq_job_t *j, uint
 {
     if (j->spec.quorum < 2)
         return 0;
-    for (nq_lease_t *l = p->leases; l; l = l->next_in_peer)
-        if (l->job == j->id && l->shard == shard)
-            return 1;
-    return quorum_voted(b, j->id, shard, p->hello.worker_id);
+    for (nq_peer_t *q = b->peers; q; q = q->next)   /* any connection of the same identity */
+        if (q == p || strcmp(q->ident, p->ident) == 0)
+            for (nq_lease_t *l = q->leases; l; l = l->next_in_peer)
+                if (l->job == j->id && l->shard == shard)
+                    return 1;
+    return quorum_voted(b, j->id, shard, p->ident);
 }
 
 typedef struct { nq_job_t *j; uint64_t shard; } deferred_t;
@@ -206,7 +233,7 @@ typedef struct { nq_job_t *j; uint64_t shard; } deferred_t;
 static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
 {
     deferred_t skipped[64];
-    int nskipped = 0;
+    int nskipped = 0, dropped = 0;
     if (p->rejected >= QUARANTINE_AFTER)
         return;                         /* quarantined: its results failed our checks */
     while (p->outstanding < p->credit) {
@@ -221,14 +248,20 @@ static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
                 break;
             continue;
         }
-        if (send_task(b, p, j, shard) != 0) {
+        int rc = send_task(b, p, j, shard);
+        if (rc < 0) {
             jobs_push_pending(j, shard);
             break;                      /* this peer cannot take messages now */
         }
+        dropped |= rc > 0;              /* a spare copy of a decided shard: gone */
     }
     while (nskipped > 0) {              /* for the next worker, in their old order */
         nskipped--;
         jobs_push_pending(skipped[nskipped].j, skipped[nskipped].shard);
+    }
+    for (nq_job_t *j = dropped ? b->jobs : NULL, *next; j; j = next) {
+        next = j->next;
+        jobs_check_done(b, j);          /* a dropped copy may have been the last thing pending */
     }
 }
 

@@ -178,12 +178,13 @@ typedef struct {
     unsigned __int128 total, unique, nodes;   /* sums over done shards */
     double core_seconds;
     uint64_t solutions_found;
+    char last_error[300];                     /* the last worker error, "" when none */
 } qjob_t;
 
 static int job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errlen)
 {
     sqlite3_stmt *st = prep(db, "SELECT kind, n, state, priority, algo, shards_total, created_at,"
-                                " started_at, finished_at FROM jobs WHERE id = ?", err, errlen);
+                                " started_at, finished_at, last_error FROM jobs WHERE id = ?", err, errlen);
     if (!st)
         return -2;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
@@ -201,6 +202,7 @@ static int job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t e
         j->started = sqlite3_column_double(st, 7);
         j->has_finished = sqlite3_column_type(st, 8) != SQLITE_NULL;
         j->finished = sqlite3_column_double(st, 8);
+        col_copy(st, 9, j->last_error, sizeof j->last_error);
         rc = 0;
     } else if (rc == SQLITE_DONE) {
         snprintf(err, errlen, "no job %llu", (unsigned long long)id);
@@ -270,7 +272,7 @@ static int job_load(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errle
 
 static uint32_t job_npairs(const qjob_t *j)
 {
-    uint32_t n = 18;
+    uint32_t n = 19;
     if (strcmp(j->kind, "count") == 0) n += 4;
     else if (strcmp(j->kind, "solve") == 0) n += 3;
     else if (strcmp(j->kind, "enumerate") == 0) n += 1;
@@ -324,6 +326,9 @@ static void pk_job_pairs(msgpack_packer *pk, const qjob_t *j)
     pk_str(pk, "created_at"); msgpack_pack_double(pk, j->created);
     pk_str(pk, "started_at"); pk_time(pk, j->has_started, j->started);
     pk_str(pk, "finished_at"); pk_time(pk, j->has_finished, j->finished);
+    pk_str(pk, "last_error");
+    if (j->last_error[0]) pk_str(pk, j->last_error);
+    else msgpack_pack_nil(pk);
     pk_progress(pk, j);
     if (strcmp(j->kind, "count") == 0) {
         pk_str(pk, "total"); query_pack_u128(pk, j->total);
@@ -919,7 +924,7 @@ static int export_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, si
     if (a->unique_only) {
         snprintf(err, errlen, "job %llu is a %s job: unique-only export applies to enumerate jobs",
                  (unsigned long long)a->id, j.kind);
-        return -1;
+        return QUERY_REFUSED;
     }
     return export_shards(db, &j, a, pk, err, errlen);
 }
@@ -929,11 +934,11 @@ int query_export(sqlite3 *db, uint64_t id, uint64_t cursor, uint32_t max_rows, i
 {
     if (max_rows < 1 || max_rows > QUERY_EXPORT_MAX_ROWS) {
         snprintf(err, errlen, "rows per page must be from 1 to %u (got %u)", QUERY_EXPORT_MAX_ROWS, max_rows);
-        return -1;
+        return QUERY_REFUSED;
     }
     if (cursor > (uint64_t)INT64_MAX) {
         snprintf(err, errlen, "bad export cursor %llu", (unsigned long long)cursor);
-        return -1;
+        return QUERY_REFUSED;
     }
     export_args_t a = { id, cursor, max_rows, unique_only };
     return doc_run(db, export_doc, &a, pk, err, errlen);

@@ -35,6 +35,9 @@
 #define QUERY_EXT_U128 1
 /* Rows per export page: keeps a page of 16-column enumerate rows under NQ_MAX_DOC_ITEMS. */
 #define QUERY_EXPORT_MAX_ROWS 50000u
+/* A query's answer to a request it refuses as asked (rows out of range, a bad cursor, an option
+   that does not apply to the job): the client's usage error, apart from -1 "no such thing". */
+#define QUERY_REFUSED (-3)
 /* Solutions listed in a result document; the rest are counted and reachable by export. */
 #define QUERY_RESULT_MAX_SOLUTIONS 1000u
 

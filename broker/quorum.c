@@ -1,6 +1,9 @@
 /*
  * Quorum (--quorum Q): a shard counts only when Q different workers agree on
- * it. Votes are kept in memory, keyed by (job, shard); when Q equal votes
+ * it. "Different" means different identities (CURVE keys when keys are on,
+ * sessions otherwise; see nq_peer), never different self-chosen worker ids:
+ * so with keys, Q votes need Q keys. Votes are kept in memory, keyed by
+ * (job, shard), in the broker's ballot table; when Q equal votes
  * are in, that result goes to the store as the shard's first result and the
  * workers whose votes disagreed are flagged (`nq workers`). A disagreement
  * asks one more worker; after Q + 2 votes without agreement the shard is
@@ -18,31 +21,32 @@
 #define BALLOT_BUCKETS 4096
 
 typedef struct vote {
-    char worker[NQ_STR_MAX];
+    char ident[64];                    /* who voted: the identity that counts */
+    char worker[NQ_STR_MAX];           /* its worker id: a name for the flag */
     nq_result_t r;                     /* payload not kept: compared by hash */
     uint64_t payload_hash;
     char sol_hash[80];
     struct vote *next;
 } vote_t;
 
-typedef struct ballot {
+struct ballot {
     uint64_t job, shard;
     vote_t *votes;
     int nvotes;
     struct ballot *next;
-} ballot_t;
-
-static ballot_t **ballots;
+};
+typedef struct ballot ballot_t;
 
 static size_t ballot_bucket(uint64_t job, uint64_t shard)
 {
     return (size_t)(((job * 0x9e3779b97f4a7c15ull) ^ shard) * 0xbf58476d1ce4e5b9ull >> 40) % BALLOT_BUCKETS;
 }
 
-static ballot_t *ballot_find(uint64_t job, uint64_t shard, int create)
+static ballot_t *ballot_find(nq_broker_t *b, uint64_t job, uint64_t shard, int create)
 {
-    if (!ballots && !(ballots = calloc(BALLOT_BUCKETS, sizeof *ballots)))
+    if (!b->ballots && !(b->ballots = calloc(BALLOT_BUCKETS, sizeof *b->ballots)))
         return NULL;
+    ballot_t **ballots = b->ballots;
     size_t h = ballot_bucket(job, shard);
     for (ballot_t *x = ballots[h]; x; x = x->next)
         if (x->job == job && x->shard == shard)
@@ -59,10 +63,10 @@ static ballot_t *ballot_find(uint64_t job, uint64_t shard, int create)
     return x;
 }
 
-static void ballot_free(ballot_t *x)
+static void ballot_free(nq_broker_t *b, ballot_t *x)
 {
     size_t h = ballot_bucket(x->job, x->shard);
-    for (ballot_t **pp = &ballots[h]; *pp; pp = &(*pp)->next)
+    for (ballot_t **pp = &b->ballots[h]; *pp; pp = &(*pp)->next)
         if (*pp == x) {
             *pp = x->next;
             break;
@@ -92,12 +96,11 @@ static int same(const vote_t *a, const vote_t *b)
            a->payload_hash == b->payload_hash && strcmp(a->sol_hash, b->sol_hash) == 0;
 }
 
-int quorum_voted(nq_broker_t *b, uint64_t job, uint64_t shard, const char *worker)
+int quorum_voted(nq_broker_t *b, uint64_t job, uint64_t shard, const char *ident)
 {
-    (void)b;
-    ballot_t *x = ballot_find(job, shard, 0);
+    ballot_t *x = ballot_find(b, job, shard, 0);
     for (vote_t *v = x ? x->votes : NULL; v; v = v->next)
-        if (strcmp(v->worker, worker) == 0)
+        if (strcmp(v->ident, ident) == 0)
             return 1;
     return 0;
 }
@@ -121,14 +124,15 @@ static void flag_losers(nq_broker_t *b, ballot_t *x, const vote_t *winner)
  */
 int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e, nq_result_t *other)
 {
-    ballot_t *x = ballot_find(e->r.job, e->r.shard, 1);
+    ballot_t *x = ballot_find(b, e->r.job, e->r.shard, 1);
     if (!x)
         return 0;
-    if (quorum_voted(b, e->r.job, e->r.shard, e->worker))
+    if (quorum_voted(b, e->r.job, e->r.shard, e->ident))
         return -1;
     vote_t *v = calloc(1, sizeof *v);
     if (!v)
         return 0;
+    snprintf(v->ident, sizeof v->ident, "%s", e->ident);
     snprintf(v->worker, sizeof v->worker, "%s", e->worker);
     v->r = e->r;
     v->r.payload = NULL;
@@ -142,7 +146,7 @@ int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e, nq_result_t
         agree += same(w, v);
     if (agree >= (int)j->spec.quorum) {
         flag_losers(b, x, v);
-        ballot_free(x);
+        ballot_free(b, x);
         return 1;
     }
     if (x->nvotes >= (int)j->spec.quorum + 2) {
@@ -151,7 +155,7 @@ int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e, nq_result_t
                 *other = w->r;
                 break;
             }
-        ballot_free(x);
+        ballot_free(b, x);
         return 2;
     }
     if (x->nvotes >= (int)j->spec.quorum)
@@ -159,13 +163,13 @@ int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e, nq_result_t
     return 0;
 }
 
-void quorum_free_all(void)
+void quorum_free_all(nq_broker_t *b)
 {
-    if (!ballots)
+    if (!b->ballots)
         return;
     for (size_t h = 0; h < BALLOT_BUCKETS; h++)
-        while (ballots[h])
-            ballot_free(ballots[h]);
-    free(ballots);
-    ballots = NULL;
+        while (b->ballots[h])
+            ballot_free(b, b->ballots[h]);
+    free(b->ballots);
+    b->ballots = NULL;
 }

@@ -49,13 +49,24 @@ int results_due(nq_broker_t *b, double now)
     return b->ngroup >= b->cfg.group_max || now - b->txn_since >= b->cfg.group_ms / 1000.0;
 }
 
+/* A worker's error message, from the wire: printable ASCII only (anything else as '?'), so it
+   can go into a log line, the store and `nq status` as it is. */
+const char *results_error_text(const nq_result_t *r, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->payload_len && n + 1 < len; i++) {
+        unsigned char c = r->payload[i];
+        buf[n++] = (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') ? (char)c : '?';
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
 static void reject(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, const char *why)
 {
     b->stats.results_rejected++;
     nq_log(NQ_LOG_WARN, "result.rejected", "job=%llu shard=%llu worker=%s reason=\"%s\"",
            (unsigned long long)r->job, (unsigned long long)r->shard, p->hello.worker_id, why);
-    if (r->status == NQ_RES_ERROR)
-        return;                         /* the worker said it failed: not a lie */
     store_worker_flag(b->store, p->hello.worker_id);
     peer_misbehaved(b, p, why);
 }
@@ -73,10 +84,13 @@ static void send_ack(nq_broker_t *b, const char *rid, size_t rid_len, const nq_r
 }
 
 /* Enumerate payload: every solution valid, strictly increasing (canonical order). */
-static int check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t whylen)
+int results_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t whylen)
 {
     size_t per = (size_t)(n + 1) / 2;
-    if (r->payload_len != r->total * per)
+    if (n < 1 || n > 16)
+        return snprintf(why, whylen, "enumerate result for n=%llu", (unsigned long long)n), -1;
+    /* total comes from the wire: compare by division, so total * per cannot wrap around */
+    if (r->payload_len % per != 0 || r->total != r->payload_len / per)
         return snprintf(why, whylen, "payload of %zu bytes for %llu solutions", r->payload_len,
                         (unsigned long long)r->total), -1;
     uint8_t prev[16] = {0}, cols[16];
@@ -124,15 +138,13 @@ static int check_result(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol
         return snprintf(why, whylen, "result kind does not match the job"), -1;
     if (r->shard >= shards_total)
         return snprintf(why, whylen, "no such shard"), -1;
-    if (r->status == NQ_RES_ERROR)
-        return snprintf(why, whylen, "worker error: %.*s", (int)r->payload_len, (const char *)r->payload), -1;
     if (r->kind == NQ_KIND_COUNT) {
         if (r->total % 13 != r->res13 || r->total % 15 != r->res15)
             return snprintf(why, whylen, "residues do not match the total"), -1;
         return 0;
     }
     if (r->kind == NQ_KIND_ENUMERATE)
-        return check_enumerate(r, job.spec.n, why, whylen);
+        return results_check_enumerate(r, job.spec.n, why, whylen);
     if (r->status != NQ_RES_OK)
         return 0;                       /* solve, not found: a real outcome for the study */
     if (!sol || sol->n != job.spec.n || sol->received != sol->n)
@@ -218,6 +230,7 @@ static nq_pending_result_t *group_append(nq_broker_t *b, nq_peer_t *p, const nq_
         e->r.payload = e->payload;
     }
     snprintf(e->worker, sizeof e->worker, "%s", p->hello.worker_id);
+    snprintf(e->ident, sizeof e->ident, "%s", p->ident);
     memcpy(e->rid, p->rid, p->rid_len);
     e->rid_len = p->rid_len;
     return e;
@@ -253,18 +266,46 @@ static int quorum_gate(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_res
     return 1;
 }
 
+/* A decided quorum shard's late vote is compared with the stored result like any later result. */
+static int shard_decided(nq_broker_t *b, uint64_t job, uint64_t shard)
+{
+    nq_shard_row_t row;
+    return store_shard_get(b->store, job, shard, &row) == 0 &&
+           (row.state == NQ_SHARD_DONE || row.state == NQ_SHARD_CONFLICT);
+}
+
+/* A worker that says it failed: the shard is charged an attempt (so a shard that fails on
+   every worker ends FAILED instead of circling for ever) and the job keeps the message. */
+static void result_error(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, nq_lease_t *l)
+{
+    char text[200];
+    results_error_text(r, text, sizeof text);
+    b->stats.results_rejected++;
+    nq_log(NQ_LOG_WARN, "result.error", "job=%llu shard=%llu worker=%s error=\"%s\"",
+           (unsigned long long)r->job, (unsigned long long)r->shard, p->hello.worker_id, text);
+    store_job_note_error(b->store, r->job, r->shard, text);
+    send_ack(b, p->rid, p->rid_len, r);
+    if (l)
+        leases_release(b, l, 1, "worker error");
+}
+
 void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
 {
-    if (!lease_id_authentic(b, r->job, r->shard, r->lease)) {
-        b->stats.messages_bad++;        /* never issued by us: not a result, not even a wrong one */
-        nq_log(NQ_LOG_WARN, "result.forged", "job=%llu shard=%llu worker=%s", (unsigned long long)r->job,
-               (unsigned long long)r->shard, p->hello.worker_id);
+    if (!lease_id_authentic(b, r->job, r->shard, r->lease, r->proof, p->ident_hash)) {
+        b->stats.messages_bad++;        /* not issued by us to this identity: not even a wrong result */
+        if (broker_log_allowed(b))
+            nq_log(NQ_LOG_WARN, "result.forged", "job=%llu shard=%llu worker=%s", (unsigned long long)r->job,
+                   (unsigned long long)r->shard, p->hello.worker_id);
         peer_misbehaved(b, p, "forged lease");
         return;
     }
     nq_lease_t *l = leases_find(b, r->lease);
     if (l && (l->job != r->job || l->shard != r->shard))
         l = NULL;
+    if (r->status == NQ_RES_ERROR) {
+        result_error(b, p, r, l);
+        return;
+    }
     nq_pending_result_t *e = group_append(b, p, r);
     if (!e) {
         nq_log(NQ_LOG_ERROR, "result.oom", "job=%llu shard=%llu", (unsigned long long)r->job,
@@ -287,7 +328,7 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
         leases_remove(b, l);            /* its credit is free again at once */
     p->nodes_done += r->nodes;
     nq_job_t *j = jobs_find(b, r->job);
-    if (j && j->spec.quorum > 1 && quorum_gate(b, p, j, e) != 0)
+    if (j && j->spec.quorum > 1 && !shard_decided(b, r->job, r->shard) && quorum_gate(b, p, j, e) != 0)
         return;
     b->ngroup++;
     broker_txn(b);
@@ -302,12 +343,17 @@ void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
     for (nq_solbuf_t *x = b->solbufs; x; x = x->next)
         if (x->job == s->job && x->shard == s->shard && x->lease == s->lease)
             sb = x;
+    if (sb && !lease_id_authentic(b, s->job, s->shard, s->lease, s->proof, p->ident_hash)) {
+        b->stats.messages_bad++;        /* someone else's lease: it may not write into this solution */
+        peer_misbehaved(b, p, "forged lease");
+        return;
+    }
     if (!sb) {
         nq_job_t *j = jobs_find(b, s->job);
-        nq_lease_t *l = leases_find(b, s->lease);
-        if (!j || j->spec.kind != NQ_KIND_SOLVE || !lease_id_authentic(b, s->job, s->shard, s->lease) ||
-            (l && l->peer != p)) {      /* only the holder of a real lease may make us allocate */
-            b->stats.messages_bad++;
+        if (!j || j->spec.kind != NQ_KIND_SOLVE ||
+            !lease_id_authentic(b, s->job, s->shard, s->lease, s->proof, p->ident_hash)) {
+            b->stats.messages_bad++;    /* only the holder of a real lease may make us allocate */
+            peer_misbehaved(b, p, "forged lease");
             return;
         }
         if (b->solbuf_bytes + j->spec.n * 4 > NQ_SOLBUF_MAX_BYTES) {

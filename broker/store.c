@@ -39,7 +39,7 @@ enum {
     Q_SHARD_LEASE, Q_SHARD_RELEASE, Q_SHARDS_CANCEL, Q_ENUM_RETRY_DELETE, Q_SHARDS_RETRY,
     Q_PUT_LOOKUP, Q_PUT_FIRST, Q_PUT_CONFIRM, Q_PUT_CONFLICT, Q_JOB_DONE_ADD,
     Q_ENUM_PUT, Q_ENUM_GET, Q_SOLUTION_PUT, Q_WORKER_NODES, Q_WORKER_CREDIT, Q_WORKER_CONFLICT,
-    Q_META_GET, Q_META_SET, Q_WORKER_FLAG, Q_WORKER_SEEN, Q_TOTALS_ROWS, Q_TOTALS_WORKERS, Q_TOTALS_SOLUTIONS, Q_COUNT
+    Q_META_GET, Q_META_SET, Q_WORKER_FLAG, Q_WORKER_SEEN, Q_WORKER_FORGET, Q_WORKER_KEY, Q_JOB_ERROR, Q_TOTALS_ROWS, Q_TOTALS_WORKERS, Q_TOTALS_SOLUTIONS, Q_COUNT
 };
 
 static const char *const sql_text[Q_COUNT] = {
@@ -137,6 +137,10 @@ static const char *const sql_text[Q_COUNT] = {
     [Q_META_SET] = "INSERT OR REPLACE INTO meta (key, value) VALUES (?1, ?2)",
     [Q_WORKER_FLAG] =
         "UPDATE workers SET conflicts = conflicts + 1, flagged = 1 WHERE id = ?1",
+    [Q_WORKER_FORGET] =               /* a peer that did nothing leaves no trace: HELLO floods add no rows */
+        "DELETE FROM workers WHERE id = ?1 AND shards_done = 0 AND conflicts = 0 AND flagged = 0",
+    [Q_WORKER_KEY] = "SELECT pubkey FROM workers WHERE id = ?1",
+    [Q_JOB_ERROR] = "UPDATE jobs SET last_error = ?2 WHERE id = ?1",
     [Q_WORKER_SEEN] =
         "INSERT INTO workers (id, host, pubkey, threads, first_seen, last_seen)"
         " VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (id) DO UPDATE SET host = excluded.host,"
@@ -528,6 +532,17 @@ static int migrate(nq_store_t *s, char *err, size_t errlen)
     return 0;
 }
 
+/* A new DB starts as an empty file of mode 0600: it holds the lease key (who can read it can
+   forge results) and SQLite gives its -wal and -shm files the DB file's mode. */
+static int store_create_private(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return set_err(err, errlen, "%s: cannot create: %s", path, strerror(errno)), -1;
+    close(fd);
+    return 0;
+}
+
 nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen)
 {
     struct stat sb;
@@ -556,6 +571,10 @@ nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen)
     }
     s->readonly = readonly;
     s->version = version;
+    if (create && store_create_private(path, err, errlen) != 0) {
+        store_destroy(&s);
+        return NULL;
+    }
     int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
     int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
     if (rc != SQLITE_OK) {
@@ -1457,6 +1476,52 @@ int store_worker_seen(nq_store_t *s, const char *id, const char *host, const cha
         sqlite3_bind_double(q, 5, now_s());
         int e = run_done(q);
         rc = e ? db_fail(s, "worker.seen", e) : 0;
+    }
+    return tx_leave(s, own, rc);
+}
+
+int store_worker_forget_idle(nq_store_t *s, const char *id)
+{
+    int own;
+    if (tx_enter(s, &own) != 0)
+        return -1;
+    sqlite3_stmt *q = stmt(s, Q_WORKER_FORGET);
+    int rc = -1;
+    if (q) {
+        sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+        int e = run_done(q);
+        rc = e ? db_fail(s, "worker.forget", e) : 0;
+    }
+    return tx_leave(s, own, rc);
+}
+
+int store_worker_key_ok(nq_store_t *s, const char *id, const char *key)
+{
+    sqlite3_stmt *q = stmt(s, Q_WORKER_KEY);
+    if (!q)
+        return 0;
+    sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
+    int ok = 1;
+    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) == SQLITE_TEXT)
+        ok = strcmp((const char *)sqlite3_column_text(q, 0), key) == 0;
+    sqlite3_reset(q);
+    return ok;
+}
+
+int store_job_note_error(nq_store_t *s, uint64_t job, uint64_t idx, const char *text)
+{
+    char note[300];
+    snprintf(note, sizeof note, "shard %llu: %s", (unsigned long long)idx, text);
+    int own;
+    if (tx_enter(s, &own) != 0)
+        return -1;
+    sqlite3_stmt *q = stmt(s, Q_JOB_ERROR);
+    int rc = -1;
+    if (q) {
+        sqlite3_bind_int64(q, 1, i64(job));
+        sqlite3_bind_text(q, 2, note, -1, SQLITE_TRANSIENT);
+        int e = run_done(q);
+        rc = e ? db_fail(s, "job.error", e) : 0;
     }
     return tx_leave(s, own, rc);
 }

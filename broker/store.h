@@ -142,6 +142,11 @@ int store_meta_set(nq_store_t *s, const char *key, const char *val);
 /* Workers. flag: outvoted under quorum (conflicts + 1, flagged). */
 int store_worker_flag(nq_store_t *s, const char *id);
 int store_worker_seen(nq_store_t *s, const char *id, const char *host, const char *key, uint32_t threads);
+int store_worker_forget_idle(nq_store_t *s, const char *id);    /* drops the row if it did nothing */
+/* 1 when no row binds the worker id to another CURVE key (names belong to the first key) */
+int store_worker_key_ok(nq_store_t *s, const char *id, const char *key);
+/* Keeps "shard IDX: text" as the job's last error, shown by `nq status`. */
+int store_job_note_error(nq_store_t *s, uint64_t job, uint64_t idx, const char *text);
 
 /* Sums over the job's done shards: 128-bit totals. 0 ok. */
 typedef struct {

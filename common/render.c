@@ -183,8 +183,15 @@ static const char *val_str(const msgpack_object *o, char *buf, size_t len)
     const char *s = num_str(o, buf, len);
     if (s)
         return s;
-    if (o && o->type == MSGPACK_OBJECT_STR) {
-        snprintf(buf, len, "%.*s", (int)o->via.str.size, o->via.str.ptr);
+    if (o && o->type == MSGPACK_OBJECT_STR && len > 0) {
+        /* The reply is the broker's (or whoever answers on its port): no control byte of it
+           reaches the terminal, so a string cannot move the cursor, clear the screen or end early. */
+        size_t n = 0;
+        for (uint32_t i = 0; i < o->via.str.size && n + 1 < len; i++) {
+            unsigned char c = (unsigned char)o->via.str.ptr[i];
+            buf[n++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+        }
+        buf[n] = '\0';
         return buf;
     }
     if (o && o->type == MSGPACK_OBJECT_BOOLEAN)
@@ -308,6 +315,11 @@ void render_job(FILE *f, const msgpack_object *job)
                 get_str(job, "algo", c, sizeof c));
     else if (is_kind(job, "enumerate"))
         fprintf(f, "  %-9s %s\n", "solutions", get_str(job, "solutions", a, sizeof a));
+    const msgpack_object *err = render_get(job, "last_error");
+    if (err && err->type == MSGPACK_OBJECT_STR) {
+        char msg[320];
+        fprintf(f, "  %-9s %s\n", "error", val_str(err, msg, sizeof msg));
+    }
 }
 
 /* What a job has produced so far, in one cell. */

@@ -133,6 +133,7 @@ void task_run(nq_wtask_t *t)
     t->r.job = t->t.job;
     t->r.shard = t->t.shard;
     t->r.lease = t->t.lease;
+    t->r.proof = t->t.proof;
     t->r.kind = t->t.kind;
     if (t->t.kind == NQ_KIND_COUNT)
         run_count(t, &ctl, err, sizeof err);

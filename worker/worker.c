@@ -24,9 +24,11 @@ struct nq_worker {
     int own_ctx;
     nq_pool_t *pool;
     char id[200], host[128];
+    char rid[33];                      /* routing id: random, so nobody can guess and take our session */
     uint64_t nonce, broker_nonce;
     uint32_t hb_ms, liveness, credit;
     double last_recv, last_sent, backoff, next_connect;
+    double hello_at;                   /* when we last introduced ourselves */
     nq_wtask_t *outbox;
     nq_rng_t rng;
 };
@@ -65,6 +67,7 @@ static void send_hello(nq_worker_t *w)
     nq_msg_t c = { .type = NQ_MSG_CREDIT };
     c.u.credit.credit = w->credit;
     send_msg(w, &c);
+    w->hello_at = now_s();
 }
 
 static void send_heartbeat(nq_worker_t *w)
@@ -90,7 +93,7 @@ static void send_result(nq_worker_t *w, nq_wtask_t *t)
             chunk[4 * i + 3] = (uint8_t)(c >> 24);
         }
         nq_msg_t p = { .type = NQ_MSG_SOLPART };
-        p.u.solpart = (nq_solpart_t){ t->r.job, t->r.shard, t->r.lease, off, chunk, rows * 4 };
+        p.u.solpart = (nq_solpart_t){ t->r.job, t->r.shard, t->r.lease, off, chunk, rows * 4, t->r.proof };
         send_msg(w, &p);
     }
     nq_msg_t m = { .type = NQ_MSG_RESULT };
@@ -143,6 +146,12 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
             send_heartbeat(w);
             nq_log(NQ_LOG_INFO, "worker.connected", "broker=%s outbox=%s kernel=%s", w->cfg.connect,
                    w->outbox ? "resent" : "empty", count_kernel_name());
+        } else if (now_s() - w->hello_at > w->hb_ms / 1000.0) {
+            /* Not the answer to a HELLO: the broker forgot us (we were silent past its liveness
+               window, busy or cut off) and asks who we are. At most once a heartbeat, so the two
+               sides cannot start a HELLO/WELCOME loop. */
+            send_hello(w);
+            nq_log(NQ_LOG_INFO, "worker.reintroduced", "broker=%s", w->cfg.connect);
         }
         break;
     case NQ_MSG_TASK: on_task(w, &m->u.task); break;
@@ -169,7 +178,7 @@ static int connect_broker(nq_worker_t *w, char *err, size_t errlen)
     w->sock = zmq_socket(w->ctx, ZMQ_DEALER);
     int linger = 0, ivl = 1000, ivl_max = 32000, hwm = 100000;
     int64_t maxmsg = NQ_MAX_FRAME;
-    zmq_setsockopt(w->sock, ZMQ_ROUTING_ID, w->id, strlen(w->id));
+    zmq_setsockopt(w->sock, ZMQ_ROUTING_ID, w->rid, strlen(w->rid));
     zmq_setsockopt(w->sock, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(w->sock, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
     zmq_setsockopt(w->sock, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
@@ -216,11 +225,24 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
     if (getrandom(&w->nonce, sizeof w->nonce, 0) != sizeof w->nonce)
         w->nonce = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 20;
     rng_init(&w->rng, w->nonce, 7);
+    uint64_t r[2];
+    if (getrandom(r, sizeof r, 0) != sizeof r)
+        r[0] = rng_next(&w->rng), r[1] = rng_next(&w->rng);
+    snprintf(w->rid, sizeof w->rid, "%016llx%016llx", (unsigned long long)r[0], (unsigned long long)r[1]);
     gethostname(w->host, sizeof w->host - 1);
+    for (char *c = w->host; *c; c++)
+        if (*c == ' ' || *c == '=' || *c == '"')
+            *c = '_';                   /* the default id is built from it */
     if (cfg->id)
         snprintf(w->id, sizeof w->id, "%s", cfg->id);
     else
         snprintf(w->id, sizeof w->id, "%s:%d:%04x", w->host, (int)getpid(), (unsigned)(w->nonce & 0xffff));
+    const char *why = proto_check_worker_id(w->id);
+    if (why) {
+        snprintf(err, errlen, "--id '%s': %s", w->id, why);
+        free(w);
+        return NULL;
+    }
     w->hb_ms = 1000;
     w->liveness = 4;
     w->backoff = 1;

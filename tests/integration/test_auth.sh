@@ -114,4 +114,21 @@ grep -qiE "silent|no answer|refused|handshake|key" nokey.log ||
     fail "keyless worker: no message in 8 s (exit $rc): $(cat nokey.log)"
 ok "worker without keys: not admitted; exit $rc after $((SECONDS - t0)) s, says: $(grep -aiE 'silent|refused|handshake|key' nokey.log | head -1)"
 
+# Session takeover: another allowed key on the victim's routing id, and on the victim's worker id.
+need_wire_python
+id=$("$NQ" submit count 13 --depth 2 "${CLIENT_KEYS[@]}") || fail "submit"
+out=$($PY "$SRC/tests/tools/hostile.py" takeover "$WEP" b.pub w1.key ops.key) || fail "takeover script: $out"
+echo "$out"
+grep -q "victim held 2, attacker got 0 tasks and 0 acks" <<<"$out" || fail "takeover: $out"
+grep -q 'event=message.refused worker=victim-w reason="sent with another key"' broker.log ||
+    fail "results sent with another key on the victim's session were not refused"
+grep -q 'event=hello.refused worker=victim-w reason="worker id belongs to another key"' broker.log ||
+    fail "the victim's worker id was taken by another key"
+if grep -q 'worker=victim-w.*reason="holder restarted"\|reason="holder restarted".*victim' broker.log; then
+    fail "the attacker's re-HELLO dropped the victim's leases"
+fi
+wait_for 120 bash -c "$NQ status $id --json ${CLIENT_KEYS[*]} | grep -q '\"state\":\"done\"'" || fail "count 13 did not finish"
+[ "$("$NQ" status "$id" --json "${CLIENT_KEYS[@]}" | json_get total)" = "$(oeis_total 13)" ] || fail "count 13 total wrong"
+ok "takeover: results and re-HELLO under another key refused, the victim's name kept, count 13 exact"
+
 [ -z "${BUG_DB:-}" ] || fail "$BUG_DB"

@@ -548,11 +548,11 @@ static void test_export_count(void)
 
     /* Bad requests: refused, nothing appended. */
     doc_init(&d);
-    T_CHECK(query_export(db, 1, 0, 0, 0, &d.pk, d.err, sizeof d.err) == -1);
+    T_CHECK(query_export(db, 1, 0, 0, 0, &d.pk, d.err, sizeof d.err) == QUERY_REFUSED);
     T_CHECK(strstr(d.err, "rows per page") != NULL);
-    T_CHECK(query_export(db, 1, 0, QUERY_EXPORT_MAX_ROWS + 1, 0, &d.pk, d.err, sizeof d.err) == -1);
-    T_CHECK(query_export(db, 1, (uint64_t)INT64_MAX + 1, 10, 0, &d.pk, d.err, sizeof d.err) == -1);
-    T_CHECK(query_export(db, 1, 0, 10, 1, &d.pk, d.err, sizeof d.err) == -1);
+    T_CHECK(query_export(db, 1, 0, QUERY_EXPORT_MAX_ROWS + 1, 0, &d.pk, d.err, sizeof d.err) == QUERY_REFUSED);
+    T_CHECK(query_export(db, 1, (uint64_t)INT64_MAX + 1, 10, 0, &d.pk, d.err, sizeof d.err) == QUERY_REFUSED);
+    T_CHECK(query_export(db, 1, 0, 10, 1, &d.pk, d.err, sizeof d.err) == QUERY_REFUSED);
     T_CHECK(strstr(d.err, "enumerate") != NULL);
     T_EQ_U64(d.sb.size, 0);
     doc_free(&d);

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Hostile workers, scripted in Python (tests/tools/hostile.py: pyzmq + msgpack, no nq code),
+# against a real broker. Each block is one attack of issue 11 and checks that the broker
+# answered it: no forged vote counts, restarts cost the peer not the shards, an erring worker
+# cannot make a job spin, every quorum schedule ends, forgeries are dropped cheaply and quietly,
+# ids that would forge log fields are refused, and a HELLO flood leaves no rows behind.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
+need_wire_python
+H="$PY $SRC/tests/tools/hostile.py"
+
+total8=$(oeis_total 8)
+
+# 1. Quorum bypass: A takes every shard, A and B (never a holder) both vote 0.
+start_broker q.db
+id=$("$NQ" submit count 8 --quorum 2) || fail "submit"
+out=$($H quorum_bypass "$WEP") || fail "quorum_bypass script"
+echo "$out"
+sleep 0.5
+[ "$(job_field "$id" state)" != done ] || fail "quorum bypass: the job ended on forged votes: $("$NQ" status "$id" --json)"
+grep -q "B acked 0" <<<"$out" || fail "B's copies of A's results were acknowledged: $out"
+start_worker h1; h1=$LAST_PID
+start_worker h2; h2=$LAST_PID
+wait_for 60 job_done "$id" || fail "honest workers did not finish the quorum job"
+got=$(job_field "$id" total)
+[ "$got" = "$total8" ] || fail "quorum job total $got, expected $total8"
+grep -q "quorum.outvoted.*worker=hostile-a" "$T/broker.log" || fail "the liar was not outvoted"
+ok "quorum bypass: B's copies refused as forged, A outvoted by two honest workers, total $got"
+kill "$h1" "$h2" "$BROKER_PID"; wait "$h1" "$h2" "$BROKER_PID" 2>/dev/null
+
+# 2. Re-HELLO: six new sessions on one connection, each grabbing every shard.
+start_broker r.db
+id=$("$NQ" submit count 8 --depth 2) || fail "submit"
+$H rehello_burn "$WEP" || fail "rehello_burn script"
+failed=$(job_field "$id" shards_failed)
+[ "$failed" = 0 ] || fail "re-HELLO burnt $failed shards"
+grep -q "worker.quarantined.*hostile-restarter" "$T/broker.log" || fail "the restarter was not quarantined"
+start_worker h3; h3=$LAST_PID
+wait_for 60 job_done "$id" || fail "job did not finish after the restarts"
+[ "$(job_field "$id" total)" = "$total8" ] || fail "wrong total after the restarts"
+ok "re-HELLO x6: no shard charged, restarter quarantined, job exact"
+
+# 3. A worker that only returns errors: attempts are charged, the job ends failed, the message shows.
+kill "$h3"; wait "$h3" 2>/dev/null
+id=$("$NQ" submit count 9) || fail "submit"
+$H error_results "$WEP" || fail "error_results script"
+job_failed() { [ "$(job_field "$1" state)" = failed ]; }
+wait_for 10 job_failed "$id" || fail "erring worker: job is $(job_field "$id" state)"
+"$NQ" status "$id" | grep -q "kernel exploded" || fail "nq status does not show the worker's message"
+n=$(grep -c "event=result.error" "$T/broker.log")
+[ "$n" -le 400 ] || fail "$n error results processed: the shards kept coming back"
+if grep -q $'\x1b' "$T/broker.log" || grep -q "^ts=x" "$T/broker.log"; then fail "forged text in the log"; fi
+ok "erring worker: job failed after $n error results, message in nq status, log clean"
+kill "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
+
+# 4. Quorum with a late, a duplicate and a silent voter: the job must end.
+start_broker v.db
+id=$("$NQ" submit count 8 --depth 2 --quorum 2) || fail "submit"
+$H quorum_voters "$WEP" || fail "quorum_voters script"
+wait_for 10 job_done "$id" || fail "quorum job stuck: $("$NQ" status "$id" --json)"
+ok "quorum with late, duplicate and silent voters: done"
+
+# 9. Forged results: refused cheaply, a bounded number of log lines, DB private.
+before=$(wc -l <"$T/broker.log")
+$H forge_flood "$WEP" 20000 || fail "forge_flood script"
+sleep 1.2
+lines=$(( $(wc -l <"$T/broker.log") - before ))
+[ "$lines" -le 40 ] || fail "20000 forged results wrote $lines log lines"
+grep -q "worker.quarantined.*hostile-forger" "$T/broker.log" || fail "the forger was not quarantined"
+mode=$(stat -c %a v.db)
+[ "$mode" = 600 ] || fail "the DB (holding the lease key) has mode $mode"
+[ ! -e v.db-wal ] || [ "$(stat -c %a v.db-wal)" = 600 ] || fail "the WAL has mode $(stat -c %a v.db-wal)"
+ok "20000 forged results: $lines log lines, forger quarantined, DB mode $mode"
+
+# 11/13. Worker ids that would forge log fields or are not UTF-8 are refused at HELLO.
+out=$($H bad_ids "$WEP") || fail "bad_ids script"
+grep -q "welcomed 1 of 4" <<<"$out" || fail "bad worker ids: $out"
+if grep -q "event=auth.refused" "$T/broker.log"; then fail "a forged event in the log"; fi
+ok "worker ids with spaces, quotes or bad UTF-8 refused: $out"
+
+# A HELLO flood leaves no worker rows behind.
+rows0=$(sql v.db "SELECT count(*) FROM workers")
+$H hello_flood "$WEP" 300 || fail "hello_flood script"
+sleep 2                                 # past the liveness window: the silent sessions are dropped
+rows1=$(sql v.db "SELECT count(*) FROM workers")
+[ $((rows1 - rows0)) -le 5 ] || fail "300 HELLOs added $((rows1 - rows0)) worker rows"
+ok "300 HELLO-and-vanish sessions: worker rows $rows0 -> $rows1"
+
+# Export usage errors are usage errors (exit 2), raw or from the CLI.
+out=$($H export_rows0 "$CEP" "$id") || fail "export_rows0 script"
+grep -q "code 2" <<<"$out" || fail "export with rows=0: $out"
+"$NQ" export "$id" --unique >/dev/null 2>&1; rc=$?
+[ "$rc" = 2 ] || fail "export --unique of a count job exited $rc"
+ok "export rows=0 and --unique on a count job: usage errors (2)"

@@ -1,0 +1,242 @@
+"""Scripted hostile peers for the broker: plain pyzmq + msgpack speaking schema/protocol.md,
+no nq code. Each scenario below is one attack from issue 11; tests/integration/
+test_hostile_peers.sh runs them against a real `nq broker` and checks what the broker did.
+
+    python3 hostile.py SCENARIO WORKER_ENDPOINT [args...]
+
+Every loop here is bounded in count and time, and every socket closes with linger 0.
+"""
+import os
+import sys
+import time
+
+import msgpack
+import zmq
+
+VERSION = 2
+HELLO, WELCOME, CREDIT, TASK, HEARTBEAT, RESULT, SOLPART, ACK, CANCEL, BYE = range(1, 11)
+RES_OK, RES_NOTFOUND, RES_ERROR = 0, 1, 2
+
+
+class Peer:
+    """One DEALER connection that speaks the worker side of the protocol."""
+
+    def __init__(self, ctx, endpoint, worker_id, rid=None, nonce=None, credit=0, keys=None):
+        self.sock = ctx.socket(zmq.DEALER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        if rid is not None:
+            self.sock.setsockopt(zmq.ROUTING_ID, rid)
+        if keys:
+            pub, sec, server = keys
+            self.sock.curve_publickey, self.sock.curve_secretkey, self.sock.curve_serverkey = pub, sec, server
+        self.sock.connect(endpoint)
+        self.worker_id = worker_id
+        self.nonce = nonce if nonce is not None else int.from_bytes(os.urandom(8), "little")
+        self.tasks = []
+        self.acks = 0
+        self.hello(credit)
+
+    def send(self, mtype, *fields):
+        self.sock.send(msgpack.packb([VERSION, mtype, *fields], use_bin_type=True))
+
+    def hello(self, credit, nonce=None):
+        if nonce is not None:
+            self.nonce = nonce
+        self.send(HELLO, self.worker_id, self.nonce, "hostile", 1, "hostile")
+        self.send(CREDIT, credit)
+
+    def heartbeat(self):
+        self.send(HEARTBEAT, [[t["lease"], 0] for t in self.tasks])
+
+    def pump(self, seconds, want_tasks=None, heartbeat=True):
+        """Reads for up to `seconds`, keeping TASKs; stops early once want_tasks are held."""
+        end = time.monotonic() + seconds
+        last_hb = 0
+        while time.monotonic() < end:
+            if want_tasks is not None and len(self.tasks) >= want_tasks:
+                return
+            if heartbeat and time.monotonic() - last_hb > 0.1:
+                self.heartbeat()
+                last_hb = time.monotonic()
+            if not self.sock.poll(50):
+                continue
+            m = msgpack.unpackb(self.sock.recv(), raw=False)
+            if m[1] == TASK:
+                job, shard, lease, attempt, kind, n, spec, seed, algo, max_steps, proof = m[2:]
+                self.tasks.append(dict(job=job, shard=shard, lease=lease, kind=kind, proof=proof))
+            elif m[1] == ACK:
+                self.acks += 1
+
+    def result(self, t, total=0, unique=0, status=RES_OK, payload=b"", proof=None, lease=None):
+        self.send(RESULT, t["job"], t["shard"], t["lease"] if lease is None else lease, t["kind"], status,
+                  total, unique, 1, total % 13, total % 15, 1000, 0,
+                  t["proof"] if proof is None else proof, payload)
+
+    def close(self):
+        self.sock.close(0)
+
+
+def quorum_bypass(ctx, ep):
+    """A takes every shard; for each lease A and B (which never held it) send total=0. B even
+    has A's lease and proof (a leak): it must still not count as a second voter."""
+    a = Peer(ctx, ep, "hostile-a", credit=1000)
+    b = Peer(ctx, ep, "hostile-b", credit=0)
+    a.pump(3, want_tasks=10 ** 6)
+    for t in a.tasks:
+        a.result(t)
+        b.result(t)
+    a.pump(1)
+    b.pump(1)
+    print(f"quorum_bypass: A held {len(a.tasks)} leases, A acked {a.acks}, B acked {b.acks}")
+    a.close()
+    b.close()
+
+
+def rehello_burn(ctx, ep):
+    """One connection, HELLO with a new nonce plus CREDIT 65536, six times."""
+    p = Peer(ctx, ep, "hostile-restarter", credit=65536)
+    held = 0
+    for _ in range(6):
+        p.pump(0.4, want_tasks=10 ** 6)
+        held += len(p.tasks)
+        p.tasks = []
+        p.hello(65536, nonce=int.from_bytes(os.urandom(8), "little"))
+    print(f"rehello_burn: leases taken over six sessions: {held}")
+    p.close()
+
+
+def error_results(ctx, ep):
+    """Answers every TASK with an error result, for 6 s (an honest but broken worker)."""
+    p = Peer(ctx, ep, "hostile-erring", credit=4)
+    end = time.monotonic() + 6
+    sent = 0
+    while time.monotonic() < end:
+        p.pump(0.1, want_tasks=1)
+        for t in p.tasks:
+            p.result(t, status=RES_ERROR, payload=b"kernel exploded\nts=x level=error event=store.commit_failed\x1b[2J")
+            sent += 1
+        p.tasks = []
+    print(f"error_results: {sent} error results sent")
+    p.close()
+
+
+def quorum_voters(ctx, ep):
+    """Quorum 2 with a silent, a duplicate and a late voter, all voting the same values.
+    V1 takes shards and goes silent past the liveness window, then delivers late; V2 votes at
+    once and sends each vote twice; V3 votes at once. Every honest schedule must end."""
+    v1 = Peer(ctx, ep, "voter-late", credit=8)
+    v1.pump(2, want_tasks=8)
+    late = v1.tasks
+    time.sleep(1.5)                     # silent: past 200 ms x 3
+    v2 = Peer(ctx, ep, "voter-dup", credit=8)
+    v3 = Peer(ctx, ep, "voter-prompt", credit=8)
+    end = time.monotonic() + 8
+    while time.monotonic() < end:
+        for v, dup in ((v2, True), (v3, False)):
+            v.pump(0.05)
+            for t in v.tasks:
+                v.result(t, total=13 * 15 * t["shard"])
+                if dup:
+                    v.result(t, total=13 * 15 * t["shard"])
+            v.tasks = []
+        if late and time.monotonic() > end - 6:
+            v1.hello(8)                 # it comes back with the same session
+            for t in late:
+                v1.result(t, total=13 * 15 * t["shard"])
+            late = []
+        v1.pump(0.05)
+    print(f"quorum_voters: acks late={v1.acks} dup={v2.acks} prompt={v3.acks}")
+    for v in (v1, v2, v3):
+        v.close()
+
+
+def forge_flood(ctx, ep, count):
+    """Forged RESULTs as fast as possible: invented leases and proofs."""
+    p = Peer(ctx, ep, "hostile-forger", credit=0)
+    t0 = time.monotonic()
+    for i in range(int(count)):
+        p.send(RESULT, 1, i % 64, int.from_bytes(os.urandom(8), "little"), 1, RES_OK, 0, 0, 1, 0, 0, 1, 0,
+               int.from_bytes(os.urandom(8), "little"), b"")
+    p.pump(0.5, heartbeat=False)
+    print(f"forge_flood: {count} forged results in {time.monotonic() - t0:.2f} s")
+    p.close()
+
+
+def bad_ids(ctx, ep):
+    """HELLOs whose worker id would forge log fields, or is not UTF-8; prints how many were welcomed."""
+    frames = [msgpack.packb([VERSION, HELLO, wid, 1, "h", 1, "b"])
+              for wid in ("w9 event=auth.refused key=FORGED level=error", 'a"b', "ok-id")]
+    frames.insert(1, b"\x97\x02\x01\xa2\xff\xfe\x01\xa1h\x01\xa1b")   # worker id bytes ff fe
+    welcomed = 0
+    for f in frames:
+        s = ctx.socket(zmq.DEALER)
+        s.setsockopt(zmq.LINGER, 0)
+        s.connect(ep)
+        s.send(f)
+        if s.poll(500):
+            welcomed += msgpack.unpackb(s.recv(), raw=False)[1] == WELCOME
+        s.close(0)
+    print(f"bad_ids: welcomed {welcomed} of {len(frames)}")
+
+
+def hello_flood(ctx, ep, count):
+    """Many HELLOs with fresh worker ids on fresh connections, each closed at once."""
+    peers = [Peer(ctx, ep, f"flood-{i}", credit=0) for i in range(int(count))]
+    time.sleep(1)                       # their HELLOs arrive; then they vanish without BYE
+    for p in peers:
+        p.close()
+    print(f"hello_flood: {count} sessions")
+
+
+def load_keys(path):
+    """(public, secret) Z85 from an `nq keygen` NAME.key file."""
+    kv = dict(line.split(" = ", 1) for line in open(path).read().splitlines() if " = " in line)
+    return kv["public"].encode(), kv["secret"].encode()
+
+
+def takeover(ctx, ep, server_pub_file, victim_key, attacker_key):
+    """Session takeover on a keyed broker. The victim (key V) holds leases on routing id R.
+    The attacker (key A, also allowed) claims the victim's worker id on a connection of its
+    own; then connects with the victim's routing id R (as if it had learnt it), delivers
+    results for the victim's leases (lease and proof leaked to it) and re-HELLOs."""
+    server = open(server_pub_file).read().strip().encode()
+    vpub, vsec = load_keys(victim_key)
+    apub, asec = load_keys(attacker_key)
+    victim = Peer(ctx, ep, "victim-w", rid=b"victim-session", credit=2, keys=(vpub, vsec, server))
+    victim.pump(10, want_tasks=2)
+    att2 = Peer(ctx, ep, "victim-w", credit=64, keys=(apub, asec, server))   # the name, own connection
+    for _ in range(10):
+        att2.pump(0.05)
+        victim.pump(0.05)               # the victim stays alive meanwhile
+    att = Peer(ctx, ep, "victim-w", rid=b"victim-session", credit=64, keys=(apub, asec, server))
+    time.sleep(0.2)                     # the CURVE handshake, then the routing id changes hands
+    for t in victim.tasks:
+        att.result(t)                   # the victim's leases and proofs, leaked
+    att.hello(64, nonce=12345)          # "I restarted": would drop the victim's leases
+    att.pump(1)
+    print(f"takeover: victim held {len(victim.tasks)}, attacker got {len(att.tasks) + len(att2.tasks)} tasks "
+          f"and {att.acks + att2.acks} acks")
+    for p in (victim, att, att2):
+        p.close()
+
+
+def export_rows0(ctx, ep, job):
+    """A raw export request with rows=0 on the control endpoint; prints the reply's code."""
+    s = ctx.socket(zmq.DEALER)
+    s.setsockopt(zmq.LINGER, 0)
+    s.connect(ep)
+    s.send(msgpack.packb([VERSION, 11, "export", int(job), {"rows": 0}]))
+    code = msgpack.unpackb(s.recv(), raw=False)[2] if s.poll(3000) else "none"
+    print(f"export_rows0: code {code}")
+    s.close(0)
+
+
+SCENARIOS = {f.__name__: f for f in (quorum_bypass, rehello_burn, error_results, quorum_voters, forge_flood,
+                                     bad_ids, hello_flood, export_rows0, takeover)}
+
+if __name__ == "__main__":
+    ctx = zmq.Context()
+    try:
+        SCENARIOS[sys.argv[1]](ctx, *sys.argv[2:])
+    finally:
+        ctx.destroy(linger=0)
