@@ -1441,21 +1441,27 @@ int store_meta_set(nq_store_t *s, const char *key, const char *val)
     return tx_leave(s, own, rc);
 }
 
-int store_worker_flag(nq_store_t *s, const char *id)
+/* Runs statement `which` on the workers row `id`, inside the open transaction or its own. */
+static int worker_exec(nq_store_t *s, int which, const char *id, const char *op)
 {
     if (!id || !*id)
         return -1;
     int own;
     if (tx_enter(s, &own) != 0)
         return -1;
-    sqlite3_stmt *q = stmt(s, Q_WORKER_FLAG);
+    sqlite3_stmt *q = stmt(s, which);
     int rc = -1;
     if (q) {
         sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
         int e = run_done(q);
-        rc = e ? db_fail(s, "worker.flag", e) : 0;
+        rc = e ? db_fail(s, op, e) : 0;
     }
     return tx_leave(s, own, rc);
+}
+
+int store_worker_flag(nq_store_t *s, const char *id)
+{
+    return worker_exec(s, Q_WORKER_FLAG, id, "worker.flag");
 }
 
 int store_worker_seen(nq_store_t *s, const char *id, const char *host, const char *key, uint32_t threads)
@@ -1482,17 +1488,7 @@ int store_worker_seen(nq_store_t *s, const char *id, const char *host, const cha
 
 int store_worker_forget_idle(nq_store_t *s, const char *id)
 {
-    int own;
-    if (tx_enter(s, &own) != 0)
-        return -1;
-    sqlite3_stmt *q = stmt(s, Q_WORKER_FORGET);
-    int rc = -1;
-    if (q) {
-        sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-        int e = run_done(q);
-        rc = e ? db_fail(s, "worker.forget", e) : 0;
-    }
-    return tx_leave(s, own, rc);
+    return worker_exec(s, Q_WORKER_FORGET, id, "worker.forget");
 }
 
 int store_worker_key_ok(nq_store_t *s, const char *id, const char *key)

@@ -193,26 +193,12 @@ static void fld_set(nq_msg_t *m, const field_t *f, uint64_t v)   /* v already ra
    in JSON and in a Prometheus label as it is. */
 static bool text_ok(const char *s, size_t len)
 {
-    const unsigned char *p = (const unsigned char *)s, *end = p + len;
-    while (p < end) {
-        unsigned c = *p++;
-        if (c < 0x80) {
-            if (c < 0x20 || c == 0x7f)
-                return false;
-            continue;
-        }
-        int more = c >= 0xf0 ? 3 : c >= 0xe0 ? 2 : c >= 0xc0 ? 1 : -1;
-        if (more < 0 || c > 0xf4 || end - p < more)
+    for (size_t i = 0; i < len;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = nq_utf8_len(s + i, len - i);
+        if (k == 0 || c < 0x20 || c == 0x7f || (k == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0))
             return false;
-        uint32_t cp = c & (0x3fu >> more);
-        for (int i = 0; i < more; i++, p++) {
-            if ((*p & 0xc0) != 0x80)
-                return false;
-            cp = cp << 6 | (*p & 0x3fu);
-        }
-        static const uint32_t least[4] = { 0, 0x80, 0x800, 0x10000 };
-        if (cp < least[more] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp < 0xa0))
-            return false;
+        i += k;
     }
     return true;
 }

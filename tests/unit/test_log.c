@@ -40,25 +40,6 @@ static size_t count_char(const char *s, char c)
     return k;
 }
 
-/* Strictly valid UTF-8 (no overlongs, surrogates, > U+10FFFF). */
-static int valid_utf8(const unsigned char *s, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i];
-        size_t k = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3
-                 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
-        if (!k || i + k > n)
-            return 0;
-        for (size_t j = 1; j < k; j++)
-            if ((s[i + j] & 0xc0) != 0x80)
-                return 0;
-        if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] > 0x9f) ||
-            (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] > 0x8f))
-            return 0;
-        i += k;
-    }
-    return 1;
-}
 
 /* One line: ends in '\n', no other byte < 0x20, no DEL, no C1, valid UTF-8. */
 static int one_clean_line(const char *s)
@@ -71,7 +52,7 @@ static int one_clean_line(const char *s)
         if (c < 0x20 || c == 0x7f || (c == 0xc2 && (unsigned char)s[i + 1] < 0xa0))
             return 0;
     }
-    return valid_utf8((const unsigned char *)s, n);
+    return t_valid_utf8((const unsigned char *)s, n);
 }
 
 /* ---- fields of a line ------------------------------------------------------------------ */
@@ -302,7 +283,7 @@ static void test_quote_api(void)
         const char *q = nq_log_qs(b, len, evil_reason);
         size_t n = strlen(q);
         int ok = n < len && n >= 2 && q[0] == '"' && q[n - 1] == '"' &&
-                 valid_utf8((const unsigned char *)q, n);
+                 t_valid_utf8((const unsigned char *)q, n);
         for (size_t i = 0; i < n; i++)
             ok &= (unsigned char)q[i] >= 0x20 && q[i] != 0x7f;
         bad_cuts += !ok;

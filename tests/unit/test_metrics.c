@@ -155,25 +155,6 @@ static void test_render_escapes_and_special_floats(void)
 }
 
 
-/* Strictly valid UTF-8 (no overlongs, surrogates, > U+10FFFF). */
-static int valid_utf8(const unsigned char *s, size_t n)
-{
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i];
-        size_t k = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3
-                 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
-        if (!k || i + k > n)
-            return 0;
-        for (size_t j = 1; j < k; j++)
-            if ((s[i + j] & 0xc0) != 0x80)
-                return 0;
-        if ((c == 0xe0 && s[i + 1] < 0xa0) || (c == 0xed && s[i + 1] > 0x9f) ||
-            (c == 0xf0 && s[i + 1] < 0x90) || (c == 0xf4 && s[i + 1] > 0x8f))
-            return 0;
-        i += k;
-    }
-    return 1;
-}
 
 static int name_char(char c, int first)
 {
@@ -192,7 +173,7 @@ static int exposition_bad_line(const char *t)
 {
     char family[128] = "";
     int lineno = 0;
-    if (!valid_utf8((const unsigned char *)t, strlen(t)))
+    if (!t_valid_utf8((const unsigned char *)t, strlen(t)))
         return -1;
     for (const char *p = t; *p;) {
         const char *nl = strchr(p, '\n');
