@@ -1,6 +1,6 @@
 /* The control endpoint: clients' requests, answered from the store. */
 #include "broker_impl.h"
-#include "cli.h"
+#include "nq.h"
 #include "control.h"
 #include "log.h"
 #include "shard.h"

@@ -5,7 +5,7 @@
 #define _GNU_SOURCE   /* open_memstream */
 #include "metrics.h"
 
-#include "cli.h"
+#include "errf.h"
 #include "log.h"
 
 #include <arpa/inet.h>

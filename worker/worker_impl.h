@@ -1,9 +1,10 @@
 /*
  * The worker's private parts:
- *   worker.c   the socket loop: hello, credit, tasks, acks, heartbeats, reconnects
+ *   worker.c   the socket loop: hello, credit, tasks, acks, heartbeats, reconnects, and the
+ *              outbox (results kept until the broker acknowledges them)
  *   pool.c     the compute threads and the tasks they run
  *   run_task.c one task through its kernel (count, solve, enumerate)
- *   outbox.c   results kept until the broker acknowledges them
+ * Its command (nq worker) is common/cli/cmd_worker.c.
  */
 #ifndef NQ_WORKER_IMPL_H
 #define NQ_WORKER_IMPL_H

@@ -6,7 +6,7 @@
  */
 #include "t.h"
 #include "count_search.h"
-#include "proto.h"
+#include "nq.h"
 
 typedef struct {
     uint64_t total, unique, nodes;
@@ -20,7 +20,8 @@ static outcome_t run(int simd, const nq_plan_t *plan, const nq_kernel_ctl_t *ctl
     outcome_t o;
     memset(&acc, 0, sizeof acc);
     acc.plan = &pl;
-    o.rc = simd ? search_simd(&pl, &acc, ctl, &o.nodes) : search_scalar(&pl, &acc, ctl, &o.nodes);
+    /* "simd" goes through the picker: the vector kernel, or the scalar one where it declines */
+    o.rc = simd ? search_fast(&pl, &acc, ctl, &o.nodes) : search_scalar(&pl, &acc, ctl, &o.nodes);
     o.total = acc.tally.total;
     o.unique = acc.unique;
     o.r13 = acc.tally.r13;
@@ -103,7 +104,8 @@ static void test_kernels_agree_on_every_shard(void)
     T_CHECK(rare > 10);   /* the scalar pass for rare cells was exercised */
 }
 
-/* Fewer than 4 free rows is the scalar kernel's case; search_simd must still be exact there. */
+/* Fewer than 4 free rows is the scalar kernel's case: search_simd declines it, untouched, and
+   the picker (search_fast) is still exact there. */
 static void test_small_plans_fall_back(void)
 {
     char err[256];
@@ -117,6 +119,13 @@ static void test_small_plans_fall_back(void)
             nq_plan_t pl;
             plan_of(s, i, 0, &d, &pl);
             if (pl.m >= 2 && pl.m < 4) {
+                nq_plan_t p2 = pl;
+                nq_count_acc_t acc;
+                uint64_t nodes = 0;
+                memset(&acc, 0, sizeof acc);
+                acc.plan = &p2;
+                T_CHECK(search_simd(&p2, &acc, NULL, &nodes) == NQ_SIMD_DECLINED && nodes == 0 &&
+                        acc.tally.total == 0);
                 compare(&pl, n, n - 2, i, "small", &rare);
                 small++;
             }

@@ -24,12 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
+#include "solstore.h"
 #include "log.h"
 #include "migrations.h"
 
 #define NQ_APPLICATION_ID  0x6E715144    /* "nqQD": marks an nq database (PRAGMA application_id) */
 #define STORE_BUSY_MS      5000
-#define STORE_INLINE_MAX_N 100000u       /* solve: permutations up to this N live in the DB */
 #define EACH_CHUNK         256           /* shards read per step of store_shards_each */
 
 /* The cached statements, one per thing the store does. */
@@ -206,12 +207,6 @@ static int name_index(const char *const *names, int count, const unsigned char *
 
 /* ---------------------------------------------------------------- small helpers */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static sqlite3_int64 i64(uint64_t v) { return (sqlite3_int64)v; }   /* the bit pattern */
 static uint64_t col_u64(sqlite3_stmt *q, int i) { return (uint64_t)sqlite3_column_int64(q, i); }
@@ -504,7 +499,7 @@ static int migrate_one(nq_store_t *s, const nq_migration_t *m, char *err, size_t
         if (rc == SQLITE_OK) {
             sqlite3_bind_int(q, 1, m->version);
             sqlite3_bind_text(q, 2, m->name, -1, SQLITE_STATIC);
-            sqlite3_bind_double(q, 3, now_s());
+            sqlite3_bind_double(q, 3, nq_wall());
             rc = sqlite3_step(q) == SQLITE_DONE ? SQLITE_OK : sqlite3_errcode(s->db);
             sqlite3_finalize(q);
         }
@@ -745,7 +740,7 @@ static int job_insert(nq_store_t *s, const nq_job_spec_t *j, uint64_t nshards, u
     sqlite3_bind_int64(q, 11, j->max_attempts);
     sqlite3_bind_int64(q, 12, j->quorum);
     sqlite3_bind_int64(q, 13, i64(nshards));
-    sqlite3_bind_double(q, 14, now_s());
+    sqlite3_bind_double(q, 14, nq_wall());
     int rc = run_done(q);
     if (rc)
         return db_fail(s, "job.insert", rc);
@@ -913,7 +908,7 @@ int store_job_set_state(nq_store_t *s, uint64_t id, nq_job_state_t st)
     if (q) {
         sqlite3_bind_int64(q, 1, i64(id));
         sqlite3_bind_text(q, 2, job_state_names[st], -1, SQLITE_STATIC);
-        sqlite3_bind_double(q, 3, now_s());
+        sqlite3_bind_double(q, 3, nq_wall());
         int e = run_done(q);
         rc = e ? db_fail(s, "job.set_state", e) : (sqlite3_changes(s->db) == 1 ? 0 : 1);
     }
@@ -1073,7 +1068,7 @@ int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease,
         sqlite3_bind_int64(q, 3, i64(lease));
         if (worker)
             sqlite3_bind_text(q, 4, worker, -1, SQLITE_STATIC);
-        sqlite3_bind_double(q, 5, now_s());
+        sqlite3_bind_double(q, 5, nq_wall());
         int e = run_done(q);
         rc = e ? db_fail(s, "shard.lease", e) : (sqlite3_changes(s->db) == 1 ? 0 : 1);
     }
@@ -1193,7 +1188,7 @@ static int worker_credit(nq_store_t *s, const char *worker, uint64_t nodes, doub
     if (!(q = stmt(s, Q_WORKER_CREDIT)))
         return -1;
     sqlite3_bind_text(q, 1, worker, -1, SQLITE_STATIC);
-    sqlite3_bind_double(q, 2, now_s());
+    sqlite3_bind_double(q, 2, nq_wall());
     sqlite3_bind_int64(q, 3, i64(rc == SQLITE_ROW ? sum : nodes));
     sqlite3_bind_double(q, 4, seconds);
     rc = run_done(q);
@@ -1206,7 +1201,7 @@ static int worker_conflict(nq_store_t *s, const char *worker)
     if (!q)
         return -1;
     sqlite3_bind_text(q, 1, worker, -1, SQLITE_STATIC);
-    sqlite3_bind_double(q, 2, now_s());
+    sqlite3_bind_double(q, 2, nq_wall());
     int rc = run_done(q);
     return rc ? db_fail(s, "worker.conflict", rc) : 0;
 }
@@ -1271,7 +1266,7 @@ static int put_solution(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c,
         sqlite3_bind_text(q, 7, path, -1, SQLITE_STATIC);
     else
         sqlite3_bind_blob(q, 6, r->payload, (int)r->payload_len, SQLITE_STATIC);
-    sqlite3_bind_double(q, 8, now_s());
+    sqlite3_bind_double(q, 8, nq_wall());
     int rc = run_done(q);
     return rc ? db_fail(s, "result.solution", rc) : 0;
 }
@@ -1295,7 +1290,7 @@ static int put_first(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
     if (worker)
         sqlite3_bind_text(q, 10, worker, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 11, i64(r->lease));
-    sqlite3_bind_double(q, 12, now_s());
+    sqlite3_bind_double(q, 12, nq_wall());
     int rc = run_done(q);
     if (rc)
         return db_fail(s, "result.first", rc);
@@ -1375,7 +1370,7 @@ static int put_args_ok(const nq_result_t *r, const char *worker, const char *sol
         return 0;
     if (sol_path && *sol_path)
         return 1;
-    return r->payload_len >= 4 && r->payload_len % 4 == 0 && r->payload_len / 4 <= STORE_INLINE_MAX_N;
+    return r->payload_len >= 4 && r->payload_len % 4 == 0 && r->payload_len / 4 <= NQ_SOL_INLINE_MAX;
 }
 
 int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
@@ -1479,7 +1474,7 @@ int store_worker_seen(nq_store_t *s, const char *id, const char *host, const cha
         if (key && *key)
             sqlite3_bind_text(q, 3, key, -1, SQLITE_STATIC);
         sqlite3_bind_int64(q, 4, threads);
-        sqlite3_bind_double(q, 5, now_s());
+        sqlite3_bind_double(q, 5, nq_wall());
         int e = run_done(q);
         rc = e ? db_fail(s, "worker.seen", e) : 0;
     }

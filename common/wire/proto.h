@@ -12,13 +12,14 @@
 #ifndef NQ_PROTO_H
 #define NQ_PROTO_H
 
+#include "nq.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <msgpack.h>
 
 #define NQ_PROTO_VERSION      2            /* 2: TASK, RESULT and SOLPART carry a lease proof */
 #define NQ_MAX_FRAME          (64u << 20)  /* bytes; also ZMQ_MAXMSGSIZE on every socket */
-#define NQ_MAX_SPEC           256          /* shard descriptor bytes in a TASK */
 #define NQ_MAX_PAYLOAD        (48u << 20)  /* RESULT payload / SOLPART data bytes */
 #define NQ_MAX_HEARTBEAT_ITEMS 4096        /* leases reported in one HEARTBEAT */
 #define NQ_MAX_CTL_PARAMS     32           /* key/value pairs in a control request */
@@ -42,7 +43,6 @@ typedef enum {
     NQ_MSG_TYPE_MAX
 } nq_msg_type_t;
 
-typedef enum { NQ_KIND_COUNT = 1, NQ_KIND_SOLVE = 2, NQ_KIND_ENUMERATE = 3 } nq_kind_t;
 
 /* RESULT status. */
 enum { NQ_RES_OK = 0, NQ_RES_NOTFOUND = 1, NQ_RES_ERROR = 2 };

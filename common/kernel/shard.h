@@ -39,12 +39,12 @@
 #ifndef NQ_SHARD_H
 #define NQ_SHARD_H
 
+#include "nq.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
 #define NQ_SHARD_ENCODING 1
-#define NQ_SHARD_MAX_N    32
-#define NQ_ENUM_MAX_N     16
 #define NQ_SHARD_BORDER_MIN_N 4      /* below: the plain mode */
 #define NQ_SHARD_MAX_LIST (64u << 20) /* shards_new refuses to list more than this */
 

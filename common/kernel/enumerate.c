@@ -2,7 +2,7 @@
 #include "enumerate.h"
 #include "count_d4.h"
 #include "count_search.h"
-#include "proto.h"
+#include "nq.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -8,7 +8,7 @@
  * the connection has none open) so a document is one consistent snapshot even
  * while the broker writes.
  *
- * Documents are msgpack maps with string keys (common/render.h prints them).
+ * Documents are msgpack maps with string keys (common/cli/render.h prints them).
  * A 128-bit number is a plain uint when it fits 64 bits, else msgpack EXT type
  * QUERY_EXT_U128 with 16 bytes little-endian (query_pack_u128).
  *
@@ -97,7 +97,7 @@ int query_export(sqlite3 *db, uint64_t id, uint64_t cursor, uint32_t max_rows, i
 /*
  * The index-th (0-based, by found_at) solution of a solve job: *cols gets a
  * malloc'd permutation of *n entries (caller frees). Inline solutions come from
- * the DB; large ones from the solution file (common/solfile.h) whose path,
+ * the DB; large ones from the solution file (common/kernel/solfile.h) whose path,
  * relative to db_dir (the DB's folder), the row names; an absolute path or one
  * with ".." is refused as damaged data.
  */

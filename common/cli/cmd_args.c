@@ -116,7 +116,7 @@ int cmd_args_job(const char *cmd, nq_cmd_args_t *a)
     int kind = store_kind_parse(a->pos[0]);
     if (kind < 0)
         return cli_usage_error(cmd, "unknown kind '%s': count, solve or enumerate", a->pos[0]);
-    uint64_t n, max = kind == NQ_KIND_COUNT ? 32 : kind == NQ_KIND_ENUMERATE ? 16 : NQ_SOLVE_MAX_N;
+    uint64_t n, max = kind == NQ_KIND_COUNT ? NQ_SHARD_MAX_N : kind == NQ_KIND_ENUMERATE ? NQ_ENUM_MAX_N : NQ_SOLVE_MAX_N;
     uint64_t min = kind == NQ_KIND_SOLVE ? 4 : 1;
     char what[32];
     snprintf(what, sizeof what, "N for %s", a->pos[0]);

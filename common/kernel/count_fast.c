@@ -1,6 +1,6 @@
 /*
  * The scalar hot loop of count_shard: every border shard goes through
- * search_fast (the bottom-up pass of count_flipped too); only plain mode
+ * search_fast in count.c (the bottom-up pass of count_flipped too); only plain mode
  * (n <= 3) and shards with fewer than 2 free rows take search_leaves. On a
  * CPU with AVX-512, search_fast hands shards with 4 or more free rows to
  * count_simd.c (about 10x faster); this loop is the portable kernel, the
@@ -26,7 +26,6 @@
 #include "count_search.h"
 #include "count_d4.h"
 
-#define NQ_D4_SIZE_W8 NQ_D4_SIZE   /* the weight of a border configuration with no symmetry */
 
 typedef struct { uint32_t open, col, dl, dr; } fast_level_t;
 
@@ -104,23 +103,6 @@ fast_last2(fast_ctx_t *cx, uint32_t open, uint32_t col, uint32_t dl, uint32_t dr
     }
     *nodes += all;
     return sols;
-}
-
-/* Publishes progress, flushes the weight-8 solutions into the tally, polls cancel: 0, 2 cancelled, -1 overflow. */
-int count_poll(nq_count_acc_t *acc, uint64_t *sols, uint64_t nodes, const nq_kernel_ctl_t *ctl)
-{
-    uint64_t w;
-    if (__builtin_mul_overflow(*sols, (uint64_t)NQ_D4_SIZE_W8, &w) || count_tally_add(&acc->tally, w))
-        return -1;
-    acc->unique += *sols;
-    *sols = 0;
-    if (!ctl)
-        return 0;
-    if (ctl->progress)
-        atomic_store_explicit(ctl->progress, acc->plan->node_base + nodes, memory_order_relaxed);
-    if (ctl->cancel && atomic_load_explicit(ctl->cancel, memory_order_relaxed))
-        return 2;
-    return 0;
 }
 
 /* Level m-3 with its open cells: each queen there leads to fast_last2 for the last two levels. */
@@ -255,9 +237,4 @@ int search_scalar(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl
         return fast_bmi2(pl, acc, ctl, nodes);
 #endif
     return fast_plain(pl, acc, ctl, nodes);
-}
-
-int search_fast(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
-{
-    return search_simd(pl, acc, ctl, nodes);   /* the scalar kernel where it cannot run */
 }

@@ -9,6 +9,8 @@
  * (SQLite's SUM would overflow at 2^63).
  */
 #include "query.h"
+#include "store.h"
+#include "clock.h"
 
 #include "enumerate.h"
 #include "solfile.h"
@@ -154,19 +156,10 @@ static int doc_run(sqlite3 *db, doc_fn fn, void *args, msgpack_packer *out, char
     return rc;
 }
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* ---- the job document ---- */
 
-enum { ST_PENDING, ST_LEASED, ST_DONE, ST_FAILED, ST_CONFLICT, ST_CANCELLED, ST_COUNT };
-static const char *const shard_states[ST_COUNT] = {
-    "pending", "leased", "done", "failed", "conflict", "cancelled"
-};
+#define ST_COUNT (NQ_SHARD_CANCELLED + 1)   /* shard states, named by store_shard_state_name */
 
 typedef struct {
     uint64_t id, n;
@@ -228,12 +221,12 @@ static int job_scan(sqlite3 *db, qjob_t *j, char *err, size_t errlen)
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *s = (const char *)sqlite3_column_text(st, 0);
         int k = 0;
-        while (s && k < ST_COUNT && strcmp(s, shard_states[k]) != 0)
+        while (s && k < ST_COUNT && strcmp(s, store_shard_state_name((nq_shard_state_t)k)) != 0)
             k++;
         if (!s || k == ST_COUNT)
             continue;   /* the schema's CHECK keeps other states out */
         j->shards[k]++;
-        if (k != ST_DONE)
+        if (k != NQ_SHARD_DONE)
             continue;
         j->total += (uint64_t)sqlite3_column_int64(st, 1);
         j->unique += (uint64_t)sqlite3_column_int64(st, 2);
@@ -290,15 +283,15 @@ static void pk_progress(msgpack_packer *pk, const qjob_t *j)
 {
     double elapsed = 0, rate = 0;
     if (j->has_started) {
-        double end = j->has_finished ? j->finished : now_seconds();
+        double end = j->has_finished ? j->finished : nq_wall();
         elapsed = end > j->started ? end - j->started : 0;
     }
     if (elapsed > 0)
-        rate = (double)j->shards[ST_DONE] / elapsed;
+        rate = (double)j->shards[NQ_SHARD_DONE] / elapsed;
     pk_str(pk, "elapsed"); msgpack_pack_double(pk, elapsed);
     pk_str(pk, "rate"); msgpack_pack_double(pk, rate);
     pk_str(pk, "eta");
-    uint64_t left = j->shards_total > j->shards[ST_DONE] ? j->shards_total - j->shards[ST_DONE] : 0;
+    uint64_t left = j->shards_total > j->shards[NQ_SHARD_DONE] ? j->shards_total - j->shards[NQ_SHARD_DONE] : 0;
     if (strcmp(j->state, "done") == 0)
         msgpack_pack_double(pk, 0);
     else if (strcmp(j->state, "running") == 0 && rate > 0)
@@ -340,7 +333,7 @@ static void pk_job_pairs(msgpack_packer *pk, const qjob_t *j)
     } else if (strcmp(j->kind, "solve") == 0) {
         pk_str(pk, "algo"); pk_str(pk, j->algo);
         pk_str(pk, "solutions_found"); msgpack_pack_uint64(pk, j->solutions_found);
-        pk_str(pk, "seeds_done"); msgpack_pack_uint64(pk, j->shards[ST_DONE]);
+        pk_str(pk, "seeds_done"); msgpack_pack_uint64(pk, j->shards[NQ_SHARD_DONE]);
     } else if (strcmp(j->kind, "enumerate") == 0) {
         pk_str(pk, "solutions"); query_pack_u128(pk, j->total);
     }

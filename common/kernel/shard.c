@@ -2,7 +2,7 @@
 #include "shard.h"
 #include "count_d4.h"
 #include "errf.h"
-#include "proto.h"
+#include "nq.h"
 
 #include <math.h>
 #include <stdio.h>

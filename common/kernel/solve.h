@@ -12,11 +12,12 @@
 #ifndef NQ_SOLVE_H
 #define NQ_SOLVE_H
 
+#include "nq.h"
+
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define NQ_SOLVE_MAX_N 1000000000ull   /* the largest N any method takes (a solve job's limit); broker/cmd_args.h has the same */
 
 typedef struct {
     uint64_t max_steps;            /* 0 = the method's default limit */

@@ -3,8 +3,6 @@
 
 #include <string.h>
 
-int cmd_bench_count(int argc, char **argv);   /* bench_count.c */
-int cmd_bench_solve(int argc, char **argv);   /* bench_solve.c */
 
 int cmd_bench(int argc, char **argv)
 {

@@ -2,7 +2,7 @@
 #include "count_search.h"
 #include "errf.h"
 #include "count_d4.h"
-#include "proto.h"
+#include "nq.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -86,7 +86,30 @@ void levels_init(nq_levels_t *lv, const nq_plan_t *pl)
     lv->leaf8 = pl->leaf8;
 }
 
-/* ---- polling ---- */
+/* ---- polling: one way for every kernel to publish progress and hear a cancel ---- */
+
+/* Publishes nodes searched so far; 2 when the task was cancelled, else 0. */
+static int ctl_publish(const nq_kernel_ctl_t *ctl, uint64_t nodes)
+{
+    if (!ctl)
+        return 0;
+    if (ctl->progress)
+        atomic_store_explicit(ctl->progress, nodes, memory_order_relaxed);
+    if (ctl->cancel && atomic_load_explicit(ctl->cancel, memory_order_relaxed))
+        return 2;
+    return 0;
+}
+
+int count_poll(nq_count_acc_t *acc, uint64_t *sols, uint64_t nodes, const nq_kernel_ctl_t *ctl)
+{
+    uint64_t w;
+    /* weight-8 solutions: a border configuration with no symmetry stands for 8 boards */
+    if (__builtin_mul_overflow(*sols, (uint64_t)NQ_D4_SIZE, &w) || count_tally_add(&acc->tally, w))
+        return -1;
+    acc->unique += *sols;
+    *sols = 0;
+    return ctl_publish(ctl, acc->plan->node_base + nodes);
+}
 
 typedef struct {
     const nq_kernel_ctl_t *ctl;
@@ -97,13 +120,14 @@ typedef struct {
 static int poll_now(poll_t *p, uint64_t nodes)
 {
     p->next = nodes + NQ_KERNEL_POLL_NODES;
-    if (!p->ctl)
-        return 0;
-    if (p->ctl->progress)
-        atomic_store_explicit(p->ctl->progress, p->base + nodes, memory_order_relaxed);
-    if (p->ctl->cancel && atomic_load_explicit(p->ctl->cancel, memory_order_relaxed))
-        return 2;
-    return 0;
+    return ctl_publish(p->ctl, p->base + nodes);
+}
+
+/* The one place that picks the counting kernel: the vector one where it runs, else scalar. */
+int search_fast(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
+{
+    int rc = search_simd(pl, acc, ctl, nodes);
+    return rc == NQ_SIMD_DECLINED ? search_scalar(pl, acc, ctl, nodes) : rc;
 }
 
 /* ---- every solution, one by one (unique checks, enumeration) ---- */

@@ -5,6 +5,7 @@
  */
 #include "render.h"
 
+#include "query.h"
 #include "u128.h"
 
 #include <inttypes.h>
@@ -13,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#define EXT_U128 1   /* broker/query.h QUERY_EXT_U128: the wire format of a 128-bit number */
+#define EXT_U128 QUERY_EXT_U128   /* the wire form of a 128-bit number (broker/store/query.h) */
 
 /* ---- lookups ---- */
 

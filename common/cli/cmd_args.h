@@ -5,7 +5,6 @@
 #include "client.h"
 #include "proto.h"
 
-#define NQ_SOLVE_MAX_N 1000000000ull   /* the largest N a solve job takes (and a solution can have) */
 
 typedef struct {
     nq_client_opts_t client;

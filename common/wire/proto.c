@@ -25,7 +25,7 @@
 
 static bool text_ok(const char *s, size_t len);
 
-#define NQ_MAX_N 1000000000ULL   /* largest board: n, sol_n and SOLPART rows stay within it */
+#define NQ_MAX_N NQ_SOLVE_MAX_N   /* largest board: n, sol_n and SOLPART rows stay within it */
 
 /* ---------------------------------------------------------------------------
  * Field tables

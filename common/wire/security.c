@@ -1,11 +1,10 @@
-/* CURVE keys, the ZAP allow-list handler, and handshake monitoring. */
+/* CURVE keys (load, generate, set up sockets) and handshake monitoring; the ZAP allow-list
+   handler is security_zap.c. */
 #include "security.h"
 #include "log.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

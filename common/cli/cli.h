@@ -11,9 +11,11 @@
 #ifndef NQ_CLI_H
 #define NQ_CLI_H
 
+#include "errf.h"
+#include "nq.h"
+
 #include <stdint.h>
 
-enum { NQ_EXIT_OK = 0, NQ_EXIT_NO = 1, NQ_EXIT_USAGE = 2, NQ_EXIT_ERROR = 3 };
 
 typedef int (*nq_cmd_fn)(int argc, char **argv);   /* argv[0] is the command name */
 
@@ -53,27 +55,26 @@ int cli_parse_u64(const char *cmd, const char *what, const char *s,
 int cli_count_n(const char *cmd, int argc, char **argv, uint64_t *n);
 int cli_count_bad_option(const char *cmd, char **argv, uint64_t *n);
 
-/* The same without printing: 0 ok, -1 bad. */
-int nq_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
-
-/* Every command of the program, for dispatch and help (defined in main.c). */
+/* Every command of the program, for dispatch and help (defined in commands.c). */
 extern const nq_cmd_t nq_commands[];
 
-/* The commands, one file each. */
-int cmd_bench(int argc, char **argv);      /* common/cmd_bench.c */
-int cmd_estimate(int argc, char **argv);   /* common/cmd_estimate.c */
-int cmd_verify(int argc, char **argv);     /* common/cmd_verify.c */
-int cmd_keygen(int argc, char **argv);     /* common/cmd_keygen.c */
-int cmd_run(int argc, char **argv);        /* broker/cmd_run.c */
-int cmd_broker(int argc, char **argv);     /* broker/cmd_broker.c */
-int cmd_worker(int argc, char **argv);     /* worker/cmd_worker.c */
-int cmd_submit(int argc, char **argv);     /* broker/cmd_client.c */
+/* The commands, one file each (here, in common/cli/). */
+int cmd_bench(int argc, char **argv);      /* cmd_bench.c: bench count | bench solve */
+int cmd_bench_count(int argc, char **argv);   /* bench_count.c */
+int cmd_bench_solve(int argc, char **argv);   /* bench_solve.c */
+int cmd_estimate(int argc, char **argv);   /* cmd_estimate.c */
+int cmd_verify(int argc, char **argv);     /* cmd_verify.c */
+int cmd_keygen(int argc, char **argv);     /* cmd_keygen.c */
+int cmd_run(int argc, char **argv);        /* cmd_run.c */
+int cmd_broker(int argc, char **argv);     /* cmd_broker.c */
+int cmd_worker(int argc, char **argv);     /* cmd_worker.c */
+int cmd_submit(int argc, char **argv);     /* cmd_client.c, with status ... retry */
 int cmd_status(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_workers(int argc, char **argv);
 int cmd_cancel(int argc, char **argv);
 int cmd_retry(int argc, char **argv);
-int cmd_result(int argc, char **argv);     /* broker/cmd_result.c */
+int cmd_result(int argc, char **argv);     /* cmd_result.c, with export */
 int cmd_export(int argc, char **argv);
 
 #endif

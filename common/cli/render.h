@@ -1,5 +1,5 @@
 /*
- * Printing query documents (broker/query.h): as JSON for --json, as human text
+ * Printing query documents (broker/store/query.h): as JSON for --json, as human text
  * otherwise, and export pages as CSV or a streamed JSON array.
  *
  * The human renderers never trust a document: a key that is missing or of an

@@ -293,10 +293,10 @@ SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count
 int search_simd(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
 {
     if (pl->m < 4 || !count_simd_available())
-        return search_scalar(pl, acc, ctl, nodes);
+        return NQ_SIMD_DECLINED;
     simd_level_t *lv = calloc((size_t)pl->m, sizeof *lv);
     if (!lv)
-        return search_scalar(pl, acc, ctl, nodes);
+        return NQ_SIMD_DECLINED;
     int rc = simd_body(pl, lv, acc, ctl, nodes);
     free(lv);
     if (rc != 0 || !pl->leafx)
@@ -316,7 +316,8 @@ int count_simd_available(void) { return 0; }
 
 int search_simd(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
 {
-    return search_scalar(pl, acc, ctl, nodes);
+    (void)pl; (void)acc; (void)ctl; (void)nodes;
+    return NQ_SIMD_DECLINED;
 }
 
 #endif
