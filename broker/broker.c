@@ -1,5 +1,6 @@
 /* The broker's loop: sockets, message dispatch, timers. */
 #include "broker_impl.h"
+#include "errf.h"
 #include "clock.h"
 #include "log.h"
 #include "metrics.h"
@@ -71,18 +72,18 @@ static int broker_check_config(const nq_broker_cfg_t *c, char *err, size_t errle
 {
     char pub[41], sec[41];
     if (!c->key_file && !c->insecure && !security_endpoint_is_local(c->bind))
-        return snprintf(err, errlen, "refusing to bind %s without keys: give --key and --authorized-keys "
-                        "(see 'nq keygen'), or --insecure to accept any worker", c->bind), -1;
+        return nq_errf(err, errlen, "refusing to bind %s without keys: give --key and --authorized-keys "
+                       "(see 'nq keygen'), or --insecure to accept any worker", c->bind);
     if (!c->key_file && !c->insecure && !security_endpoint_is_local(c->control))
-        return snprintf(err, errlen, "refusing to bind the control endpoint %s without keys: anyone could "
-                        "submit and cancel jobs; give --key and --authorized-keys, or --insecure", c->control), -1;
+        return nq_errf(err, errlen, "refusing to bind the control endpoint %s without keys: anyone could "
+                       "submit and cancel jobs; give --key and --authorized-keys, or --insecure", c->control);
     if (c->key_file && !c->authorized)
-        return snprintf(err, errlen, "--key needs --authorized-keys (CURVE without an allow-list admits "
-                        "any key pair)"), -1;
+        return nq_errf(err, errlen, "--key needs --authorized-keys (CURVE without an allow-list admits "
+                       "any key pair)");
     if (c->key_file && security_load_key(c->key_file, pub, sec, err, errlen) != 0)
         return -1;
     if (c->key_file && !sec[0])
-        return snprintf(err, errlen, "%s has no secret key: give the broker its .key file", c->key_file), -1;
+        return nq_errf(err, errlen, "%s has no secret key: give the broker its .key file", c->key_file);
     if (c->metrics && metrics_addr_check(c->metrics, err, errlen) != 0)
         return -1;
     return 0;
@@ -108,7 +109,7 @@ static int broker_open_sockets(nq_broker_t *b, char *err, size_t errlen)
     wake_endpoint(b, ep, sizeof ep);
     b->wake_sock = zmq_socket(b->ctx, ZMQ_PULL);
     if (!b->wake_sock || zmq_bind(b->wake_sock, ep) != 0)
-        return snprintf(err, errlen, "cannot bind %s: %s", ep, zmq_strerror(zmq_errno())), -1;
+        return nq_errf(err, errlen, "cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
     return 0;
 }
 
@@ -126,11 +127,11 @@ int broker_db_lock(const char *db_path, char *err, size_t errlen)
     snprintf(path, sizeof path, "%s.lock", db_path);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd < 0)
-        return snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno)), -1;
+        return nq_errf(err, errlen, "cannot open %s: %s", path, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         close(fd);
-        return snprintf(err, errlen, "another broker (or nq run) is using %s: stop it first, or use "
-                        "another --db", db_path), -1;
+        return nq_errf(err, errlen, "another broker (or nq run) is using %s: stop it first, or use "
+                       "another --db", db_path);
     }
     return fd;
 }

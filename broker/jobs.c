@@ -5,6 +5,7 @@
  * The store is the truth; this is a view rebuilt from it at every start.
  */
 #include "broker_impl.h"
+#include "errf.h"
 #include "log.h"
 #include "shard.h"
 #include "solve.h"
@@ -223,10 +224,10 @@ int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
 {
     nq_job_row_t row;
     if (store_job_get(b->store, id, &row) != 0)
-        return snprintf(err, errlen, "no job %llu", (unsigned long long)id), -1;
+        return nq_errf(err, errlen, "no job %llu", (unsigned long long)id);
     if (row.state == NQ_JOB_DONE || row.state == NQ_JOB_CANCELLED)
-        return snprintf(err, errlen, "job %llu is already %s", (unsigned long long)id,
-                        store_job_state_name(row.state)), -1;
+        return nq_errf(err, errlen, "job %llu is already %s", (unsigned long long)id,
+                       store_job_state_name(row.state));
     if (b->txn_open)
         results_flush(b);
     leases_cancel_job(b, id);
@@ -243,9 +244,9 @@ int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
 {
     nq_job_row_t row;
     if (store_job_get(b->store, id, &row) != 0)
-        return snprintf(err, errlen, "no job %llu", (unsigned long long)id), -1;
+        return nq_errf(err, errlen, "no job %llu", (unsigned long long)id);
     if (row.state == NQ_JOB_DONE)
-        return snprintf(err, errlen, "job %llu is done: nothing to retry", (unsigned long long)id), -1;
+        return nq_errf(err, errlen, "job %llu is done: nothing to retry", (unsigned long long)id);
     if (b->txn_open)
         results_flush(b);
     nq_job_t *j = jobs_find(b, id);
@@ -255,7 +256,7 @@ int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
     store_shards_retry(b->store, id);
     store_job_set_state(b->store, id, NQ_JOB_RUNNING);
     if (store_job_get(b->store, id, &row) != 0 || jobs_load_one(b, &row) != 0)
-        return snprintf(err, errlen, "job %llu could not be reloaded", (unsigned long long)id), -1;
+        return nq_errf(err, errlen, "job %llu could not be reloaded", (unsigned long long)id);
     nq_log(NQ_LOG_INFO, "job.retry", "job=%llu", (unsigned long long)id);
     return 0;
 }

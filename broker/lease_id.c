@@ -14,6 +14,7 @@
  * quarantined after its third forgery anyway.
  */
 #include "broker_impl.h"
+#include "errf.h"
 #include "siphash.h"
 
 #include <inttypes.h>
@@ -28,12 +29,12 @@ int lease_id_init(nq_broker_t *b, char *err, size_t errlen)
     if (rc == 0 && sscanf(hex, "%16" SCNx64 "%16" SCNx64, &b->lease_key[0], &b->lease_key[1]) == 2)
         goto counter;
     if (rc < 0)
-        return snprintf(err, errlen, "cannot read the lease key from the DB"), -1;
+        return nq_errf(err, errlen, "cannot read the lease key from the DB");
     if (getrandom(b->lease_key, sizeof b->lease_key, 0) != sizeof b->lease_key)
-        return snprintf(err, errlen, "no randomness for the lease key"), -1;
+        return nq_errf(err, errlen, "no randomness for the lease key");
     snprintf(hex, sizeof hex, "%016" PRIx64 "%016" PRIx64, b->lease_key[0], b->lease_key[1]);
     if (store_meta_set(b->store, "lease_key", hex) != 0)
-        return snprintf(err, errlen, "cannot store the lease key in the DB"), -1;
+        return nq_errf(err, errlen, "cannot store the lease key in the DB");
 counter:
     b->lease_counter = (uint32_t)(b->nonce >> 32);   /* a fresh range after every start */
     return 0;

@@ -9,6 +9,7 @@
  * says so, and tries the same group again every second.
  */
 #include "broker_impl.h"
+#include "errf.h"
 #include "enumerate.h"
 #include "log.h"
 #include "solstore.h"
@@ -88,11 +89,11 @@ int results_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t 
 {
     size_t per = (size_t)(n + 1) / 2;
     if (n < 1 || n > 16)
-        return snprintf(why, whylen, "enumerate result for n=%llu", (unsigned long long)n), -1;
+        return nq_errf(why, whylen, "enumerate result for n=%llu", (unsigned long long)n);
     /* total comes from the wire: compare by division, so total * per cannot wrap around */
     if (r->payload_len % per != 0 || r->total != r->payload_len / per)
-        return snprintf(why, whylen, "payload of %zu bytes for %llu solutions", r->payload_len,
-                        (unsigned long long)r->total), -1;
+        return nq_errf(why, whylen, "payload of %zu bytes for %llu solutions", r->payload_len,
+                       (unsigned long long)r->total);
     uint8_t prev[16] = {0}, cols[16];
     uint32_t perm[16];
     for (uint64_t i = 0; i < r->total; i++) {
@@ -101,9 +102,9 @@ int results_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t 
             perm[k] = cols[k];
         nq_clash_t c;
         if (verify_perm(perm, n, &c) != 0)
-            return snprintf(why, whylen, "solution %llu is not valid", (unsigned long long)i), -1;
+            return nq_errf(why, whylen, "solution %llu is not valid", (unsigned long long)i);
         if (i > 0 && memcmp(prev, cols, n) >= 0)
-            return snprintf(why, whylen, "solutions out of canonical order"), -1;
+            return nq_errf(why, whylen, "solutions out of canonical order");
         memcpy(prev, cols, n);
     }
     return 0;
@@ -133,14 +134,14 @@ static int check_result(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol
     struct { nq_job_spec_t spec; } job;
     uint64_t shards_total;
     if (result_job(b, r->job, &job.spec, &shards_total) != 0)
-        return snprintf(why, whylen, "no such job"), -1;
+        return nq_errf(why, whylen, "no such job");
     if (r->kind != job.spec.kind)
-        return snprintf(why, whylen, "result kind does not match the job"), -1;
+        return nq_errf(why, whylen, "result kind does not match the job");
     if (r->shard >= shards_total)
-        return snprintf(why, whylen, "no such shard"), -1;
+        return nq_errf(why, whylen, "no such shard");
     if (r->kind == NQ_KIND_COUNT) {
         if (r->total % 13 != r->res13 || r->total % 15 != r->res15)
-            return snprintf(why, whylen, "residues do not match the total"), -1;
+            return nq_errf(why, whylen, "residues do not match the total");
         return 0;
     }
     if (r->kind == NQ_KIND_ENUMERATE)
@@ -148,11 +149,11 @@ static int check_result(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol
     if (r->status != NQ_RES_OK)
         return 0;                       /* solve, not found: a real outcome for the study */
     if (!sol || sol->n != job.spec.n || sol->received != sol->n)
-        return snprintf(why, whylen, "solution missing or incomplete"), -1;
+        return nq_errf(why, whylen, "solution missing or incomplete");
     nq_clash_t c;
     if (verify_perm(sol->cols, sol->n, &c) != 0)
-        return snprintf(why, whylen, "solution fails verification: rows %llu and %llu share a %s",
-                        (unsigned long long)c.row_a, (unsigned long long)c.row_b, c.what), -1;
+        return nq_errf(why, whylen, "solution fails verification: rows %llu and %llu share a %s",
+                       (unsigned long long)c.row_a, (unsigned long long)c.row_b, c.what);
     if (solstore_save(store_path(b->store), sol->cols, sol->n, e->sol_hash, sizeof e->sol_hash,
                       e->sol_path, sizeof e->sol_path, why, whylen) != 0)
         return -1;
@@ -160,7 +161,7 @@ static int check_result(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol
         free(e->payload);
         e->payload = solstore_pack(sol->cols, sol->n);
         if (!e->payload)
-            return snprintf(why, whylen, "out of memory"), -1;
+            return nq_errf(why, whylen, "out of memory");
         e->r.payload = e->payload;
         e->r.payload_len = sol->n * 4;
     }

@@ -4,6 +4,7 @@
  * job and shards in one transaction.
  */
 #include "broker_impl.h"
+#include "errf.h"
 #include "control.h"
 #include "log.h"
 #include "shard.h"
@@ -68,23 +69,23 @@ static int parse_algos(submit_iter_t *it, const char *list, uint64_t n, char *er
 static int check_spec(const nq_job_spec_t *s, char *err, size_t errlen)
 {
     if (s->kind == NQ_KIND_COUNT && (s->n < 1 || s->n > NQ_SHARD_MAX_N))
-        return snprintf(err, errlen, "count takes N from 1 to %d (got %llu)", NQ_SHARD_MAX_N,
-                        (unsigned long long)s->n), -1;
+        return nq_errf(err, errlen, "count takes N from 1 to %d (got %llu)", NQ_SHARD_MAX_N,
+                       (unsigned long long)s->n);
     if (s->kind == NQ_KIND_ENUMERATE && (s->n < 1 || s->n > NQ_ENUM_MAX_N))
-        return snprintf(err, errlen, "enumerate takes N from 1 to %d (got %llu)", NQ_ENUM_MAX_N,
-                        (unsigned long long)s->n), -1;
+        return nq_errf(err, errlen, "enumerate takes N from 1 to %d (got %llu)", NQ_ENUM_MAX_N,
+                       (unsigned long long)s->n);
     if (s->kind == NQ_KIND_SOLVE && (s->n < 1 || s->n > NQ_SOLVE_MAX_N))
-        return snprintf(err, errlen, "solve takes N from 1 to %llu (got %llu)", NQ_SOLVE_MAX_N,
-                        (unsigned long long)s->n), -1;
+        return nq_errf(err, errlen, "solve takes N from 1 to %llu (got %llu)", NQ_SOLVE_MAX_N,
+                       (unsigned long long)s->n);
     if (s->kind == NQ_KIND_SOLVE && (s->restarts < 1 || s->restarts > NQ_MAX_SEEDS))
-        return snprintf(err, errlen, "restarts must be from 1 to %llu", NQ_MAX_SEEDS), -1;
+        return nq_errf(err, errlen, "restarts must be from 1 to %llu", NQ_MAX_SEEDS);
     if (s->kind == NQ_KIND_SOLVE && s->solutions > s->restarts)
-        return snprintf(err, errlen, "--solutions %llu cannot exceed --restarts %llu",
-                        (unsigned long long)s->solutions, (unsigned long long)s->restarts), -1;
+        return nq_errf(err, errlen, "--solutions %llu cannot exceed --restarts %llu",
+                       (unsigned long long)s->solutions, (unsigned long long)s->restarts);
     if (s->max_attempts < 1 || s->max_attempts > 100)
-        return snprintf(err, errlen, "max attempts must be from 1 to 100"), -1;
+        return nq_errf(err, errlen, "max attempts must be from 1 to 100");
     if (s->quorum < 1 || s->quorum > 3)
-        return snprintf(err, errlen, "quorum must be 1, 2 or 3"), -1;
+        return nq_errf(err, errlen, "quorum must be 1, 2 or 3");
     return 0;
 }
 

@@ -1,5 +1,6 @@
 /* Storage of verified solve solutions: content hash, inline or file. */
 #include "solstore.h"
+#include "errf.h"
 #include "rng.h"
 #include "solfile.h"
 
@@ -68,7 +69,7 @@ int solstore_save(const char *db_path, const uint32_t *cols, uint64_t n, char *h
     snprintf(path, pathlen, "%s.solutions/%s.nqsol", base, h);
     snprintf(full, sizeof full, "%s/%s.solutions", dir, base);
     if (mkdir(full, 0755) != 0 && errno != EEXIST)
-        return snprintf(why, whylen, "cannot create %s: %s", full, strerror(errno)), -1;
+        return nq_errf(why, whylen, "cannot create %s: %s", full, strerror(errno));
     snprintf(full, sizeof full, "%s/%s", dir, path);
     if (access(full, F_OK) == 0)
         return 0;                       /* the same solution, already stored */
@@ -77,6 +78,6 @@ int solstore_save(const char *db_path, const uint32_t *cols, uint64_t n, char *h
     if (solfile_write(tmp, cols, n, 1, why, whylen) != 0)
         return -1;
     if (rename(tmp, full) != 0)         /* atomic: a crash never leaves half a file under the hash */
-        return snprintf(why, whylen, "cannot store %s: %s", full, strerror(errno)), -1;
+        return nq_errf(why, whylen, "cannot store %s: %s", full, strerror(errno));
     return 0;
 }

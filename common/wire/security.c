@@ -1,6 +1,7 @@
 /* CURVE keys (load, generate, set up sockets) and handshake monitoring; the ZAP allow-list
    handler is security_zap.c. */
 #include "security.h"
+#include "errf.h"
 #include "log.h"
 
 #include <errno.h>
@@ -42,7 +43,7 @@ int security_load_key(const char *path, char pub[41], char sec[41], char *err, s
 {
     FILE *f = fopen(path, "r");
     if (!f)
-        return snprintf(err, errlen, "cannot read key file %s: %s", path, strerror(errno)), -1;
+        return nq_errf(err, errlen, "cannot read key file %s: %s", path, strerror(errno));
     char line[256];
     pub[0] = sec[0] = 0;
     while (fgets(line, sizeof line, f)) {
@@ -60,7 +61,7 @@ int security_load_key(const char *path, char pub[41], char sec[41], char *err, s
     }
     fclose(f);
     if (!pub[0])
-        return snprintf(err, errlen, "%s holds no valid public key (40 Z85 characters)", path), -1;
+        return nq_errf(err, errlen, "%s holds no valid public key (40 Z85 characters)", path);
     return 0;
 }
 
@@ -73,7 +74,7 @@ static int keygen_temp(const char *final, const char *text, mode_t mode, char *t
     int fd = mkstemp(tmp);
     if (fd < 0) {
         tmp[0] = 0;
-        return snprintf(err, errlen, "cannot create %s: %s", final, strerror(errno)), -1;
+        return nq_errf(err, errlen, "cannot create %s: %s", final, strerror(errno));
     }
     size_t len = strlen(text);
     int ok = fchmod(fd, mode) == 0 && write(fd, text, len) == (ssize_t)len;
@@ -86,7 +87,7 @@ static int keygen_temp(const char *final, const char *text, mode_t mode, char *t
         return 0;
     unlink(tmp);
     tmp[0] = 0;
-    return snprintf(err, errlen, "cannot write %s: %s", final, strerror(why)), -1;
+    return nq_errf(err, errlen, "cannot write %s: %s", final, strerror(why));
 }
 
 /* Puts tmp in place as final, never over an existing file (link fails with EEXIST). */
@@ -95,8 +96,8 @@ static int keygen_commit(const char *tmp, const char *final, char *err, size_t e
     if (link(tmp, final) == 0)
         return 0;
     if (errno == EEXIST)
-        return snprintf(err, errlen, "%s already exists: not overwritten", final), -1;
-    return snprintf(err, errlen, "cannot create %s: %s", final, strerror(errno)), -1;
+        return nq_errf(err, errlen, "%s already exists: not overwritten", final);
+    return nq_errf(err, errlen, "cannot create %s: %s", final, strerror(errno));
 }
 
 /*
@@ -110,13 +111,13 @@ int security_keygen(const char *name, char *err, size_t errlen)
     char key_tmp[4096 + 16] = "", pub_tmp[4096 + 16] = "";
     if (snprintf(key_path, sizeof key_path, "%s.key", name) >= (int)sizeof key_path ||
         snprintf(pub_path, sizeof pub_path, "%s.pub", name) >= (int)sizeof pub_path)
-        return snprintf(err, errlen, "name too long"), -1;
+        return nq_errf(err, errlen, "name too long");
     struct stat st;
     if (lstat(key_path, &st) == 0 || lstat(pub_path, &st) == 0)
-        return snprintf(err, errlen, "%s already exists: not overwritten",
-                        lstat(key_path, &st) == 0 ? key_path : pub_path), -1;
+        return nq_errf(err, errlen, "%s already exists: not overwritten",
+                       lstat(key_path, &st) == 0 ? key_path : pub_path);
     if (zmq_curve_keypair(pub, sec) != 0)
-        return snprintf(err, errlen, "this libzmq has no CURVE support"), -1;
+        return nq_errf(err, errlen, "this libzmq has no CURVE support");
     mode_t mask = umask(0);             /* the .pub is a plain new file: 0644 less the umask */
     umask(mask);
     snprintf(text, sizeof text, "# nq CURVE key pair: keep this file secret\npublic = %s\nsecret = %s\n", pub, sec);
@@ -142,7 +143,7 @@ int security_server_setup(void *sock, const char *key_file, char *err, size_t er
     if (security_load_key(key_file, pub, sec, err, errlen) != 0)
         return -1;
     if (!sec[0])
-        return snprintf(err, errlen, "%s has no secret key: give the broker its .key file", key_file), -1;
+        return nq_errf(err, errlen, "%s has no secret key: give the broker its .key file", key_file);
     zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof one);
     zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, sec, 40);
     zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, "nq", 2);
@@ -155,12 +156,12 @@ int security_client_setup(void *sock, const char *key_file, const char *broker_k
     if (!key_file && !broker_key_file)
         return 0;
     if (!key_file || !broker_key_file)
-        return snprintf(err, errlen, "--key and --broker-key go together"), -1;
+        return nq_errf(err, errlen, "--key and --broker-key go together");
     if (security_load_key(key_file, pub, sec, err, errlen) != 0 ||
         security_load_key(broker_key_file, bpub, bsec, err, errlen) != 0)
         return -1;
     if (!sec[0])
-        return snprintf(err, errlen, "%s has no secret key: give your own .key file", key_file), -1;
+        return nq_errf(err, errlen, "%s has no secret key: give your own .key file", key_file);
     zmq_setsockopt(sock, ZMQ_CURVE_SERVERKEY, bpub, 40);
     zmq_setsockopt(sock, ZMQ_CURVE_PUBLICKEY, pub, 40);
     zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, sec, 40);

@@ -4,6 +4,7 @@
  * may connect. Without it CURVE admits any key pair.
  */
 #include "log.h"
+#include "errf.h"
 #include "security.h"
 
 #include <dirent.h>
@@ -43,7 +44,7 @@ static int keys_load_file(zap_t *z, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f)
-        return snprintf(err, errlen, "cannot read %s", path), -1;
+        return nq_errf(err, errlen, "cannot read %s", path);
     char line[256];
     int lineno = 0, rc = 0;
     while (fgets(line, sizeof line, f)) {
@@ -144,11 +145,11 @@ static void *zap_main(void *arg)
 int security_zap_start(void *ctx, const char *authorized, char *err, size_t errlen)
 {
     if (!authorized)
-        return snprintf(err, errlen, "--key needs --authorized-keys (CURVE without an allow-list admits "
-                        "any key pair)"), -1;
+        return nq_errf(err, errlen, "--key needs --authorized-keys (CURVE without an allow-list admits "
+                       "any key pair)");
     zap_t *z = calloc(1, sizeof *z);
     if (!z)
-        return snprintf(err, errlen, "out of memory"), -1;
+        return nq_errf(err, errlen, "out of memory");
     z->ctx = ctx;
     if (keys_load(z, authorized, err, errlen) != 0)
         goto fail;
