@@ -43,6 +43,8 @@ void broker_cfg_defaults(nq_broker_cfg_t *cfg)
 #define CTL_HWM 64
 #define CTL_MAX_FRAME (64 << 10)        /* a CTL_REQ is at most ~17 KiB (32 params of 255 bytes) */
 #define LINGER_MS 2000
+/* Lease table buckets (chains): 64 Ki, a chain of ~2 at 10^4 workers x 16 leases. */
+#define LEASE_BUCKETS (1u << 16)
 
 static void *socket_router(nq_broker_t *b, const char *ep, int curve, int control, char *err, size_t errlen)
 {
@@ -144,11 +146,13 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
         return NULL;
     }
     b->cfg = *cfg;
+    b->clock = cfg->clock ? cfg->clock : broker_now;
+    b->now = b->clock();
     b->store_ok = 1;
     b->lock_fd = -1;
     if (getrandom(&b->nonce, sizeof b->nonce, 0) != sizeof b->nonce)
         b->nonce = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
-    b->lease_buckets = 1u << 16;
+    b->lease_buckets = LEASE_BUCKETS;
     b->lease_tab = calloc(b->lease_buckets, sizeof *b->lease_tab);
     if (!b->lease_tab || broker_check_config(cfg, err, errlen) != 0)
         goto fail;                      /* refused before the DB is touched: no file appears */
@@ -190,7 +194,7 @@ int broker_send(nq_broker_t *b, nq_peer_t *p, const nq_msg_t *m)
     if (proto_encode(m, &sb) == 0 &&
         zmq_send(b->workers_sock, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0 &&
         zmq_send(b->workers_sock, sb.data, sb.size, ZMQ_DONTWAIT) >= 0) {
-        p->last_sent = broker_now();
+        p->last_sent = b->now;
         rc = 0;
     }
     msgpack_sbuffer_destroy(&sb);
@@ -225,7 +229,7 @@ static int recv_routed(void *sock, zmq_msg_t *rid, zmq_msg_t *frame)
 
 int broker_log_allowed(nq_broker_t *b)
 {
-    double now = broker_now();
+    double now = b->now;
     if (now >= b->log_quiet_until) {
         if (b->log_suppressed)
             nq_log(NQ_LOG_WARN, "log.suppressed", "lines=%llu reason=\"hostile frames past 10 lines a second\"",
@@ -269,7 +273,7 @@ static void peer_set_identity(nq_broker_t *b, nq_peer_t *p, const nq_hello_t *h,
    shards go back without costing them an attempt; the restart costs the peer instead. */
 static void peer_restarted(nq_broker_t *b, nq_peer_t *p)
 {
-    double now = broker_now();
+    double now = b->now;
     if (now - p->restart_window > RESTART_WINDOW_S) {
         p->restart_window = now;
         p->restarts = 0;
@@ -335,7 +339,7 @@ static void ask_hello(nq_broker_t *b, const void *rid, size_t len)
 
 static void on_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb)
 {
-    double now = broker_now();
+    double now = b->now;
     for (uint32_t i = 0; i < hb->count; i++) {
         nq_lease_t *l = leases_find(b, hb->items[i].lease);
         if (!l)
@@ -369,7 +373,7 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
                    p->hello.worker_id);
         return;
     }
-    p->last_recv = broker_now();
+    p->last_recv = b->now;
     if (peer_quarantined(p) && m->type != NQ_MSG_BYE) {
         peer_dropped_frame(b, p);       /* cheap: no work, no store, a log line every 10 s */
         return;
@@ -450,37 +454,45 @@ static long poll_timeout_ms(nq_broker_t *b, double now)
     return t <= 0 ? 0 : (long)(t * 1000) + 1;
 }
 
-int broker_run(nq_broker_t *b, const atomic_int *stop)
+int broker_round(nq_broker_t *b, long timeout_ms)
 {
     zmq_pollitem_t items[3] = {
         { b->workers_sock, 0, ZMQ_POLLIN, 0 },
         { b->control_sock, 0, ZMQ_POLLIN, 0 },
         { b->wake_sock, 0, ZMQ_POLLIN, 0 },
     };
+    if (zmq_poll(items, 3, timeout_ms) < 0 && errno != EINTR)
+        return -1;
+    if (items[2].revents & ZMQ_POLLIN) {
+        char c;
+        while (zmq_recv(b->wake_sock, &c, 1, ZMQ_DONTWAIT) >= 0)
+            ;                           /* only here to end the poll: the caller's loop decides */
+    }
+    b->now = b->clock();
+    broker_txn(b);                      /* every write of this round rides the group commit */
+    if (items[0].revents & ZMQ_POLLIN)
+        drain(b, b->workers_sock, 10000, "worker", on_worker_frame);
+    if (items[1].revents & ZMQ_POLLIN)
+        drain(b, b->control_sock, 100, "client", on_control_frame);
+    b->now = b->clock();                /* draining 10,000 frames takes time: timers see after it */
+    if (results_due(b, b->now)) {
+        results_flush(b);
+        broker_txn(b);                  /* dispatch below must not write in autocommit */
+    }
+    leases_tick(b, b->now);
+    jobs_tick(b, b->now);
+    results_tick(b, b->now);
+    leases_dispatch(b);
+    broker_metrics_tick(b, b->now);
+    return 0;
+}
+
+int broker_run(nq_broker_t *b, const atomic_int *stop)
+{
     while (!atomic_load(stop)) {
-        double now = broker_now();
-        if (zmq_poll(items, 3, poll_timeout_ms(b, now)) < 0 && errno != EINTR)
+        b->now = b->clock();
+        if (broker_round(b, poll_timeout_ms(b, b->now)) != 0)
             break;
-        if (items[2].revents & ZMQ_POLLIN) {
-            char c;
-            while (zmq_recv(b->wake_sock, &c, 1, ZMQ_DONTWAIT) >= 0)
-                ;                       /* only here to end the poll: the loop condition decides */
-        }
-        broker_txn(b);                  /* every write of this round rides the group commit */
-        if (items[0].revents & ZMQ_POLLIN)
-            drain(b, b->workers_sock, 10000, "worker", on_worker_frame);
-        if (items[1].revents & ZMQ_POLLIN)
-            drain(b, b->control_sock, 100, "client", on_control_frame);
-        now = broker_now();
-        if (results_due(b, now)) {
-            results_flush(b);
-            broker_txn(b);              /* dispatch below must not write in autocommit */
-        }
-        leases_tick(b, now);
-        jobs_tick(b, now);
-        results_tick(b, now);
-        leases_dispatch(b);
-        broker_metrics_tick(b, now);
     }
     b->stopping = 1;
     results_flush(b);

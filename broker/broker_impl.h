@@ -147,9 +147,18 @@ struct nq_broker {
     void *metrics;
     double last_metrics;
     double last_round;                 /* when the loop last came round: to excuse our own stalls */
+    /* The clock, read once per loop round (as Redis keeps server.unixtime): every timer of the
+       round (liveness, grace, stalls, rates) sees the same `now`, and tests replace `clock`
+       with a fake one to drive expiry and grace without sleeping. */
+    double now;
+    double (*clock)(void);             /* monotonic seconds; broker_now unless a test sets it */
 };
 
-double broker_now(void);                           /* monotonic seconds */
+double broker_now(void);                           /* monotonic seconds: the real clock */
+/* One round of the loop: waits up to timeout_ms for messages, handles them, runs the timers
+   at b->clock(). broker_run calls it until told to stop; tests call it directly. -1: the
+   poll failed. */
+int broker_round(nq_broker_t *b, long timeout_ms);
 double broker_wall(void);                          /* unix seconds */
 
 /* broker.c: sending */

@@ -1,5 +1,6 @@
 /* The control endpoint: clients' requests, answered from the store. */
 #include "broker_impl.h"
+#include "errf.h"
 #include "nq.h"
 #include "control.h"
 #include "log.h"
@@ -20,14 +21,12 @@ static int get_u64(const nq_ctl_req_t *r, const char *key, uint64_t def, uint64_
     uint64_t v;
     if (proto_param_u64(r, key, &v) != 0) {
         if (proto_param_str(r, key)) {
-            snprintf(err, errlen, "parameter '%s' must be a number", key);
-            return -1;
+            return nq_errf(err, errlen, "parameter '%s' must be a number", key);
         }
         v = def;
     }
     if (v > max) {
-        snprintf(err, errlen, "parameter '%s' must be at most %llu", key, (unsigned long long)max);
-        return -1;
+        return nq_errf(err, errlen, "parameter '%s' must be at most %llu", key, (unsigned long long)max);
     }
     *out = v;
     return 0;
@@ -171,7 +170,7 @@ static int live_lookup(void *ud, const char *worker_id, int *alive, double *node
         if (strcmp(p->hello.worker_id, worker_id) == 0) {
             *alive = 1;
             *leases = p->outstanding;
-            double up = broker_now() - p->first_seen;
+            double up = b->now - p->first_seen;
             *nodes_per_s = up > 0 ? (double)p->nodes_done / up : 0;
             return 0;
         }

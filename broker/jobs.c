@@ -109,7 +109,7 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
     j->shards_done = row->shards_done;
     j->shards_failed = row->shards_failed;
     j->shards_conflict = row->shards_conflict;
-    load_ctx_t c = { .b = b, .j = j, .now = broker_now() };
+    load_ctx_t c = { .b = b, .j = j, .now = b->now };
     unsigned mask = (1u << NQ_SHARD_PENDING) | (1u << NQ_SHARD_LEASED);
     if (store_shards_each(b->store, j->id, mask, load_shard, &c) != 0) {
         free(c.v);
@@ -123,7 +123,7 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
         for (uint32_t q = 0; q < (j->spec.quorum > 1 ? j->spec.quorum : 1); q++)
             jobs_push_pending(j, c.v[i].idx);   /* under quorum: one copy per vote needed */
     free(c.v);
-    j->grace_until = broker_now() + b->cfg.grace_s;
+    j->grace_until = b->now + b->cfg.grace_s;
     nq_job_totals_t t;
     if (row->spec.kind == NQ_KIND_SOLVE && store_job_totals(b->store, j->id, &t) == 0)
         j->solutions_found = t.solutions;
@@ -143,8 +143,7 @@ static int load_cb(void *ud, const nq_job_row_t *row)
 int jobs_load(nq_broker_t *b, char *err, size_t errlen)
 {
     if (store_jobs_active(b->store, load_cb, b) != 0) {
-        snprintf(err, errlen, "cannot load the jobs from %s", store_path(b->store));
-        return -1;
+        return nq_errf(err, errlen, "cannot load the jobs from %s", store_path(b->store));
     }
     return 0;
 }

@@ -29,7 +29,7 @@ nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello
     memcpy(p->rid, rid, len);
     p->rid_len = len;
     p->hello = *h;
-    p->last_recv = p->first_seen = broker_now();
+    p->last_recv = p->first_seen = b->now;
     p->next = b->peers;
     b->peers = p;
     return p;
@@ -50,7 +50,7 @@ int peer_quarantined(const nq_peer_t *p)
    logged one by one, so a flood costs the broker a counter. */
 void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p)
 {
-    double now = broker_now();
+    double now = b->now;
     p->dropped++;
     b->stats.messages_bad++;
     if (now - p->dropped_logged >= 10) {
@@ -64,7 +64,7 @@ void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why)
 {
     if (++p->rejected != QUARANTINE_AFTER)
         return;
-    p->dropped_logged = broker_now();
+    p->dropped_logged = b->now;
     nq_log(NQ_LOG_WARN, "worker.quarantined", "worker=%s last=\"%s\" leases=%u", p->hello.worker_id, why,
            p->outstanding);
     store_worker_flag(b->store, p->hello.worker_id);
@@ -121,13 +121,12 @@ static void peer_unlink_lease(nq_lease_t *l)
 
 void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p)
 {
-    (void)b;
     peer_unlink_lease(l);
     l->peer = p;
     l->next_in_peer = p->leases;
     p->leases = l;
     p->outstanding++;
-    l->progress_at = broker_now();
+    l->progress_at = b->now;
 }
 
 nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id)
@@ -139,7 +138,7 @@ nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shar
     l->job = job;
     l->shard = shard;
     l->attempt = attempt;
-    l->progress_at = broker_now();
+    l->progress_at = b->now;
     size_t h = lease_bucket(b, id);
     l->hnext = b->lease_tab[h];
     b->lease_tab[h] = l;

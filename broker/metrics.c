@@ -208,9 +208,8 @@ static int addr_parse(const char *addr, int allow_remote, metrics_addr_t *out,
     memset(out, 0, sizeof *out);
     if (!addr || addr_split(addr, host, sizeof host, &port_s) != 0 ||
         nq_parse_u64(port_s, 0, 65535, &port) != 0) {
-        snprintf(err, errlen, "metrics address must be HOST:PORT, e.g. 127.0.0.1:9555 or "
-                 "[::1]:9555, with PORT from 0 to 65535 (got '%s')", addr ? addr : "");
-        return -1;
+        return nq_errf(err, errlen, "metrics address must be HOST:PORT, e.g. 127.0.0.1:9555 or "
+                       "[::1]:9555, with PORT from 0 to 65535 (got '%s')", addr ? addr : "");
     }
     struct sockaddr_in *in = (struct sockaddr_in *)&out->sa;
     struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&out->sa;
@@ -223,15 +222,13 @@ static int addr_parse(const char *addr, int allow_remote, metrics_addr_t *out,
         out->family = in6->sin6_family = AF_INET6;
         in6->sin6_port = htons((uint16_t)port);
     } else {
-        snprintf(err, errlen, "metrics host must be an IP address or 'localhost' (got '%s')",
-                 host);
-        return -1;
+        return nq_errf(err, errlen, "metrics host must be an IP address or 'localhost' (got '%s')",
+                       host);
     }
     if (!allow_remote && !addr_is_loopback(out)) {
-        snprintf(err, errlen, "metrics address '%s' is not loopback: the endpoint has no "
-                 "authentication, so bind 127.0.0.1 or [::1] (or allow remote explicitly)",
-                 addr);
-        return -1;
+        return nq_errf(err, errlen, "metrics address '%s' is not loopback: the endpoint has no "
+                       "authentication, so bind 127.0.0.1 or [::1] (or allow remote explicitly)",
+                       addr);
     }
     return 0;
 }

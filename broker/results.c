@@ -9,6 +9,7 @@
  * says so, and tries the same group again every second.
  */
 #include "broker_impl.h"
+#include "clock.h"
 #include "errf.h"
 #include "enumerate.h"
 #include "log.h"
@@ -30,7 +31,7 @@ void broker_txn(nq_broker_t *b)
         return;
     if (store_begin(b->store) == 0) {
         b->txn_open = 1;
-        b->txn_since = broker_now();
+        b->txn_since = b->now;
         b->txn_changes = sqlite3_total_changes64(store_db(b->store));
     }
 }
@@ -371,7 +372,7 @@ void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
         sb->shard = s->shard;
         sb->lease = s->lease;
         sb->n = j->spec.n;
-        sb->started = broker_now();
+        sb->started = b->now;
         b->solbuf_bytes += sb->n * 4;
         sb->next = b->solbufs;
         b->solbufs = sb;
@@ -459,10 +460,10 @@ void results_flush(nq_broker_t *b)
     }
     if (!b->txn_open) {
         b->store_ok = b->ngroup == 0;
-        b->store_retry_at = broker_now() + 1;
+        b->store_retry_at = b->now + 1;
         return;
     }
-    double t0 = broker_now();
+    double t0 = nq_mono();                 /* commit latency: the real clock, not the round's */
     int rc = store_commit(b->store, err, sizeof err);
     b->txn_open = 0;
     if (rc != 0) {
@@ -470,10 +471,10 @@ void results_flush(nq_broker_t *b)
             nq_log(NQ_LOG_ERROR, "store.commit_failed", "reason=\"%s\" held=%zu action=\"no leasing and "
                    "no ACKs until it commits; retrying every second\"", err, b->ngroup);
         b->store_ok = 0;
-        b->store_retry_at = broker_now() + 1;
+        b->store_retry_at = b->now + 1;
         return;
     }
-    double dt = broker_now() - t0;
+    double dt = nq_mono() - t0;
     b->stats.commits++;
     b->stats.commit_seconds_sum += dt;
     if (dt > b->stats.commit_seconds_max)

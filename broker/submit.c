@@ -52,14 +52,12 @@ static int parse_algos(submit_iter_t *it, const char *list, uint64_t n, char *er
     for (char *save = NULL, *a = strtok_r(buf, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
         const nq_solver_t *s = solver_find(a);
         if (!s) {
-            snprintf(err, errlen, "unknown method '%s' (see 'nq bench solve --algo list')", a);
-            return -1;
+            return nq_errf(err, errlen, "unknown method '%s' (see 'nq bench solve --algo list')", a);
         }
         if (solver_check(s, n, err, errlen) != 0)
             return -1;
         if (it->nalgos == NQ_MAX_ALGOS) {
-            snprintf(err, errlen, "at most %d methods in one study", NQ_MAX_ALGOS);
-            return -1;
+            return nq_errf(err, errlen, "at most %d methods in one study", NQ_MAX_ALGOS);
         }
         snprintf(it->algos[it->nalgos++], sizeof it->algos[0], "%s", a);
     }
@@ -103,22 +101,19 @@ static int check_caps(nq_store_t *st, uint64_t nshards, const nq_shard_caps_t *c
     uint64_t max_store = caps && caps->max_store_shards ? caps->max_store_shards : NQ_DEFAULT_MAX_STORE_SHARDS;
     const char *how = caps && caps->how ? caps->how : "start 'nq broker' with";
     if (nshards > max_job) {
-        snprintf(err, errlen, "the job would have %llu shards, more than the cap of %llu shards per job "
-                 "(fewer --restarts or methods, a smaller --depth; or %s --max-job-shards N)",
-                 (unsigned long long)nshards, (unsigned long long)max_job, how);
-        return -1;
+        return nq_errf(err, errlen, "the job would have %llu shards, more than the cap of %llu shards per job "
+                       "(fewer --restarts or methods, a smaller --depth; or %s --max-job-shards N)",
+                       (unsigned long long)nshards, (unsigned long long)max_job, how);
     }
     uint64_t active = 0;
     if (store_jobs_active(st, sum_active, &active) != 0) {
-        snprintf(err, errlen, "cannot read the active jobs from %s", store_path(st));
-        return -1;
+        return nq_errf(err, errlen, "cannot read the active jobs from %s", store_path(st));
     }
     if (active > max_store || nshards > max_store - active) {
-        snprintf(err, errlen, "the job's %llu shards and the %llu shards of the active jobs would pass the cap "
-                 "of %llu shards over active jobs (wait for jobs to end or cancel some; or %s "
-                 "--max-store-shards N)", (unsigned long long)nshards, (unsigned long long)active,
-                 (unsigned long long)max_store, how);
-        return -1;
+        return nq_errf(err, errlen, "the job's %llu shards and the %llu shards of the active jobs would pass "
+                       "the cap of %llu shards over active jobs (wait for jobs to end or cancel some; or %s "
+                       "--max-store-shards N)", (unsigned long long)nshards, (unsigned long long)active,
+                       (unsigned long long)max_store, how);
     }
     return 0;
 }
@@ -165,8 +160,7 @@ int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec_in, uint64_t *id, char
         return -1;
     nq_job_row_t row;
     if (store_job_get(b->store, *id, &row) != 0 || jobs_load_one(b, &row) != 0) {
-        snprintf(err, errlen, "job %llu stored but could not be loaded", (unsigned long long)*id);
-        return -1;
+        return nq_errf(err, errlen, "job %llu stored but could not be loaded", (unsigned long long)*id);
     }
     nq_log(NQ_LOG_INFO, "job.submit", "job=%llu kind=%s n=%llu shards=%llu", (unsigned long long)*id,
            store_kind_name(spec.kind), (unsigned long long)spec.n, (unsigned long long)row.shards_total);

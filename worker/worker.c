@@ -1,5 +1,6 @@
 /* The worker's socket loop: hello, credit, tasks, results, acks, heartbeats, reconnects. */
 #include "clock.h"
+#include "errf.h"
 #include "count.h"
 #include "log.h"
 #include "rng.h"
@@ -189,8 +190,7 @@ static int connect_broker(nq_worker_t *w, char *err, size_t errlen)
     if (w->cfg.key_file)
         w->mon = security_monitor_new(w->ctx, w->sock, "worker");
     if (zmq_connect(w->sock, w->cfg.connect) != 0) {
-        snprintf(err, errlen, "cannot connect to %s: %s", w->cfg.connect, zmq_strerror(errno));
-        return -1;
+        return nq_errf(err, errlen, "cannot connect to %s: %s", w->cfg.connect, zmq_strerror(errno));
     }
     w->broker_nonce = 0;
     w->last_recv = now_s();

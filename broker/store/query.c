@@ -9,6 +9,7 @@
  * (SQLite's SUM would overflow at 2^63).
  */
 #include "query.h"
+#include "errf.h"
 #include "store.h"
 #include "clock.h"
 
@@ -1004,8 +1005,7 @@ static int solution_find(sqlite3 *db, uint64_t id, uint64_t index, const char *d
     if (rc != 0)
         return rc;
     if (strcmp(j.kind, "solve") != 0) {
-        snprintf(err, errlen, "job %llu is a %s job, not solve", (unsigned long long)id, j.kind);
-        return -1;
+        return nq_errf(err, errlen, "job %llu is a %s job, not solve", (unsigned long long)id, j.kind);
     }
     sqlite3_stmt *st = prep(db, "SELECT n, cols, path FROM solutions WHERE job = ?"
                                 " ORDER BY found_at, hash LIMIT 1 OFFSET ?", err, errlen);
@@ -1047,8 +1047,7 @@ int query_solution(sqlite3 *db, const char *db_dir, uint64_t id, uint64_t index,
     *cols = NULL;
     *n = 0;
     if (index > (uint64_t)INT64_MAX) {
-        snprintf(err, errlen, "no solution %llu", (unsigned long long)index);
-        return -1;
+        return nq_errf(err, errlen, "no solution %llu", (unsigned long long)index);
     }
     int began = 0;
     if (sqlite3_get_autocommit(db)) {

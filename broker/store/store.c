@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "errf.h"
 #include "solstore.h"
 #include "log.h"
 #include "migrations.h"
@@ -211,17 +212,6 @@ static int name_index(const char *const *names, int count, const unsigned char *
 static sqlite3_int64 i64(uint64_t v) { return (sqlite3_int64)v; }   /* the bit pattern */
 static uint64_t col_u64(sqlite3_stmt *q, int i) { return (uint64_t)sqlite3_column_int64(q, i); }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (!err || errlen == 0)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* What an SQLite failure means to an operator: disk full and I/O errors get said plainly. */
 static const char *db_reason(sqlite3 *db, int rc)
 {
@@ -320,15 +310,15 @@ static int inspect_header(const char *path, int *empty, char *err, size_t errlen
     unsigned char h[100];
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return set_err(err, errlen, "%s: cannot read: %s", path, strerror(errno)), -1;
+        return nq_errf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
     ssize_t got = read(fd, h, sizeof h);
     int e = errno;
     close(fd);
     if (got < 0)
-        return set_err(err, errlen, "%s: cannot read: %s", path, strerror(e)), -1;
+        return nq_errf(err, errlen, "%s: cannot read: %s", path, strerror(e));
     *empty = got == 0;
     if (got > 0 && (got < (ssize_t)sizeof h || memcmp(h, magic, sizeof magic) != 0))
-        return set_err(err, errlen, "%s: not an nq database (file is not SQLite)", path), -1;
+        return nq_errf(err, errlen, "%s: not an nq database (file is not SQLite)", path);
     return 0;
 }
 
@@ -351,11 +341,11 @@ static int damaged(const char *path, int rc, const char *detail, char *err, size
 {
     int code = rc & 0xff;
     if (code == SQLITE_NOTADB)
-        set_err(err, errlen, "%s: not an nq database (file is not SQLite)", path);
+        nq_errf(err, errlen, "%s: not an nq database (file is not SQLite)", path);
     else if (code == SQLITE_CORRUPT || !rc)
-        set_err(err, errlen, "%s: the database is damaged (%s)", path, detail);
+        nq_errf(err, errlen, "%s: the database is damaged (%s)", path, detail);
     else
-        set_err(err, errlen, "%s: cannot read the database: %s", path, detail);
+        nq_errf(err, errlen, "%s: cannot read the database: %s", path, detail);
     return -1;
 }
 
@@ -399,7 +389,7 @@ static int inspect_identity(sqlite3 *db, const char *path, int *version, char *e
             *version = 0;      /* an empty SQLite database: nothing to lose, we may create in it */
             return 0;
         }
-        set_err(err, errlen, "%s: not an nq database (an SQLite database of another application:"
+        nq_errf(err, errlen, "%s: not an nq database (an SQLite database of another application:"
                 " application_id 0x%08llx, %lld schema objects)",
                 path, (unsigned long long)(uint32_t)app, (long long)tables);
         return -1;
@@ -408,7 +398,7 @@ static int inspect_identity(sqlite3 *db, const char *path, int *version, char *e
     if (rc != SQLITE_OK)
         return damaged(path, rc, sqlite3_errmsg(db), err, errlen);
     if (v > known_max()) {
-        set_err(err, errlen, "%s: created by a newer nq: schema %lld, this build knows 1..%d",
+        nq_errf(err, errlen, "%s: created by a newer nq: schema %lld, this build knows 1..%d",
                 path, (long long)v, known_max());
         return -1;
     }
@@ -434,7 +424,7 @@ static int inspect(const char *path, int *version, char *err, size_t errlen)
     int immutable = !side_file_exists(path, "-wal") && !side_file_exists(path, "-journal");
     char *uri = path_uri(path, immutable);
     if (!uri)
-        return set_err(err, errlen, "%s: out of memory", path), -1;
+        return nq_errf(err, errlen, "%s: out of memory", path);
     sqlite3 *db = NULL;
     int rc = sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
     free(uri);
@@ -462,13 +452,13 @@ static int set_pragmas(nq_store_t *s, char *err, size_t errlen)
               strcmp((const char *)sqlite3_column_text(q, 0), "wal") == 0;
     sqlite3_finalize(q);
     if (!wal)
-        return set_err(err, errlen, "%s: cannot switch to WAL mode: %s", s->path,
-                       sqlite3_errmsg(s->db)), -1;
+        return nq_errf(err, errlen, "%s: cannot switch to WAL mode: %s", s->path,
+                       sqlite3_errmsg(s->db));
     /* FULL: a commit is on disk before the broker ACKs; group commit keeps the fsyncs few. */
     rc = exec_sql(s->db, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;"
                          " PRAGMA cache_size = -32768; PRAGMA journal_size_limit = 67108864");
     if (rc != SQLITE_OK)
-        return set_err(err, errlen, "%s: %s", s->path, db_reason(s->db, rc)), -1;
+        return nq_errf(err, errlen, "%s: %s", s->path, db_reason(s->db, rc));
     return 0;
 }
 
@@ -478,7 +468,7 @@ static int migrate_one(nq_store_t *s, const nq_migration_t *m, char *err, size_t
     sqlite3_int64 cur = 0;
     int rc = exec_sql(s->db, "BEGIN IMMEDIATE");
     if (rc != SQLITE_OK)
-        return set_err(err, errlen, "%s: cannot migrate: %s", s->path, db_reason(s->db, rc)), -1;
+        return nq_errf(err, errlen, "%s: cannot migrate: %s", s->path, db_reason(s->db, rc));
     /* Re-read inside the transaction: another process may have migrated meanwhile. */
     if (query_int(s->db, "SELECT count(*) FROM sqlite_schema WHERE name = 'schema_version'", &cur) == SQLITE_OK &&
         cur > 0)
@@ -507,7 +497,7 @@ static int migrate_one(nq_store_t *s, const nq_migration_t *m, char *err, size_t
     if (rc == SQLITE_OK)
         rc = exec_sql(s->db, "COMMIT");
     if (rc != SQLITE_OK) {
-        set_err(err, errlen, "%s: migration %s failed: %s", s->path, m->name, db_reason(s->db, rc));
+        nq_errf(err, errlen, "%s: migration %s failed: %s", s->path, m->name, db_reason(s->db, rc));
         exec_sql(s->db, "ROLLBACK");
         return -1;
     }
@@ -533,7 +523,7 @@ static int store_create_private(const char *path, char *err, size_t errlen)
 {
     int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
-        return set_err(err, errlen, "%s: cannot create: %s", path, strerror(errno)), -1;
+        return nq_errf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
     close(fd);
     return 0;
 }
@@ -543,18 +533,19 @@ nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen)
     struct stat sb;
     int version = 0, create = 0;
     if (!path || !*path)
-        return set_err(err, errlen, "no database path given"), NULL;
+        return nq_errf(err, errlen, "no database path given"), NULL;
     if (stat(path, &sb) != 0) {
         if (errno != ENOENT || readonly)
-            return set_err(err, errlen, "%s: %s", path, errno == ENOENT ? "no such database" : strerror(errno)), NULL;
+            return nq_errf(err, errlen, "%s: %s", path,
+                           errno == ENOENT ? "no such database" : strerror(errno)), NULL;
         create = 1;
     } else if (!S_ISREG(sb.st_mode)) {
-        return set_err(err, errlen, "%s: not a regular file", path), NULL;
+        return nq_errf(err, errlen, "%s: not a regular file", path), NULL;
     } else if (inspect(path, &version, err, errlen) != 0) {
         return NULL;
     }
     if (readonly && version < known_max()) {
-        set_err(err, errlen, version == 0 ? "%s: empty database: no nq schema yet"
+        nq_errf(err, errlen, version == 0 ? "%s: empty database: no nq schema yet"
                              : "%s: schema %d is older than this build's %d: run the broker on it once to upgrade",
                 path, version, known_max());
         return NULL;
@@ -562,7 +553,7 @@ nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen)
     nq_store_t *s = calloc(1, sizeof *s);
     if (!s || !(s->path = strdup(path))) {
         free(s);
-        return set_err(err, errlen, "%s: out of memory", path), NULL;
+        return nq_errf(err, errlen, "%s: out of memory", path), NULL;
     }
     s->readonly = readonly;
     s->version = version;
@@ -573,7 +564,7 @@ nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen)
     int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
     int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
     if (rc != SQLITE_OK) {
-        set_err(err, errlen, "%s: cannot %s: %s", path, create ? "create" : "open",
+        nq_errf(err, errlen, "%s: cannot %s: %s", path, create ? "create" : "open",
                 s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
         store_destroy(&s);
         return NULL;
@@ -639,15 +630,15 @@ static void tx_clear(nq_store_t *s)
 int store_commit(nq_store_t *s, char *err, size_t errlen)
 {
     if (!s->in_tx)
-        return set_err(err, errlen, "%s: commit without a transaction", s->path), -1;
+        return nq_errf(err, errlen, "%s: commit without a transaction", s->path);
     if (s->tx_failed) {
-        set_err(err, errlen, "%s: %s; the group was rolled back, nothing of it is stored", s->path, s->tx_err);
+        nq_errf(err, errlen, "%s: %s; the group was rolled back, nothing of it is stored", s->path, s->tx_err);
         tx_clear(s);
         return -1;
     }
     int rc = exec_sql(s->db, "COMMIT");
     if (rc != SQLITE_OK) {
-        set_err(err, errlen, "%s: commit failed: %s; the group was rolled back, nothing of it is stored",
+        nq_errf(err, errlen, "%s: commit failed: %s; the group was rolled back, nothing of it is stored",
                 s->path, db_reason(s->db, rc));
         nq_log(NQ_LOG_ERROR, "store.error", "op=commit err=\"%s\"", db_reason(s->db, rc));
         tx_clear(s);
@@ -698,27 +689,27 @@ static int tx_leave(nq_store_t *s, int own, int rc)
 static int check_job_spec(const nq_job_spec_t *j, uint64_t nshards, char *err, size_t errlen)
 {
     if (j->kind < NQ_KIND_COUNT || j->kind > NQ_KIND_ENUMERATE)
-        return set_err(err, errlen, "unknown job kind %d", j->kind), -1;
+        return nq_errf(err, errlen, "unknown job kind %d", j->kind);
     if (j->n < 1 || j->n > (uint64_t)INT64_MAX)
-        return set_err(err, errlen, "N must be at least 1"), -1;
+        return nq_errf(err, errlen, "N must be at least 1");
     if (nshards < 1 || nshards > (uint64_t)INT64_MAX)
-        return set_err(err, errlen, "a job needs at least one shard"), -1;
+        return nq_errf(err, errlen, "a job needs at least one shard");
     if (j->max_attempts < 1)
-        return set_err(err, errlen, "max attempts must be at least 1"), -1;
+        return nq_errf(err, errlen, "max attempts must be at least 1");
     if (j->quorum < 1 || j->quorum > 3)
-        return set_err(err, errlen, "quorum must be 1, 2 or 3"), -1;
+        return nq_errf(err, errlen, "quorum must be 1, 2 or 3");
     if (memchr(j->algo, '\0', sizeof j->algo) == NULL)
-        return set_err(err, errlen, "method name too long"), -1;
+        return nq_errf(err, errlen, "method name too long");
     return 0;
 }
 
 static int check_shard_spec(const nq_shard_spec_t *sh, uint64_t idx, char *err, size_t errlen)
 {
     if (sh->spec_len > NQ_MAX_SPEC || (sh->spec_len > 0 && !sh->spec))
-        return set_err(err, errlen, "shard %llu: descriptor of %zu bytes (at most %d)",
-                       (unsigned long long)idx, sh->spec_len, NQ_MAX_SPEC), -1;
+        return nq_errf(err, errlen, "shard %llu: descriptor of %zu bytes (at most %d)",
+                       (unsigned long long)idx, sh->spec_len, NQ_MAX_SPEC);
     if (memchr(sh->algo, '\0', sizeof sh->algo) == NULL)
-        return set_err(err, errlen, "shard %llu: method name too long", (unsigned long long)idx), -1;
+        return nq_errf(err, errlen, "shard %llu: method name too long", (unsigned long long)idx);
     return 0;
 }
 
@@ -774,20 +765,20 @@ static int shards_insert_all(nq_store_t *s, const nq_job_spec_t *spec, uint64_t 
 {
     sqlite3_stmt *q = stmt(s, Q_SHARD_INSERT);
     if (!q)
-        return set_err(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db)), -1;
+        return nq_errf(err, errlen, "%s: %s", s->path, sqlite3_errmsg(s->db));
     int rc = 0;
     for (uint64_t i = 0; rc == 0 && i < nshards; i++) {
         nq_shard_spec_t sh;
         memset(&sh, 0, sizeof sh);
         int it = next(ud, i, &sh);
         if (it != 0)
-            rc = (set_err(err, errlen, it == 1 ? "shard list ended at %llu of %llu shards"
+            rc = (nq_errf(err, errlen, it == 1 ? "shard list ended at %llu of %llu shards"
                                                : "shard %llu of %llu could not be made",
                           (unsigned long long)i, (unsigned long long)nshards), -1);
         else if (check_shard_spec(&sh, i, err, errlen) != 0)
             rc = -1;
         else if (shard_insert(s, q, job, i, spec->kind, &sh) != 0)
-            rc = (set_err(err, errlen, "%s: cannot store the shards: %s", s->path,
+            rc = (nq_errf(err, errlen, "%s: cannot store the shards: %s", s->path,
                           db_reason(s->db, sqlite3_extended_errcode(s->db))), -1);
     }
     sqlite3_reset(q);
@@ -805,14 +796,14 @@ int store_job_create(nq_store_t *s, const nq_job_spec_t *spec, uint64_t nshards,
     if (check_job_spec(spec, nshards, err, errlen) != 0)
         return -1;
     if (tx_enter(s, &own) != 0)
-        return set_err(err, errlen, "%s: cannot begin: %s", s->path,
-                       s->tx_failed ? s->tx_err : sqlite3_errmsg(s->db)), -1;
+        return nq_errf(err, errlen, "%s: cannot begin: %s", s->path,
+                       s->tx_failed ? s->tx_err : sqlite3_errmsg(s->db));
     uint64_t job = 0;
     int rc = exec_sql(s->db, "SAVEPOINT job_create");
     if (rc != SQLITE_OK)
-        rc = (set_err(err, errlen, "%s: %s", s->path, db_reason(s->db, rc)), db_fail(s, "job.create", rc));
+        rc = (nq_errf(err, errlen, "%s: %s", s->path, db_reason(s->db, rc)), db_fail(s, "job.create", rc));
     else if (job_insert(s, spec, nshards, &job) != 0)
-        rc = (set_err(err, errlen, "%s: cannot store the job: %s", s->path,
+        rc = (nq_errf(err, errlen, "%s: cannot store the job: %s", s->path,
                       db_reason(s->db, sqlite3_extended_errcode(s->db))), -1);
     else
         rc = shards_insert_all(s, spec, job, nshards, next, ud, err, errlen);
@@ -822,7 +813,7 @@ int store_job_create(nq_store_t *s, const nq_job_spec_t *spec, uint64_t nshards,
         exec_sql(s->db, "ROLLBACK TO job_create; RELEASE job_create");
     int c = tx_leave(s, own, rc);
     if (c != 0 && rc == 0)
-        set_err(err, errlen, "%s: commit failed: %s", s->path, db_reason(s->db, sqlite3_extended_errcode(s->db)));
+        nq_errf(err, errlen, "%s: commit failed: %s", s->path, db_reason(s->db, sqlite3_extended_errcode(s->db)));
     if (c == 0)
         *id = job;
     return c == 0 ? 0 : -1;

@@ -1,5 +1,6 @@
 /* The size of a stored solution from its row, for refusing a large one before loading it. */
 #include "store_solsize.h"
+#include "errf.h"
 
 #include <stdio.h>
 
@@ -12,8 +13,7 @@ int store_solution_n(sqlite3 *db, uint64_t job, uint64_t index, uint64_t *n, cha
     sqlite3_stmt *st = NULL;
     if (sqlite3_prepare_v2(db, "SELECT n FROM solutions WHERE job = ? ORDER BY found_at, hash LIMIT 1 OFFSET ?",
                            -1, &st, NULL) != SQLITE_OK) {
-        snprintf(err, errlen, "solutions: %s", sqlite3_errmsg(db));
-        return -1;
+        return nq_errf(err, errlen, "solutions: %s", sqlite3_errmsg(db));
     }
     sqlite3_bind_int64(st, 1, (sqlite3_int64)job);
     sqlite3_bind_int64(st, 2, (sqlite3_int64)index);

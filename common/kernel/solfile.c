@@ -4,6 +4,7 @@
  * streaming readers that report the first thing wrong and never crash.
  */
 #include "solfile.h"
+#include "errf.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,16 +18,6 @@
 #include <unistd.h>
 
 #define IO_CHUNK (1u << 20)
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- checksum ---------------------------------------------------------- */
 
@@ -264,7 +255,7 @@ int solfile_write(const char *path, const uint32_t *cols, uint64_t n, int binary
                   char *err, size_t errlen)
 {
     if (n == 0 || n > SOLFILE_MAX_N) {
-        set_err(err, errlen, "cannot write N=%llu (must be 1..%llu)", (unsigned long long)n,
+        nq_errf(err, errlen, "cannot write N=%llu (must be 1..%llu)", (unsigned long long)n,
                 SOLFILE_MAX_N);
         return SOLFILE_EFORMAT;
     }
@@ -275,13 +266,13 @@ int solfile_write(const char *path, const uint32_t *cols, uint64_t n, int binary
     outbuf_t o = { .fd = -1, .buf = malloc(IO_CHUNK) };
     if (!tmp || !o.buf) {
         free(tmp); free(o.buf);
-        set_err(err, errlen, "out of memory");
+        nq_errf(err, errlen, "out of memory");
         return SOLFILE_EIO;
     }
     o.fd = open_target(path, atomic, old_mode, tmp, tlen);
     int rc = SOLFILE_OK;
     if (o.fd < 0) {
-        set_err(err, errlen, "%s: %s", path, strerror(errno));
+        nq_errf(err, errlen, "%s: %s", path, strerror(errno));
         rc = SOLFILE_EIO;
     } else {
         if (binary)
@@ -294,7 +285,7 @@ int solfile_write(const char *path, const uint32_t *cols, uint64_t n, int binary
         if (!o.failed && atomic && rename(tmp, path) != 0)
             o.failed = errno;
         if (o.failed) {
-            set_err(err, errlen, "%s: %s", path, strerror(o.failed));
+            nq_errf(err, errlen, "%s: %s", path, strerror(o.failed));
             rc = SOLFILE_EIO;
             if (atomic)
                 unlink(tmp);
@@ -365,26 +356,26 @@ static int read_text(inbuf_t *in, uint32_t **out, uint64_t *nout, char *err, siz
         if (ch >= '0' && ch <= '9') {
             v = v * 10 + (uint64_t)(ch - '0');
             if (++digits > 10 || v > UINT32_MAX) {
-                set_err(err, errlen, "line %llu: number too large", (unsigned long long)line);
+                nq_errf(err, errlen, "line %llu: number too large", (unsigned long long)line);
                 goto bad;
             }
             continue;
         }
         if (ch != '\n' && ch >= 0) {
-            set_err(err, errlen, "line %llu: unexpected %s 0x%02x (expected one column number per line)",
+            nq_errf(err, errlen, "line %llu: unexpected %s 0x%02x (expected one column number per line)",
                     (unsigned long long)line, ch >= 32 && ch < 127 ? "character" : "byte", ch);
             goto bad;
         }
         if (!digits) {
-            set_err(err, errlen, "line %llu: empty line", (unsigned long long)line);
+            nq_errf(err, errlen, "line %llu: empty line", (unsigned long long)line);
             goto bad;
         }
         if (n == SOLFILE_MAX_N) {
-            set_err(err, errlen, "more than %llu rows", SOLFILE_MAX_N);
+            nq_errf(err, errlen, "more than %llu rows", SOLFILE_MAX_N);
             goto bad;
         }
         if (push_col(&cols, &n, &cap, (uint32_t)v) != 0) {
-            set_err(err, errlen, "out of memory after %llu rows", (unsigned long long)n);
+            nq_errf(err, errlen, "out of memory after %llu rows", (unsigned long long)n);
             goto bad;
         }
         v = 0;
@@ -393,17 +384,17 @@ static int read_text(inbuf_t *in, uint32_t **out, uint64_t *nout, char *err, siz
             break;
     }
     if (in->failed) {
-        set_err(err, errlen, "read error: %s", strerror(in->failed));
+        nq_errf(err, errlen, "read error: %s", strerror(in->failed));
         free(cols);
         return SOLFILE_EIO;
     }
     if (n == 0) {
-        set_err(err, errlen, "empty file");
+        nq_errf(err, errlen, "empty file");
         goto bad;
     }
     for (uint64_t r = 0; r < n; r++) {
         if (cols[r] >= n) {
-            set_err(err, errlen, "line %llu: column %u out of range for N=%llu (must be < %llu)",
+            nq_errf(err, errlen, "line %llu: column %u out of range for N=%llu (must be < %llu)",
                     (unsigned long long)r + 1, cols[r], (unsigned long long)n, (unsigned long long)n);
             goto bad;
         }
@@ -421,18 +412,18 @@ bad:
 static int bin_check_size(uint64_t n, uint64_t fsize, char *err, size_t errlen)
 {
     if (n == 0 || n > SOLFILE_MAX_N) {
-        set_err(err, errlen, "binary header: N=%llu out of range (1..%llu)", (unsigned long long)n,
+        nq_errf(err, errlen, "binary header: N=%llu out of range (1..%llu)", (unsigned long long)n,
                 SOLFILE_MAX_N);
         return -1;
     }
     uint64_t want = 16 + (n * solfile_bits(n) + 7) / 8 + 8;
     if (fsize < want) {
-        set_err(err, errlen, "truncated: N=%llu needs %llu bytes, the file has %llu",
+        nq_errf(err, errlen, "truncated: N=%llu needs %llu bytes, the file has %llu",
                 (unsigned long long)n, (unsigned long long)want, (unsigned long long)fsize);
         return -1;
     }
     if (fsize > want) {
-        set_err(err, errlen, "wrong length: N=%llu needs %llu bytes, the file has %llu",
+        nq_errf(err, errlen, "wrong length: N=%llu needs %llu bytes, the file has %llu",
                 (unsigned long long)n, (unsigned long long)want, (unsigned long long)fsize);
         return -1;
     }
@@ -468,7 +459,7 @@ static int read_bin(inbuf_t *in, uint64_t fsize, uint32_t **out, uint64_t *nout,
 {
     uint8_t head[16], sum[8];
     if (fsize < 16 + 8) {
-        set_err(err, errlen, "truncated: %llu bytes is less than a binary header and checksum",
+        nq_errf(err, errlen, "truncated: %llu bytes is less than a binary header and checksum",
                 (unsigned long long)fsize);
         return SOLFILE_EFORMAT;
     }
@@ -483,7 +474,7 @@ static int read_bin(inbuf_t *in, uint64_t fsize, uint32_t **out, uint64_t *nout,
         return SOLFILE_EFORMAT;
     uint32_t *cols = malloc(n * sizeof *cols);
     if (!cols) {
-        set_err(err, errlen, "out of memory for N=%llu", (unsigned long long)n);
+        nq_errf(err, errlen, "out of memory for N=%llu", (unsigned long long)n);
         return SOLFILE_EIO;
     }
     uint64_t bad_row;
@@ -495,9 +486,9 @@ static int read_bin(inbuf_t *in, uint64_t fsize, uint32_t **out, uint64_t *nout,
         sum[got] = (uint8_t)b;
     if (pad < 0 || got < 8) {
         if (in->failed)
-            set_err(err, errlen, "read error: %s", strerror(in->failed));
+            nq_errf(err, errlen, "read error: %s", strerror(in->failed));
         else
-            set_err(err, errlen, "truncated while reading (the file shrank?)");
+            nq_errf(err, errlen, "truncated while reading (the file shrank?)");
         free(cols);
         return in->failed ? SOLFILE_EIO : SOLFILE_EFORMAT;
     }
@@ -513,7 +504,7 @@ static int read_bin(inbuf_t *in, uint64_t fsize, uint32_t **out, uint64_t *nout,
         why = rowmsg;
     }
     if (why) {
-        set_err(err, errlen, "%s", why);
+        nq_errf(err, errlen, "%s", why);
         free(cols);
         return SOLFILE_EFORMAT;
     }
@@ -527,20 +518,20 @@ int solfile_read(const char *path, uint32_t **cols, uint64_t *n, char *err, size
     inbuf_t in = { .fd = open(path, O_RDONLY | O_CLOEXEC), .limit = UINT64_MAX };
     struct stat st;
     if (in.fd < 0 || fstat(in.fd, &st) != 0) {
-        set_err(err, errlen, "%s", strerror(errno));
+        nq_errf(err, errlen, "%s", strerror(errno));
         if (in.fd >= 0)
             close(in.fd);
         return SOLFILE_EIO;
     }
     if (S_ISDIR(st.st_mode)) {
-        set_err(err, errlen, "is a directory");
+        nq_errf(err, errlen, "is a directory");
         close(in.fd);
         return SOLFILE_EIO;
     }
     in.buf = malloc(IO_CHUNK);
     if (!in.buf) {
         close(in.fd);
-        set_err(err, errlen, "out of memory");
+        nq_errf(err, errlen, "out of memory");
         return SOLFILE_EIO;
     }
     /* Sniff the magic with pread so both parsers start from byte 0. */
@@ -549,10 +540,10 @@ int solfile_read(const char *path, uint32_t **cols, uint64_t *n, char *err, size
     int rc;
     if (k == (ssize_t)sizeof magic && memcmp(magic, SOLFILE_MAGIC, sizeof magic) == 0)
         rc = S_ISREG(st.st_mode) ? read_bin(&in, (uint64_t)st.st_size, cols, n, err, errlen)
-                                 : (set_err(err, errlen, "binary solutions must be regular files"),
+                                 : (nq_errf(err, errlen, "binary solutions must be regular files"),
                                     SOLFILE_EFORMAT);
     else if (k == (ssize_t)sizeof magic && memcmp(magic, SOLFILE_MAGIC, 5) == 0)
-        rc = (set_err(err, errlen, "bad magic: not an NQSOL1 binary solution (another version?)"),
+        rc = (nq_errf(err, errlen, "bad magic: not an NQSOL1 binary solution (another version?)"),
               SOLFILE_EFORMAT);
     else
         rc = read_text(&in, cols, n, err, errlen);

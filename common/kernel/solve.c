@@ -1,5 +1,6 @@
 /* The registry of solve methods and the common entry point that guards them. */
 #include "solve.h"
+#include "errf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,10 +66,9 @@ static int check_memory(const nq_solver_t *s, uint64_t n, char *err, size_t errl
     uint64_t spare = ram / 8 > (256ULL << 20) ? ram / 8 : (256ULL << 20);
     uint64_t usable = ram > spare ? ram - spare : 0;
     if (need > usable) {
-        snprintf(err, errlen, "%s for N=%llu needs %.2f GB of memory; this machine has %.2f GB "
-                 "(at most %.2f GB may be used)", s->name, (unsigned long long)n,
-                 need / 1e9, ram / 1e9, usable / 1e9);
-        return -1;
+        return nq_errf(err, errlen, "%s for N=%llu needs %.2f GB of memory; this machine has %.2f GB "
+                       "(at most %.2f GB may be used)", s->name, (unsigned long long)n,
+                       need / 1e9, ram / 1e9, usable / 1e9);
     }
     return 0;
 }
@@ -76,10 +76,9 @@ static int check_memory(const nq_solver_t *s, uint64_t n, char *err, size_t errl
 int solver_check(const nq_solver_t *s, uint64_t n, char *err, size_t errlen)
 {
     if (n < s->n_min || n > s->n_max) {
-        snprintf(err, errlen, "%s solves %llu <= N <= %llu (got N=%llu)", s->name,
-                 (unsigned long long)s->n_min, (unsigned long long)s->n_max,
-                 (unsigned long long)n);
-        return -1;
+        return nq_errf(err, errlen, "%s solves %llu <= N <= %llu (got N=%llu)", s->name,
+                       (unsigned long long)s->n_min, (unsigned long long)s->n_max,
+                       (unsigned long long)n);
     }
     return s->check ? s->check(n, err, errlen) : 0;
 }

@@ -10,6 +10,7 @@
  * The seed is ignored: there is one answer per N.
  */
 #include "solve.h"
+#include "errf.h"
 
 #include <stdio.h>
 
@@ -37,8 +38,7 @@ static int construct_check(uint64_t n, char *err, size_t errlen)
 {
     if (n >= 4 && n <= UINT32_MAX)
         return 0;
-    snprintf(err, errlen, "construct needs 4 <= N <= %u (got N=%llu)", UINT32_MAX, (unsigned long long)n);
-    return -1;
+    return nq_errf(err, errlen, "construct needs 4 <= N <= %u (got N=%llu)", UINT32_MAX, (unsigned long long)n);
 }
 
 static int construct_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts, uint32_t *cols,

@@ -25,6 +25,7 @@
  * memory beyond cols. stats->steps = rows placed.
  */
 #include "solve.h"
+#include "errf.h"
 
 #include <stdio.h>
 
@@ -82,10 +83,9 @@ static int dv_check(uint64_t n, char *err, size_t errlen)
 {
     if (n >= 1 && n <= DV_N_MAX && dv_covers(n))
         return 0;
-    snprintf(err, errlen, "divide (Abramson-Yung) covers every N >= 1 except 2, 3, 8, 9, "
-             "14, 15, 26, 27, 38, 39 (got N=%llu); use --algo construct",
-             (unsigned long long)n);
-    return -1;
+    return nq_errf(err, errlen, "divide (Abramson-Yung) covers every N >= 1 except 2, 3, 8, 9, "
+                   "14, 15, 26, 27, 38, 39 (got N=%llu); use --algo construct",
+                   (unsigned long long)n);
 }
 
 static int dv_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts,

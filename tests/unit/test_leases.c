@@ -1,0 +1,340 @@
+/*
+ * Leases, jobs and quorum on a fake clock: the broker is driven one round at a time
+ * (broker_round) from this thread, with b->clock replaced, and scripted workers on loopback.
+ * Liveness expiry, stalled progress, grace after a restart, and quorum's duplicate, late and
+ * dissenting votes are checked through the store, without sleeping through real timeouts.
+ */
+#include "t.h"
+
+#include "broker.h"
+#include "broker_impl.h"
+#include "count.h"
+
+#include <unistd.h>
+#include <zmq.h>
+
+static double fake_now;
+static double fake_clock(void) { return fake_now; }
+
+static char db_path[512];
+static void *ctx;
+static nq_broker_t *b;
+
+static nq_broker_t *broker_start(void)
+{
+    nq_broker_cfg_t cfg;
+    broker_cfg_defaults(&cfg);
+    cfg.bind = "tcp://127.0.0.1:*";
+    cfg.control = "tcp://127.0.0.1:*";
+    cfg.db_path = db_path;
+    cfg.heartbeat_ms = 200;
+    cfg.liveness = 3;
+    cfg.stall_s = 5;
+    cfg.grace_s = 2;
+    cfg.clock = fake_clock;
+    char err[256];
+    nq_broker_t *nb = broker_new(&cfg, err, sizeof err);
+    T_CHECK(nb != NULL);
+    return nb;
+}
+
+static uint64_t submit(int n, uint32_t quorum)
+{
+    nq_job_spec_t spec = { .kind = NQ_KIND_COUNT, .n = (uint64_t)n, .max_attempts = 5, .quorum = quorum };
+    uint64_t id = 0;
+    char err[256];
+    T_CHECK(jobs_submit(b, &spec, &id, err, sizeof err) == 0);
+    return id;
+}
+
+static void setup(void)
+{
+    snprintf(db_path, sizeof db_path, "%s/leases-test-%d.db", t_tmpdir(), (int)getpid());
+    unlink(db_path);
+    fake_now = 1000;
+    ctx = zmq_ctx_new();
+    b = broker_start();
+}
+
+static void teardown(void)
+{
+    broker_destroy(&b);
+    zmq_ctx_term(ctx);
+    unlink(db_path);
+}
+
+/* A scripted worker: a DEALER that has said HELLO with its own nonce (its identity). */
+typedef struct { void *s; char id[32]; uint64_t nonce; nq_task_t tasks[16]; int ntasks; int acks; } fake_t;
+
+static void fake_send(fake_t *w, const nq_msg_t *m)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    T_CHECK(proto_encode(m, &sb) == 0);
+    zmq_send(w->s, sb.data, sb.size, 0);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+static void fake_hello(fake_t *w, const char *id, uint64_t nonce, uint32_t credit)
+{
+    char ep[256];
+    broker_endpoint(b, 0, ep, sizeof ep);
+    memset(w, 0, sizeof *w);
+    w->s = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(w->s, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_connect(w->s, ep);
+    snprintf(w->id, sizeof w->id, "%s", id);
+    w->nonce = nonce;
+    nq_msg_t h = { .type = NQ_MSG_HELLO };
+    snprintf(h.u.hello.worker_id, sizeof h.u.hello.worker_id, "%s", id);
+    h.u.hello.nonce = nonce;
+    h.u.hello.threads = 1;
+    fake_send(w, &h);
+    nq_msg_t c = { .type = NQ_MSG_CREDIT };
+    c.u.credit.credit = credit;
+    fake_send(w, &c);
+}
+
+/* Reads what the broker sent: TASKs are kept (spec copied into the frame's place is not needed). */
+static void fake_read(fake_t *w)
+{
+    zmq_msg_t f;
+    for (;;) {
+        zmq_msg_init(&f);
+        if (zmq_msg_recv(&f, w->s, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&f);
+            return;
+        }
+        nq_msg_t m;
+        char err[200];
+        if (proto_decode(zmq_msg_data(&f), zmq_msg_size(&f), &m, err, sizeof err) == 0) {
+            if (m.type == NQ_MSG_TASK && w->ntasks < 16) {
+                w->tasks[w->ntasks] = m.u.task;
+                w->tasks[w->ntasks].spec = NULL;
+                w->ntasks++;
+            } else if (m.type == NQ_MSG_ACK) {
+                w->acks++;
+            }
+            proto_msg_free(&m);
+        }
+        zmq_msg_close(&f);
+    }
+}
+
+static void fake_heartbeat(fake_t *w, uint64_t progress)
+{
+    nq_hb_item_t items[16];
+    for (int i = 0; i < w->ntasks; i++)
+        items[i] = (nq_hb_item_t){ w->tasks[i].lease, progress };
+    nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };
+    m.u.heartbeat.count = (uint32_t)w->ntasks;
+    m.u.heartbeat.items = items;
+    fake_send(w, &m);
+}
+
+/* A vote: total = 195 * (shard + 1), so residues mod 13 and 15 are both 0 and always consistent. */
+static void fake_result(fake_t *w, const nq_task_t *t, uint64_t extra)
+{
+    nq_msg_t m = { .type = NQ_MSG_RESULT };
+    m.u.result = (nq_result_t){ .job = t->job, .shard = t->shard, .lease = t->lease, .kind = NQ_KIND_COUNT,
+                                .total = 195 * (t->shard + 1 + extra), .nodes = 1, .proof = t->proof };
+    fake_send(w, &m);
+}
+
+static void fake_close(fake_t *w)
+{
+    zmq_close(w->s);
+}
+
+/* Broker rounds over `seconds` of fake time, in steps of dt (< the heartbeat: see leases_tick's
+   stall excuse); the workers in `beat` (NULL-terminated) heartbeat, progress moving, and read
+   what the broker sent them. */
+static void run_with(double seconds, double dt, fake_t **beat)
+{
+    for (double t = 0; t < seconds; t += dt) {
+        fake_now += dt;
+        for (fake_t **w = beat; w && *w; w++)
+            fake_heartbeat(*w, 1 + (uint64_t)(t * 1000));
+        usleep(2000);                   /* loopback delivery */
+        broker_round(b, 5);
+        for (fake_t **w = beat; w && *w; w++)
+            fake_read(*w);
+    }
+}
+
+static void run_for(double seconds, double dt, fake_t *beat, fake_t *other)
+{
+    fake_t *list[3] = { beat, beat ? other : NULL, NULL };
+    run_with(seconds, dt, list);
+    if (!beat && other)
+        fake_read(other);
+}
+
+static int shard_attempts(uint64_t job, uint64_t shard)
+{
+    nq_shard_row_t row;
+    return store_shard_get(b->store, job, shard, &row) == 0 ? (int)row.attempts : -1;
+}
+
+static nq_shard_state_t shard_state(uint64_t job, uint64_t shard)
+{
+    nq_shard_row_t row;
+    return store_shard_get(b->store, job, shard, &row) == 0 ? row.state : (nq_shard_state_t)-1;
+}
+
+/* A worker silent past heartbeat x liveness (0.6 s) loses its leases, each charged an attempt. */
+static void test_liveness_expiry(void)
+{
+    setup();
+    uint64_t job = submit(8, 1);
+    fake_t w;
+    fake_hello(&w, "w-silent", 11, 2);
+    run_for(0.3, 0.05, &w, NULL);       /* joined, heartbeating, holds two leases */
+    T_EQ_U64(w.ntasks, 2);
+    T_CHECK(shard_state(job, w.tasks[0].shard) == NQ_SHARD_LEASED);
+    run_for(1.0, 0.05, NULL, &w);       /* silent for 1 s of fake time */
+    broker_round(b, 0);
+    results_flush(b);
+    T_CHECK(b->peers == NULL);
+    T_EQ_U64(shard_attempts(job, w.tasks[0].shard), 1);
+    T_CHECK(shard_state(job, w.tasks[0].shard) == NQ_SHARD_PENDING);
+    fake_close(&w);
+    teardown();
+}
+
+/* A lease whose progress stops moving for stall_s (5 s) goes back, charged; the worker stays. */
+static void test_stalled_progress(void)
+{
+    setup();
+    uint64_t job = submit(8, 1);
+    fake_t w;
+    fake_hello(&w, "w-stuck", 12, 1);
+    run_for(0.3, 0.05, &w, NULL);
+    T_EQ_U64(w.ntasks, 1);
+    uint64_t shard = w.tasks[0].shard;
+    for (int i = 0; i < 120; i++) {      /* 6 s of heartbeats that report the same progress */
+        fake_now += 0.05;
+        fake_heartbeat(&w, 42);
+        usleep(1000);
+        broker_round(b, 2);
+        fake_read(&w);
+    }
+    results_flush(b);
+    T_CHECK(b->peers != NULL);           /* alive: only its lease was taken back */
+    T_EQ_U64(shard_attempts(job, shard), 1);
+    fake_close(&w);
+    teardown();
+}
+
+/* After a restart, a leased shard waits grace_s (2 s) for its holder, then goes back uncharged. */
+static void test_grace_after_restart(void)
+{
+    setup();
+    uint64_t job = submit(8, 1);
+    fake_t w;
+    fake_hello(&w, "w-gone", 13, 1);
+    run_for(0.3, 0.05, &w, NULL);
+    T_EQ_U64(w.ntasks, 1);
+    uint64_t shard = w.tasks[0].shard;
+    results_flush(b);
+    broker_destroy(&b);                  /* the broker goes down with the shard leased */
+    fake_close(&w);
+    b = broker_start();
+    nq_job_t *j = jobs_find(b, job);
+    T_CHECK(j != NULL && j->ngrace == 1);
+    run_for(1.0, 0.05, NULL, NULL);
+    T_CHECK(shard_state(job, shard) == NQ_SHARD_LEASED);   /* still waiting for its holder */
+    run_for(1.5, 0.05, NULL, NULL);
+    results_flush(b);
+    T_CHECK(shard_state(job, shard) == NQ_SHARD_PENDING);
+    T_EQ_U64(shard_attempts(job, shard), 0);
+    teardown();
+}
+
+static uint64_t shard_confirmations(uint64_t job, uint64_t shard)
+{
+    sqlite3_stmt *q;
+    uint64_t n = UINT64_MAX;
+    if (sqlite3_prepare_v2(store_db(b->store), "SELECT confirmations FROM shards WHERE job = ?1 AND idx = ?2",
+                           -1, &q, NULL) != SQLITE_OK)
+        return n;
+    sqlite3_bind_int64(q, 1, (sqlite3_int64)job);
+    sqlite3_bind_int64(q, 2, (sqlite3_int64)shard);
+    if (sqlite3_step(q) == SQLITE_ROW)
+        n = (uint64_t)sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return n;
+}
+
+static void vote_all(fake_t *w, int twice)
+{
+    for (int i = 0; i < w->ntasks; i++) {
+        fake_result(w, &w->tasks[i], 0);
+        if (twice)
+            fake_result(w, &w->tasks[i], 0);   /* a duplicate: one identity, one vote */
+    }
+}
+
+/*
+ * Quorum 2 with a late, a duplicate and a silent voter. `late` holds one copy of shard X;
+ * `a` holds a copy of every shard and votes twice; `c` the other copies. Every shard but X
+ * is decided by a and c. `late` goes silent: its copy of X goes back and c decides X with a.
+ * Then `late` comes back (same session) and delivers: a vote for a decided shard, compared
+ * with the stored result (a confirmation), and the job is done.
+ */
+static void test_quorum_votes(void)
+{
+    setup();
+    uint64_t job = submit(6, 2);
+    nq_job_t *j = jobs_find(b, job);
+    T_CHECK(j != NULL);
+    uint64_t nshards = j ? j->shards_total : 0;
+    fake_t a, c, late;
+    fake_hello(&late, "voter-late", 23, 1);
+    run_with(0.2, 0.05, (fake_t *[]){ &late, NULL });
+    fake_hello(&a, "voter-a", 21, 16);
+    run_with(0.2, 0.05, (fake_t *[]){ &late, &a, NULL });
+    fake_hello(&c, "voter-c", 22, 16);
+    run_with(0.2, 0.05, (fake_t *[]){ &late, &a, &c, NULL });
+    T_EQ_U64(late.ntasks, 1);
+    T_EQ_U64(a.ntasks, nshards);
+    T_EQ_U64(c.ntasks, nshards - 1);
+    uint64_t x = late.tasks[0].shard;
+    vote_all(&a, 1);
+    run_with(0.2, 0.05, (fake_t *[]){ &late, &a, &c, NULL });
+    results_flush(b);
+    T_EQ_U64(j->shards_done, 0);         /* one identity, even voting twice, is not a quorum */
+    vote_all(&c, 0);
+    run_with(0.2, 0.05, (fake_t *[]){ &late, &a, &c, NULL });
+    results_flush(b);
+    T_EQ_U64(j->shards_done, nshards - 1);
+    T_CHECK(shard_state(job, x) == NQ_SHARD_LEASED);   /* late holds X and says nothing */
+    c.ntasks = 0;
+    run_with(1.5, 0.05, (fake_t *[]){ &a, &c, NULL });   /* late silent past 0.6 s: X goes to c */
+    T_EQ_U64(c.ntasks, 1);
+    T_EQ_U64(c.tasks[0].shard, x);
+    vote_all(&c, 0);
+    run_with(0.2, 0.05, (fake_t *[]){ &a, &c, NULL });
+    results_flush(b);
+    nq_job_row_t row;
+    T_CHECK(store_job_get(b->store, job, &row) == 0);
+    T_EQ_U64(row.shards_done, nshards);
+    T_CHECK(row.state == NQ_JOB_DONE);
+    fake_close(&late);                   /* it comes back, same session, and delivers late */
+    nq_task_t held = late.tasks[0];
+    fake_hello(&late, "voter-late", 23, 0);
+    run_with(0.2, 0.05, (fake_t *[]){ &late, NULL });
+    fake_result(&late, &held, 0);
+    run_with(0.2, 0.05, (fake_t *[]){ &late, NULL });
+    results_flush(b);
+    T_EQ_U64(shard_confirmations(job, x), 1);
+    T_CHECK(late.acks >= 1);
+    fake_close(&a);
+    fake_close(&c);
+    fake_close(&late);
+    teardown();
+}
+
+T_MAIN(T_CASE(test_liveness_expiry), T_CASE(test_stalled_progress), T_CASE(test_grace_after_restart),
+       T_CASE(test_quorum_votes))
