@@ -1,6 +1,6 @@
 /*
- * The tiny test harness (in the spirit of beanstalkd's ct): a test file defines
- * functions `static void test_xxx(void)` and lists them in T_MAIN(...).
+ * The tiny test harness (in the spirit of beanstalkd's ct): a test file defines its
+ * cases with `T_TEST(test_xxx) { ... }` and ends with T_RUN_ALL().
  * A failed check prints file:line and the expression, marks the test failed and
  * carries on with the next test; the process exits non-zero if any check failed.
  */
@@ -37,8 +37,6 @@ static int t_current_failed;
         t_failed_checks++; t_current_failed = 1; \
     } } while (0)
 
-typedef struct { const char *name; void (*fn)(void); } t_case_t;
-#define T_CASE(f) { #f, f }
 
 /* Scratch directory for tests that write files (set by ctest; else /tmp). */
 static inline const char *t_tmpdir(void) {
@@ -72,19 +70,76 @@ static inline int t_valid_utf8(const unsigned char *s, size_t n)
     return 1;
 }
 
-#define T_MAIN(...) \
+/*
+ * Test cases register themselves: `T_TEST(test_xxx) { ... }` defines the case and a
+ * constructor that adds it to the table, so a case cannot be written and forgotten.
+ * T_RUN_ALL() runs them in the order they appear in the file, each in a child process of
+ * its own: one case that crashes, leaks state or exits cannot hide or fake another's
+ * result. NQ_TEST_ONE_PROCESS=1 runs them all in this process (for a debugger). An
+ * argument runs only the cases whose name contains it. A case that exits 77 (a skip) makes
+ * the whole file a skip when no case failed.
+ */
+#include <sys/wait.h>
+#include <unistd.h>
+
+typedef struct { const char *name; void (*fn)(void); int line; } t_case_t;
+static t_case_t t_cases[256];
+static int t_ncases;
+
+#define T_TEST(f) \
+    static void f(void); \
+    __attribute__((constructor)) static void t_register_##f(void) { \
+        if (t_ncases < (int)(sizeof t_cases / sizeof t_cases[0])) \
+            t_cases[t_ncases++] = (t_case_t){ #f, f, __LINE__ }; \
+    } \
+    static void f(void)
+
+static int t_case_cmp(const void *a, const void *b)
+{
+    return ((const t_case_t *)a)->line - ((const t_case_t *)b)->line;
+}
+
+/* Runs one case; 0 passed, 1 failed, 77 skipped. */
+static int t_run_case(const t_case_t *c, int one_process)
+{
+    fprintf(stderr, "%s ...\n", c->name);
+    fflush(stderr);
+    if (one_process) {
+        t_current_failed = 0;
+        c->fn();
+        return t_current_failed;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        t_current_failed = 0;
+        c->fn();
+        exit(t_current_failed);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid) {
+        fprintf(stderr, "  FAIL %s: cannot run it in a child process\n", c->name);
+        return 1;
+    }
+    if (WIFSIGNALED(st)) {
+        fprintf(stderr, "  FAIL %s: killed by signal %d\n", c->name, WTERMSIG(st));
+        return 1;
+    }
+    return WEXITSTATUS(st) == 77 ? 77 : WEXITSTATUS(st) != 0;
+}
+
+#define T_RUN_ALL() \
     int main(int argc, char **argv) { \
-        t_case_t cases[] = { __VA_ARGS__ }; \
-        int ncases = (int)(sizeof cases / sizeof cases[0]), nfail = 0, nrun = 0; \
-        for (int i = 0; i < ncases; i++) { \
-            if (argc > 1 && strstr(cases[i].name, argv[1]) == NULL) continue; \
-            t_current_failed = 0; nrun++; \
-            fprintf(stderr, "%s ...\n", cases[i].name); \
-            cases[i].fn(); \
-            if (t_current_failed) nfail++; \
+        int one = getenv("NQ_TEST_ONE_PROCESS") != NULL, nfail = 0, nrun = 0, nskip = 0; \
+        qsort(t_cases, (size_t)t_ncases, sizeof t_cases[0], t_case_cmp); \
+        for (int i = 0; i < t_ncases; i++) { \
+            if (argc > 1 && strstr(t_cases[i].name, argv[1]) == NULL) continue; \
+            int rc = t_run_case(&t_cases[i], one); \
+            nrun++; \
+            if (rc == 77) nskip++; else if (rc) nfail++; \
         } \
-        fprintf(stderr, "%d passed, %d failed\n", nrun - nfail, nfail); \
-        return nfail ? 1 : 0; \
+        fprintf(stderr, "%d passed, %d failed, %d skipped\n", nrun - nfail - nskip, nfail, nskip); \
+        return nfail ? 1 : (nskip && nskip == nrun) ? 77 : 0; \
     }
 
 #endif

@@ -191,7 +191,7 @@ static int work_all(void *w, uint64_t *dup_shard, uint64_t *conflict_shard)
     return done;
 }
 
-static void test_duplicates_conflicts_and_bad_frames(void)
+T_TEST(test_duplicates_conflicts_and_bad_frames)
 {
     start_broker();
     void *bad = dealer(wep, NULL), *badctl = dealer(cep, NULL);
@@ -260,4 +260,4 @@ static void test_duplicates_conflicts_and_bad_frames(void)
         unlink(db_path);
 }
 
-T_MAIN(T_CASE(test_duplicates_conflicts_and_bad_frames))
+T_RUN_ALL()

@@ -2,7 +2,7 @@
 #include "t.h"
 #include "cli.h"
 
-static void test_parse_ok(void)
+T_TEST(test_parse_ok)
 {
     uint64_t v = 0;
     T_CHECK(nq_parse_u64("17", 1, 32, &v) == 0); T_EQ_U64(v, 17);
@@ -10,7 +10,7 @@ static void test_parse_ok(void)
     T_CHECK(nq_parse_u64("18446744073709551615", 0, UINT64_MAX, &v) == 0); T_EQ_U64(v, UINT64_MAX);
 }
 
-static void test_parse_refused(void)
+T_TEST(test_parse_refused)
 {
     uint64_t v = 0;
     const char *bad[] = { "", "abc", "-1", "+1", " 1", "1 ", "0x10", "1.5", "12a", "1e", "e9",
@@ -25,4 +25,4 @@ static void test_parse_refused(void)
     T_CHECK(nq_parse_u64(NULL, 1, 32, &v) == -1);
 }
 
-T_MAIN(T_CASE(test_parse_ok), T_CASE(test_parse_refused))
+T_RUN_ALL()

@@ -63,7 +63,7 @@ static int count_all(int n, int depth, uint64_t *total, uint64_t *unique, size_t
     return bad ? -1 : 0;
 }
 
-static void test_oeis_1_to_14(void)
+T_TEST(test_oeis_1_to_14)
 {
     oeis_t o[15];
     T_CHECK(oeis_load(o, 14) == 0);
@@ -76,7 +76,7 @@ static void test_oeis_1_to_14(void)
     }
 }
 
-static void test_depths_agree(void)
+T_TEST(test_depths_agree)
 {
     oeis_t o[15];
     T_CHECK(oeis_load(o, 14) == 0);
@@ -91,7 +91,7 @@ static void test_depths_agree(void)
     }
 }
 
-static void test_residues_nonzero_shards(void)
+T_TEST(test_residues_nonzero_shards)
 {
     /* a shard with a large total: residues must still match and be kernel-computed */
     char err[256];
@@ -113,7 +113,7 @@ static void test_residues_nonzero_shards(void)
     shards_destroy(&s);
 }
 
-static void test_corrupt_refused(void)
+T_TEST(test_corrupt_refused)
 {
     char err[256];
     nq_shards_t *s = shards_new(NQ_KIND_COUNT, 10, 2, err, sizeof err);
@@ -140,7 +140,7 @@ static void test_corrupt_refused(void)
     shards_destroy(&s);
 }
 
-static void test_overflow_checked(void)
+T_TEST(test_overflow_checked)
 {
     nq_count_tally_t t = { UINT64_MAX - 3, (uint8_t)((UINT64_MAX - 3) % 13), (uint8_t)((UINT64_MAX - 3) % 15) };
     T_CHECK(count_tally_add(&t, 3) == 0);
@@ -159,7 +159,7 @@ static void test_overflow_checked(void)
     T_CHECK(v.r13 != v.total % 13 && v.r15 != v.total % 15);
 }
 
-static void test_cancel_and_progress(void)
+T_TEST(test_cancel_and_progress)
 {
     char err[256];
     atomic_int cancel = 1;
@@ -242,7 +242,7 @@ static int ref_solution(void *ud, const uint8_t *cols, int n)
     return 0;
 }
 
-static void test_per_shard_reference(void)
+T_TEST(test_per_shard_reference)
 {
     char err[256];
     for (int n = 6; n <= 11; n++) {
@@ -279,7 +279,7 @@ static void test_per_shard_reference(void)
     }
 }
 
-static void test_u128(void)
+T_TEST(test_u128)
 {
     char buf[40];
     nq_u128 v = 0, big = NQ_U128_MAX;
@@ -299,5 +299,4 @@ static void test_u128(void)
     T_CHECK(u128_add_checked(&a, 1) == -1 && a == big);
 }
 
-T_MAIN(T_CASE(test_u128), T_CASE(test_oeis_1_to_14), T_CASE(test_per_shard_reference), T_CASE(test_depths_agree), T_CASE(test_residues_nonzero_shards),
-       T_CASE(test_corrupt_refused), T_CASE(test_overflow_checked), T_CASE(test_cancel_and_progress))
+T_RUN_ALL()

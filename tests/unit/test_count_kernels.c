@@ -67,7 +67,7 @@ static void skip_without_simd(void)
     }
 }
 
-static void test_kernels_agree_on_every_shard(void)
+T_TEST(test_kernels_agree_on_every_shard)
 {
     char err[256];
     int rare = 0, plans = 0;
@@ -106,7 +106,7 @@ static void test_kernels_agree_on_every_shard(void)
 
 /* Fewer than 4 free rows is the scalar kernel's case: search_simd declines it, untouched, and
    the picker (search_fast) is still exact there. */
-static void test_small_plans_fall_back(void)
+T_TEST(test_small_plans_fall_back)
 {
     char err[256];
     int rare = 0, small = 0;
@@ -135,7 +135,7 @@ static void test_small_plans_fall_back(void)
     T_CHECK(small > 0);
 }
 
-static void test_simd_cancel_and_progress(void)
+T_TEST(test_simd_cancel_and_progress)
 {
     char err[256];
     atomic_int cancel = 1;
@@ -156,5 +156,4 @@ static void test_simd_cancel_and_progress(void)
     shards_destroy(&s);
 }
 
-T_MAIN(T_CASE(test_kernels_agree_on_every_shard), T_CASE(test_small_plans_fall_back),
-       T_CASE(test_simd_cancel_and_progress))
+T_RUN_ALL()

@@ -73,7 +73,7 @@ static void run_all(int n, int depth, collect_t *c)
     shards_destroy(&s);
 }
 
-static void test_all_solutions_in_order(void)
+T_TEST(test_all_solutions_in_order)
 {
     uint64_t total[13], unique[13];
     T_CHECK(oeis_load(total, unique, 12) == 0);
@@ -86,7 +86,7 @@ static void test_all_solutions_in_order(void)
     }
 }
 
-static void test_depths_same_sequence(void)
+T_TEST(test_depths_same_sequence)
 {
     for (int n = 6; n <= 9; n++) {
         for (int d = 1; d <= n; d++) {
@@ -100,7 +100,7 @@ static void test_depths_same_sequence(void)
     }
 }
 
-static void test_canonical_and_pack(void)
+T_TEST(test_canonical_and_pack)
 {
     /* the N=8 solution 0 4 7 5 2 6 1 3 is the least of its class */
     uint8_t s8[8] = { 0, 4, 7, 5, 2, 6, 1, 3 }, img[8], out[8], packed[4];
@@ -126,7 +126,7 @@ static int stop_after_3(void *ud, const uint8_t *cols, int n)
     return ++*(int *)ud >= 3;
 }
 
-static void test_refusals(void)
+T_TEST(test_refusals)
 {
     char err[256];
     int seen = 0;
@@ -145,5 +145,4 @@ static void test_refusals(void)
     T_CHECK(shards_new(NQ_KIND_ENUMERATE, 17, 0, err, sizeof err) == NULL);
 }
 
-T_MAIN(T_CASE(test_all_solutions_in_order), T_CASE(test_depths_same_sequence),
-       T_CASE(test_canonical_and_pack), T_CASE(test_refusals))
+T_RUN_ALL()

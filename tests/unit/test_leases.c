@@ -184,7 +184,7 @@ static nq_shard_state_t shard_state(uint64_t job, uint64_t shard)
 }
 
 /* A worker silent past heartbeat x liveness (0.6 s) loses its leases, each charged an attempt. */
-static void test_liveness_expiry(void)
+T_TEST(test_liveness_expiry)
 {
     setup();
     uint64_t job = submit(8, 1);
@@ -204,7 +204,7 @@ static void test_liveness_expiry(void)
 }
 
 /* A lease whose progress stops moving for stall_s (5 s) goes back, charged; the worker stays. */
-static void test_stalled_progress(void)
+T_TEST(test_stalled_progress)
 {
     setup();
     uint64_t job = submit(8, 1);
@@ -228,7 +228,7 @@ static void test_stalled_progress(void)
 }
 
 /* After a restart, a leased shard waits grace_s (2 s) for its holder, then goes back uncharged. */
-static void test_grace_after_restart(void)
+T_TEST(test_grace_after_restart)
 {
     setup();
     uint64_t job = submit(8, 1);
@@ -283,7 +283,7 @@ static void vote_all(fake_t *w, int twice)
  * Then `late` comes back (same session) and delivers: a vote for a decided shard, compared
  * with the stored result (a confirmation), and the job is done.
  */
-static void test_quorum_votes(void)
+T_TEST(test_quorum_votes)
 {
     setup();
     uint64_t job = submit(6, 2);
@@ -336,5 +336,4 @@ static void test_quorum_votes(void)
     teardown();
 }
 
-T_MAIN(T_CASE(test_liveness_expiry), T_CASE(test_stalled_progress), T_CASE(test_grace_after_restart),
-       T_CASE(test_quorum_votes))
+T_RUN_ALL()

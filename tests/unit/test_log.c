@@ -254,7 +254,7 @@ static const char evil_reason[] =
 /* A worker id that tries to add fields and raise the level. */
 static const char evil_worker[] = "w9 event=auth.refused key=FORGED level=error";
 
-static void test_quote_api(void)
+T_TEST(test_quote_api)
 {
     char b[64];
     T_EQ_STR(nq_log_qs(b, sizeof b, "w1"), "\"w1\"");
@@ -291,7 +291,7 @@ static void test_quote_api(void)
     T_EQ_U64(bad_cuts, 0);
 }
 
-static void test_utf8_len(void)
+T_TEST(test_utf8_len)
 {
     T_EQ_U64(nq_utf8_len("a", 1), 1);
     T_EQ_U64(nq_utf8_len("\xc3\xa9", 2), 2);
@@ -308,7 +308,7 @@ static void test_utf8_len(void)
 }
 
 /* Raw wire text passed unquoted (as callers did): still exactly one clean line. */
-static void test_text_raw_value_stays_one_line(void)
+T_TEST(test_text_raw_value_stays_one_line)
 {
     nq_log_set_format("text");
     nq_log_set_level(NQ_LOG_INFO);
@@ -327,7 +327,7 @@ static void test_text_raw_value_stays_one_line(void)
 }
 
 /* Quoted wire values: one line, and a logfmt reader sees exactly the caller's fields. */
-static void test_text_quoted_values_no_forged_field(void)
+T_TEST(test_text_quoted_values_no_forged_field)
 {
     nq_log_set_format("text");
     char qw[NQ_LOG_QLEN], qr[NQ_LOG_QLEN * 4];
@@ -345,7 +345,7 @@ static void test_text_quoted_values_no_forged_field(void)
 }
 
 /* JSON with quoted values: one valid JSON object, exactly the expected keys, exact values. */
-static void test_json_quoted_values_no_forged_field(void)
+T_TEST(test_json_quoted_values_no_forged_field)
 {
     nq_log_set_format("json");
     char qw[NQ_LOG_QLEN], qr[NQ_LOG_QLEN * 4];
@@ -369,7 +369,7 @@ static void test_json_quoted_values_no_forged_field(void)
 }
 
 /* JSON with raw (unquoted) wire text: still one valid object, and nothing overrides level. */
-static void test_json_raw_value_cannot_override(void)
+T_TEST(test_json_raw_value_cannot_override)
 {
     nq_log_set_format("json");
     CAPTURE(NQ_LOG_INFO, "worker.joined", "worker=%s host=%s threads=4", evil_worker, evil_reason);
@@ -389,7 +389,7 @@ static void test_json_raw_value_cannot_override(void)
 }
 
 /* Existing shapes keep working: reason="..." becomes a plain string, odd text is kept. */
-static void test_json_existing_shapes(void)
+T_TEST(test_json_existing_shapes)
 {
     nq_log_set_format("json");
     fields_t f;
@@ -417,7 +417,4 @@ static void test_json_existing_shapes(void)
     nq_log_set_format("text");
 }
 
-T_MAIN(T_CASE(test_quote_api), T_CASE(test_utf8_len), T_CASE(test_text_raw_value_stays_one_line),
-       T_CASE(test_text_quoted_values_no_forged_field),
-       T_CASE(test_json_quoted_values_no_forged_field), T_CASE(test_json_raw_value_cannot_override),
-       T_CASE(test_json_existing_shapes))
+T_RUN_ALL()

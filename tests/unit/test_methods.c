@@ -63,7 +63,7 @@ static uint64_t every_n(const nq_solver_t *s, uint64_t lo, uint64_t hi, uint64_t
     return failed;
 }
 
-static void test_hillclimb_every_n(void)
+T_TEST(test_hillclimb_every_n)
 {
     uint64_t hi = 200;
     uint64_t failed = every_n(&nq_solver_hillclimb, 4, hi, 200);
@@ -71,7 +71,7 @@ static void test_hillclimb_every_n(void)
             (unsigned long long)hi, (unsigned long long)failed);
 }
 
-static void test_sweep_every_n(void)
+T_TEST(test_sweep_every_n)
 {
     uint64_t hi = 200;
     uint64_t failed = every_n(&nq_solver_sweep, 4, hi, 200);
@@ -80,7 +80,7 @@ static void test_sweep_every_n(void)
 }
 
 /* Success rate over seeds 0..199: the seed claims ~97%, AIMA reports 94% for 8 queens. */
-static void test_hillclimb_rate_n8(void)
+T_TEST(test_hillclimb_rate_n8)
 {
     int ok = 0, failed = 0;
     for (uint64_t seed = 0; seed < 200; seed++) {
@@ -95,7 +95,7 @@ static void test_hillclimb_rate_n8(void)
 }
 
 /* A pass without a helpful swap ends QS1: at small N that happens for some seeds. */
-static void test_qs1_sizes(void)
+T_TEST(test_qs1_sizes)
 {
     static const uint64_t big[] = { 100, 1000, 3000, 10000 };
     int ok = 0, failed = 0;
@@ -116,7 +116,7 @@ static void test_qs1_sizes(void)
     }
 }
 
-static void test_qs4classic_sizes(void)
+T_TEST(test_qs4classic_sizes)
 {
     static const uint64_t sizes[] = { 99, 100, 999, 1000, 10000, 100000, 1000000 };
     every_n(&nq_solver_qs4classic, 4, 120, 1);   /* restarts inside: the first seed must do */
@@ -138,7 +138,7 @@ static int divide_excluded(uint64_t n)
     return 0;
 }
 
-static void test_divide_covered(void)
+T_TEST(test_divide_covered)
 {
     uint64_t hi = 10000, bad = 0;
     for (uint64_t n = 1; n <= hi; n++) {
@@ -156,7 +156,7 @@ static void test_divide_covered(void)
 }
 
 /* Uncovered N: an error naming what is covered and the way out, and no answer. */
-static void test_divide_refuses(void)
+T_TEST(test_divide_refuses)
 {
     for (uint64_t n = 2; n <= 39; n++) {
         if (!divide_excluded(n))
@@ -174,7 +174,7 @@ static void test_divide_refuses(void)
     }
 }
 
-static void test_same_seed_same_answer(void)
+T_TEST(test_same_seed_same_answer)
 {
     for (size_t m = 0; m < NMETHODS; m++) {
         const nq_solver_t *s = methods[m];
@@ -196,7 +196,7 @@ static void test_same_seed_same_answer(void)
 }
 
 /* Different seeds lead to different boards (divide aside: it ignores the seed). */
-static void test_seeds_differ(void)
+T_TEST(test_seeds_differ)
 {
     for (size_t m = 0; m + 1 < NMETHODS; m++) {
         const nq_solver_t *s = methods[m];
@@ -217,7 +217,7 @@ static void test_seeds_differ(void)
     }
 }
 
-static void test_ranges(void)
+T_TEST(test_ranges)
 {
     for (size_t m = 0; m < NMETHODS; m++) {
         const nq_solver_t *s = methods[m];
@@ -240,7 +240,7 @@ static void test_ranges(void)
 }
 
 /* A cancel that is already set stops every method before it finishes a large board. */
-static void test_cancel_and_progress(void)
+T_TEST(test_cancel_and_progress)
 {
     for (size_t m = 0; m < NMETHODS; m++) {
         const nq_solver_t *s = methods[m];
@@ -259,7 +259,7 @@ static void test_cancel_and_progress(void)
 }
 
 /* max_steps is honoured: one step is not enough for a sizeable board. */
-static void test_max_steps(void)
+T_TEST(test_max_steps)
 {
     nq_solve_opts_t one = { .max_steps = 1 };
     T_EQ_U64(solve_checked(&nq_solver_hillclimb, 60, 1, &one, NULL, NULL), NQ_SOLVE_FAILED);
@@ -278,7 +278,7 @@ static void test_max_steps(void)
  * solve_run returns NQ_SOLVE_ERROR, with the same words. (A step limit keeps
  * the seeds that fail cheap: FAILED is an outcome, not a refusal.)
  */
-static void test_check_agrees_with_run(void)
+T_TEST(test_check_agrees_with_run)
 {
     for (int m = 0; nq_solvers[m]; m++) {
         const nq_solver_t *s = nq_solvers[m];
@@ -308,9 +308,4 @@ static void test_check_agrees_with_run(void)
     }
 }
 
-T_MAIN(T_CASE(test_hillclimb_every_n), T_CASE(test_sweep_every_n),
-       T_CASE(test_hillclimb_rate_n8), T_CASE(test_qs1_sizes), T_CASE(test_qs4classic_sizes),
-       T_CASE(test_divide_covered), T_CASE(test_divide_refuses),
-       T_CASE(test_same_seed_same_answer), T_CASE(test_seeds_differ), T_CASE(test_ranges),
-       T_CASE(test_cancel_and_progress), T_CASE(test_max_steps),
-       T_CASE(test_check_agrees_with_run))
+T_RUN_ALL()

@@ -98,7 +98,7 @@ static nq_metrics_snapshot_t sample_snapshot(const nq_metrics_worker_t *w, size_
     return s;
 }
 
-static void test_render_families(void)
+T_TEST(test_render_families)
 {
     nq_metrics_worker_t w[] = { { "w-a", 1e6, 3 } };
     nq_metrics_snapshot_t s = sample_snapshot(w, 1);
@@ -134,7 +134,7 @@ static void test_render_families(void)
     free(t);
 }
 
-static void test_render_escapes_and_special_floats(void)
+T_TEST(test_render_escapes_and_special_floats)
 {
     nq_metrics_worker_t w[] = {
         { "host\"a\\b\nc", NAN, 0 },
@@ -239,7 +239,7 @@ static int exposition_bad_line(const char *t)
 }
 
 /* Worker ids come from the wire: invalid UTF-8 and control characters must not reach the text. */
-static void test_render_label_values_stay_valid_utf8(void)
+T_TEST(test_render_label_values_stay_valid_utf8)
 {
     nq_metrics_worker_t w[] = {
         { "\xff\xfe", 1, 1 },
@@ -273,7 +273,7 @@ static void test_render_label_values_stay_valid_utf8(void)
 }
 
 #ifdef NQ_HAVE_MHD
-static void test_http_serves_snapshot(void)
+T_TEST(test_http_serves_snapshot)
 {
     char err[256] = "";
     nq_metrics_t *m = metrics_new("127.0.0.1:0", err, sizeof err);
@@ -342,7 +342,7 @@ static void *update_loop(void *arg)
 }
 
 /* Scrapes while another thread replaces the snapshot: ASan/TSan find any race or leak. */
-static void test_http_concurrent_updates(void)
+T_TEST(test_http_concurrent_updates)
 {
     char err[256] = "";
     updater_t u = { metrics_new("localhost:0", err, sizeof err), 3000 };
@@ -397,7 +397,7 @@ static int closed_by_server(int fd)
  * scraper's own address and 40 on another (127.0.0.2) must leave /metrics answering, and
  * one address is held to its per-address share (the rest are refused at once).
  */
-static void test_http_slow_clients_do_not_starve(void)
+T_TEST(test_http_slow_clients_do_not_starve)
 {
     char err[256] = "";
     nq_metrics_t *m = metrics_new("127.0.0.1:0", err, sizeof err);
@@ -435,7 +435,7 @@ static void test_http_slow_clients_do_not_starve(void)
 }
 
 /* A request head larger than the per-connection memory cap is refused, not buffered. */
-static void test_http_request_head_capped(void)
+T_TEST(test_http_request_head_capped)
 {
     char err[256] = "";
     nq_metrics_t *m = metrics_new("127.0.0.1:0", err, sizeof err);
@@ -459,7 +459,7 @@ static void test_http_request_head_capped(void)
     metrics_destroy(&m);
 }
 
-static void test_port_in_use_refused(void)
+T_TEST(test_port_in_use_refused)
 {
     char err[256] = "";
     nq_metrics_t *a = metrics_new("127.0.0.1:0", err, sizeof err);
@@ -475,7 +475,7 @@ static void test_port_in_use_refused(void)
     metrics_destroy(&a);
 }
 
-static void test_ipv6_loopback(void)
+T_TEST(test_ipv6_loopback)
 {
     char err[256] = "";
     nq_metrics_t *m = metrics_new("[::1]:0", err, sizeof err);
@@ -488,7 +488,7 @@ static void test_ipv6_loopback(void)
     metrics_destroy(&m);
 }
 #else
-static void test_built_without_mhd(void)
+T_TEST(test_built_without_mhd)
 {
     char err[256] = "";
     T_CHECK(metrics_new("127.0.0.1:0", err, sizeof err) == NULL);
@@ -496,7 +496,7 @@ static void test_built_without_mhd(void)
 }
 #endif
 
-static void test_bad_addresses_refused(void)
+T_TEST(test_bad_addresses_refused)
 {
     static const char *const bad[] = {
         "", "127.0.0.1", "127.0.0.1:", ":9555", "127.0.0.1:65536", "127.0.0.1:-1",
@@ -518,7 +518,7 @@ static void test_bad_addresses_refused(void)
     T_CHECK(metrics_new(NULL, err, sizeof err) == NULL);
 }
 
-static void test_non_loopback_needs_allow_remote(void)
+T_TEST(test_non_loopback_needs_allow_remote)
 {
     static const char *const remote[] = { "0.0.0.0:0", "10.1.2.3:9555", "[::]:0", "[2001:db8::1]:9555" };
     for (size_t i = 0; i < sizeof remote / sizeof remote[0]; i++) {
@@ -539,7 +539,7 @@ static void test_non_loopback_needs_allow_remote(void)
     metrics_destroy(&m);
 }
 
-static void test_update_null_is_noop(void)
+T_TEST(test_update_null_is_noop)
 {
     nq_metrics_snapshot_t s = sample_snapshot(NULL, 0);
     metrics_update(NULL, &s);
@@ -549,16 +549,4 @@ static void test_update_null_is_noop(void)
     T_CHECK(metrics_port(NULL) == 0);
 }
 
-#ifdef NQ_HAVE_MHD
-#define HTTP_CASES T_CASE(test_http_serves_snapshot), T_CASE(test_http_concurrent_updates), \
-                   T_CASE(test_http_slow_clients_do_not_starve), \
-                   T_CASE(test_http_request_head_capped), \
-                   T_CASE(test_port_in_use_refused), T_CASE(test_ipv6_loopback)
-#else
-#define HTTP_CASES T_CASE(test_built_without_mhd)
-#endif
-
-T_MAIN(T_CASE(test_render_families), T_CASE(test_render_escapes_and_special_floats),
-       T_CASE(test_render_label_values_stay_valid_utf8), HTTP_CASES,
-       T_CASE(test_bad_addresses_refused), T_CASE(test_non_loopback_needs_allow_remote),
-       T_CASE(test_update_null_is_noop))
+T_RUN_ALL()

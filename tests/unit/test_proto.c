@@ -339,7 +339,7 @@ static void roundtrip(const nq_msg_t *m)
     msgpack_sbuffer_destroy(&sb);
 }
 
-static void test_roundtrip_samples(void)
+T_TEST(test_roundtrip_samples)
 {
     int seen[NQ_MSG_TYPE_MAX] = { 0 };
     for (int i = 0; i < NSAMPLES; i++) {
@@ -352,7 +352,7 @@ static void test_roundtrip_samples(void)
         T_CHECK(seen[t]);
 }
 
-static void test_roundtrip_limits(void)
+T_TEST(test_roundtrip_limits)
 {
     nq_msg_t m;
     sample(sample_index("hello"), &m);
@@ -384,7 +384,7 @@ static void test_roundtrip_limits(void)
     roundtrip(&m);
 }
 
-static void test_roundtrip_solpart_ctl(void)
+T_TEST(test_roundtrip_solpart_ctl)
 {
     nq_msg_t m;
     sample(sample_index("solpart"), &m);
@@ -416,7 +416,7 @@ static void test_roundtrip_solpart_ctl(void)
 }
 
 /* The decoded document is a real msgpack tree that outlives the frame. */
-static void test_ctl_rep_doc(void)
+T_TEST(test_ctl_rep_doc)
 {
     msgpack_sbuffer sb;
     encode_sample(sample_index("ctl-rep"), &sb);
@@ -456,7 +456,7 @@ static void refuse(const nq_msg_t *m, int line)
 }
 #define REFUSE(name, stmt) do { nq_msg_t m; sample(sample_index(name), &m); stmt; refuse(&m, __LINE__); } while (0)
 
-static void test_encode_refuses(void)
+T_TEST(test_encode_refuses)
 {
     nq_log_set_level(NQ_LOG_OFF);   /* each refusal logs an error line */
     REFUSE("hello", m.type = 0);
@@ -503,7 +503,7 @@ static void test_encode_refuses(void)
  * Decoder rules, one test each
  * ------------------------------------------------------------------------- */
 
-static void test_reject_empty_and_oversize(void)
+T_TEST(test_reject_empty_and_oversize)
 {
     T_REJECT("", 0, "empty frame");
     T_REJECT(NULL, 5, "empty frame");
@@ -516,7 +516,7 @@ static void test_reject_empty_and_oversize(void)
     T_CHECK(proto_decode("\x91\x02", 2, &m, NULL, 0) == -1);
 }
 
-static void test_reject_garbage(void)
+T_TEST(test_reject_garbage)
 {
     T_REJECT("hello world", 11, "expected array");
     T_REJECT("\xc1", 1, "invalid msgpack byte 0xc1");
@@ -539,7 +539,7 @@ static void test_reject_garbage(void)
     }
 }
 
-static void test_reject_truncated_everywhere(void)
+T_TEST(test_reject_truncated_everywhere)
 {
     for (int i = 0; i < NSAMPLES; i++) {
         msgpack_sbuffer sb;
@@ -563,7 +563,7 @@ static void test_reject_truncated_everywhere(void)
     T_REJECT("\x93\x02", 2, "message declared array of 3 elements exceeds frame");
 }
 
-static void test_reject_huge_declared_lengths(void)
+T_TEST(test_reject_huge_declared_lengths)
 {
     /* HELLO whose worker_id claims 4 GiB */
     T_REJECT("\x97\x02\x01\xdb\xff\xff\xff\xff" "abc", 11, "declared length 4294967295 exceeds frame");
@@ -588,7 +588,7 @@ static void test_reject_huge_declared_lengths(void)
 }
 
 /* Every field of every sample, replaced by a value of each wrong msgpack type. */
-static void test_reject_wrong_types(void)
+T_TEST(test_reject_wrong_types)
 {
     msgpack_object subs[8];
     memset(subs, 0, sizeof subs);
@@ -631,7 +631,7 @@ static void test_reject_wrong_types(void)
     T_CHECK(checked > 500);
 }
 
-static void test_reject_out_of_range(void)
+T_TEST(test_reject_out_of_range)
 {
     struct { const char *s; uint32_t f; uint64_t bad, good; const char *why; } c[] = {
         { "hello", 3, 0, 1, "field 'threads' out of range 1..4096" },
@@ -670,7 +670,7 @@ static void test_reject_out_of_range(void)
     msgpack_sbuffer_destroy(&sb);
 }
 
-static void test_reject_wrong_version(void)
+T_TEST(test_reject_wrong_version)
 {
     T_REJECT("\x92\x00\x0a", 3, "field 'version' is 0, this build speaks 2 (wrong version)");
     T_REJECT("\x92\x03\x0a", 3, "wrong version");
@@ -678,7 +678,7 @@ static void test_reject_wrong_version(void)
     T_REJECT("\x92\xff\x0a", 3, "field 'version' out of range");   /* -1 */
 }
 
-static void test_reject_unknown_type(void)
+T_TEST(test_reject_unknown_type)
 {
     T_REJECT("\x92\x02\x00", 3, "field 'type' is 0 (unknown type)");
     T_REJECT("\x92\x02\x0d", 3, "field 'type' is 13 (unknown type)");
@@ -690,7 +690,7 @@ static void test_reject_unknown_type(void)
     T_CHECK(!strcmp(proto_type_name(NQ_MSG_CTL_REP), "CTL_REP"));
 }
 
-static void test_reject_field_count(void)
+T_TEST(test_reject_field_count)
 {
     T_REJECT("\x93\x02\x0a\x00", 4, "BYE: has 1 fields, expected 0");
     T_REJECT("\x92\x02\x09", 3, "CANCEL: has 0 fields, expected 1");
@@ -707,7 +707,7 @@ static void test_reject_field_count(void)
     msgpack_sbuffer_destroy(&sb);
 }
 
-static void test_reject_trailing_bytes(void)
+T_TEST(test_reject_trailing_bytes)
 {
     for (int i = 0; i < NSAMPLES; i++) {
         msgpack_sbuffer sb;
@@ -720,7 +720,7 @@ static void test_reject_trailing_bytes(void)
     }
 }
 
-static void test_reject_bad_strings(void)
+T_TEST(test_reject_bad_strings)
 {
     int hello = sample_index("hello"), req = sample_index("ctl-req");
     char s[300];
@@ -764,7 +764,7 @@ static uint8_t *big_result(size_t len, size_t *flen)
     return f;
 }
 
-static void test_reject_bad_bins(void)
+T_TEST(test_reject_bad_bins)
 {
     static uint8_t z[NQ_MAX_SPEC + 8];
     int task = sample_index("task-count"), sp = sample_index("solpart");
@@ -813,7 +813,7 @@ static void hb_frame(msgpack_sbuffer *sb, uint32_t n, int shape)
     }
 }
 
-static void test_reject_bad_heartbeat(void)
+T_TEST(test_reject_bad_heartbeat)
 {
     msgpack_sbuffer sb;
     hb_frame(&sb, NQ_MAX_HEARTBEAT_ITEMS + 1, 0);
@@ -851,7 +851,7 @@ static void ctlreq_begin(msgpack_sbuffer *sb, msgpack_packer *pk)
     msgpack_pack_map(&pk, npairs); packing; \
     T_REJECT(sb.data, sb.size, why); msgpack_sbuffer_destroy(&sb); } while (0)
 
-static void test_reject_bad_params(void)
+T_TEST(test_reject_bad_params)
 {
     char k[64];
     memset(k, 'k', sizeof k);
@@ -890,7 +890,7 @@ static void ctlrep_frame(msgpack_sbuffer *sb, const char *prefix, size_t plen, c
         msgpack_sbuffer_write(sb, &fill, 1);
 }
 
-static void test_reject_deep_doc(void)
+T_TEST(test_reject_deep_doc)
 {
     msgpack_sbuffer sb;
     nq_msg_t m;
@@ -917,7 +917,7 @@ static void test_reject_deep_doc(void)
     msgpack_sbuffer_destroy(&sb);
 }
 
-static void test_reject_doc_too_many_items(void)
+T_TEST(test_reject_doc_too_many_items)
 {
     msgpack_sbuffer sb;
     nq_msg_t m;
@@ -998,7 +998,7 @@ static size_t mutate(nq_rng_t *r, uint8_t *buf, size_t len, size_t cap)
     }
 }
 
-static void test_mutation_loop(void)
+T_TEST(test_mutation_loop)
 {
     enum { ROUNDS = 200000 };
     msgpack_sbuffer frames[NSAMPLES];
@@ -1107,7 +1107,7 @@ static void corpus_file(const char *name, const msgpack_sbuffer *sb)
 
 /* The committed seeds are exactly what this encoder produces: a wire format
    change cannot slip in unnoticed. */
-static void test_corpus_golden(void)
+T_TEST(test_corpus_golden)
 {
     msgpack_sbuffer sb;
     char name[64];
@@ -1168,7 +1168,7 @@ static int replay_dir(const char *sub)
     return n;
 }
 
-static void test_replay_corpus_and_regressions(void)
+T_TEST(test_replay_corpus_and_regressions)
 {
     int seeds = replay_dir("tests/fuzz/corpus/proto");
     T_CHECK(seeds >= NSAMPLES);
@@ -1180,7 +1180,7 @@ static void test_replay_corpus_and_regressions(void)
  * Control request parameter helpers
  * ------------------------------------------------------------------------- */
 
-static void test_params_api(void)
+T_TEST(test_params_api)
 {
     nq_ctl_req_t r;
     memset(&r, 0, sizeof r);
@@ -1209,15 +1209,4 @@ static void test_params_api(void)
     T_CHECK(proto_param_u64(&r, "p31", &v) == 0); T_EQ_U64(v, 31);
 }
 
-T_MAIN(T_CASE(test_roundtrip_samples), T_CASE(test_roundtrip_limits),
-       T_CASE(test_roundtrip_solpart_ctl), T_CASE(test_ctl_rep_doc), T_CASE(test_encode_refuses),
-       T_CASE(test_reject_empty_and_oversize), T_CASE(test_reject_garbage),
-       T_CASE(test_reject_truncated_everywhere), T_CASE(test_reject_huge_declared_lengths),
-       T_CASE(test_reject_wrong_types), T_CASE(test_reject_out_of_range),
-       T_CASE(test_reject_wrong_version), T_CASE(test_reject_unknown_type),
-       T_CASE(test_reject_field_count), T_CASE(test_reject_trailing_bytes),
-       T_CASE(test_reject_bad_strings), T_CASE(test_reject_bad_bins),
-       T_CASE(test_reject_bad_heartbeat), T_CASE(test_reject_bad_params),
-       T_CASE(test_reject_deep_doc), T_CASE(test_reject_doc_too_many_items),
-       T_CASE(test_mutation_loop), T_CASE(test_corpus_golden),
-       T_CASE(test_replay_corpus_and_regressions), T_CASE(test_params_api))
+T_RUN_ALL()

@@ -158,7 +158,7 @@ static int getb(const msgpack_object *m, const char *k)
 /* ---- tests ---- */
 
 /* A count job part-way through, then finished: states, sums, timing fields. */
-static void test_job_count(void)
+T_TEST(test_job_count)
 {
     sqlite3 *db = db_new();
     double now = (double)time(NULL);
@@ -230,7 +230,7 @@ static void test_job_count(void)
 }
 
 /* A missing job: -1 and a reason, and nothing appended to the caller's buffer. */
-static void test_missing_job(void)
+T_TEST(test_missing_job)
 {
     sqlite3 *db = db_new();
     doc_t d;
@@ -269,7 +269,7 @@ static void test_missing_job(void)
 }
 
 /* Totals near 2^64 per shard sum past 2^64: packed as EXT 1, exact. */
-static void test_u128_totals(void)
+T_TEST(test_u128_totals)
 {
     sqlite3 *db = db_new();
     job_add(db, 1, "count", 30, "done", 500);
@@ -309,7 +309,7 @@ static void test_u128_totals(void)
 }
 
 /* Newest first, each with its kind's fields. */
-static void test_list(void)
+T_TEST(test_list)
 {
     sqlite3 *db = db_new();
     job_add(db, 1, "count", 8, "done", 1);
@@ -350,7 +350,7 @@ static int live_lookup(void *ud, const char *id, int *alive, double *nps, uint32
     return 0;
 }
 
-static void test_workers(void)
+T_TEST(test_workers)
 {
     sqlite3 *db = db_new();
     sql(db, "INSERT INTO workers (id, host, pubkey, threads, first_seen, last_seen, shards_done, nodes, seconds,"
@@ -392,7 +392,7 @@ static void test_workers(void)
 }
 
 /* Result of a count job: workers that delivered, core seconds, residues. */
-static void test_result_count(void)
+T_TEST(test_result_count)
 {
     sqlite3 *db = db_new();
     job_add(db, 1, "count", 8, "done", 4);
@@ -424,7 +424,7 @@ static void test_result_count(void)
 }
 
 /* A study mixing two methods: per-method rate, Wilson interval, quantiles; solutions in found order. */
-static void test_result_study(void)
+T_TEST(test_result_study)
 {
     sqlite3 *db = db_new();
     job_add(db, 1, "solve", 100, "done", 16);
@@ -523,7 +523,7 @@ static void count_row(void *ud, const msgpack_object *row)
     (*expect)++;
 }
 
-static void test_export_count(void)
+T_TEST(test_export_count)
 {
     sqlite3 *db = db_new();
     job_add(db, 1, "count", 12, "running", 1000);
@@ -559,7 +559,7 @@ static void test_export_count(void)
     sqlite3_close(db);
 }
 
-static void test_export_solve(void)
+T_TEST(test_export_solve)
 {
     sqlite3 *db = db_new();
     job_add(db, 1, "solve", 50, "running", 3);
@@ -664,7 +664,7 @@ static void enum_row(void *ud, const msgpack_object *row)
     c->seen++;
 }
 
-static void test_export_enumerate(void)
+T_TEST(test_export_enumerate)
 {
     sqlite3 *db = db_new();
     int ns[2] = { 6, 8 }, totals[2] = { 4, 92 }, classes[2] = { 1, 12 };
@@ -708,7 +708,7 @@ static void test_export_enumerate(void)
 
 /* ---- one solution ---- */
 
-static void test_solution(void)
+T_TEST(test_solution)
 {
     sqlite3 *db = db_new();
     const char *dir = t_tmpdir();
@@ -776,7 +776,7 @@ static void test_solution(void)
 }
 
 /* Works on a read-only connection to a file, and inside the caller's own transaction. */
-static void test_connections(void)
+T_TEST(test_connections)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/test_query_ro.db", t_tmpdir());
@@ -810,6 +810,4 @@ static void test_connections(void)
     remove(path);
 }
 
-T_MAIN(T_CASE(test_job_count), T_CASE(test_missing_job), T_CASE(test_u128_totals), T_CASE(test_list),
-       T_CASE(test_workers), T_CASE(test_result_count), T_CASE(test_result_study), T_CASE(test_export_count),
-       T_CASE(test_export_solve), T_CASE(test_export_enumerate), T_CASE(test_solution), T_CASE(test_connections))
+T_RUN_ALL()

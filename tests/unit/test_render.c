@@ -65,7 +65,7 @@ static int starts_with(const char *s, const char *prefix)
     return s && strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-static void test_json_values(void)
+T_TEST(test_json_values)
 {
     doc_t d;
     capture_t c;
@@ -105,7 +105,7 @@ static void test_json_values(void)
 }
 
 /* Floats print so they read back as the same double. */
-static void test_json_floats(void)
+T_TEST(test_json_floats)
 {
     double vals[6] = { 1.0 / 3, 2.0 / 3, 1e-300, 123456789.123456789, -0.0, 5e22 };
     for (int i = 0; i < 6; i++) {
@@ -124,7 +124,7 @@ static void test_json_floats(void)
     }
 }
 
-static void test_u128_and_get(void)
+T_TEST(test_u128_and_get)
 {
     doc_t d;
     unsigned __int128 v = 0;
@@ -183,7 +183,7 @@ static void pack_page(doc_t *d, int first_idx, int nrows, int more)
     else msgpack_pack_nil(&d->pk);
 }
 
-static void test_export_csv(void)
+T_TEST(test_export_csv)
 {
     doc_t p1, p2;
     capture_t c;
@@ -205,7 +205,7 @@ static void test_export_csv(void)
     doc_free(&p2);
 }
 
-static void test_export_json(void)
+T_TEST(test_export_json)
 {
     doc_t p1, p2, p3;
     capture_t c;
@@ -235,7 +235,7 @@ static void test_export_json(void)
 }
 
 /* A page that is not {columns: [str], rows: [[ncolumns]]} prints nothing and says -1. */
-static void test_export_malformed(void)
+T_TEST(test_export_malformed)
 {
     doc_t d;
     capture_t c;
@@ -264,7 +264,7 @@ static void test_export_malformed(void)
 }
 
 /* A count result with a 128-bit total: the answer comes first, in digits. */
-static void test_human_result(void)
+T_TEST(test_human_result)
 {
     doc_t d;
     capture_t c;
@@ -311,7 +311,7 @@ static void test_human_result(void)
 }
 
 /* Documents from an older or newer broker: missing keys, wrong types, no crash, "-" shown. */
-static void test_human_missing_keys(void)
+T_TEST(test_human_missing_keys)
 {
     doc_t d;
     capture_t c;
@@ -351,7 +351,7 @@ static void test_human_missing_keys(void)
 }
 
 /* The list and worker tables, one line per entry under a header. */
-static void test_human_tables(void)
+T_TEST(test_human_tables)
 {
     doc_t d;
     capture_t c;
@@ -387,6 +387,4 @@ static void test_human_tables(void)
     doc_free(&d);
 }
 
-T_MAIN(T_CASE(test_json_values), T_CASE(test_json_floats), T_CASE(test_u128_and_get), T_CASE(test_export_csv),
-       T_CASE(test_export_json), T_CASE(test_export_malformed), T_CASE(test_human_result),
-       T_CASE(test_human_missing_keys), T_CASE(test_human_tables))
+T_RUN_ALL()

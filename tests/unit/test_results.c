@@ -8,7 +8,7 @@
 
 /* total = 2^62 + 1 with a 4-byte payload: total * 4 wraps to 4 in 64 bits. The check must say
    no before one solution is unpacked (it used to read past the payload). */
-static void test_enumerate_total_that_wraps(void)
+T_TEST(test_enumerate_total_that_wraps)
 {
     uint8_t *payload = malloc(4);               /* exact size: a sanitizer build sees an overread */
     memset(payload, 0x12, 4);
@@ -24,7 +24,7 @@ static void test_enumerate_total_that_wraps(void)
 }
 
 /* The same check accepts an honest payload and refuses an invalid board or a wrong order. */
-static void test_enumerate_payloads(void)
+T_TEST(test_enumerate_payloads)
 {
     static const uint8_t sol8[8] = { 0, 4, 7, 5, 2, 6, 1, 3 };   /* a solution of N=8 */
     uint8_t packed[4];
@@ -47,4 +47,4 @@ static void test_enumerate_payloads(void)
     T_CHECK(results_check_enumerate(&r, 17, why, sizeof why) == -1);  /* no such board */
 }
 
-T_MAIN(T_CASE(test_enumerate_total_that_wraps), T_CASE(test_enumerate_payloads))
+T_RUN_ALL()

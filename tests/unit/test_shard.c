@@ -5,7 +5,7 @@
 #include "rng.h"
 #include "shard.h"
 
-static void test_deterministic(void)
+T_TEST(test_deterministic)
 {
     char err[256];
     int kinds[][3] = { { NQ_KIND_COUNT, 12, 0 }, { NQ_KIND_COUNT, 11, 3 }, { NQ_KIND_COUNT, 3, 0 },
@@ -30,7 +30,7 @@ static void test_deterministic(void)
     }
 }
 
-static void test_roundtrip(void)
+T_TEST(test_roundtrip)
 {
     char err[256];
     for (int n = 1; n <= 12; n++) {
@@ -55,7 +55,7 @@ static void test_roundtrip(void)
 }
 
 /* Border shards are strictly increasing in (a, c, d) order; per b, weight x stabilizer size = 8. */
-static void test_border_orbits(void)
+T_TEST(test_border_orbits)
 {
     char err[256];
     nq_shards_t *s = shards_new(NQ_KIND_COUNT, 9, 1, err, sizeof err);
@@ -96,7 +96,7 @@ static int refused(const uint8_t *b, size_t len, const char *want)
     return 1;
 }
 
-static void test_refusals(void)
+T_TEST(test_refusals)
 {
     char err[256];
     nq_shards_t *s = shards_new(NQ_KIND_COUNT, 10, 2, err, sizeof err);
@@ -145,7 +145,7 @@ static void test_refusals(void)
 }
 
 /* Random bytes and random single-byte changes never crash and are refused or re-encode exactly. */
-static void test_fuzzish(void)
+T_TEST(test_fuzzish)
 {
     char err[256];
     nq_rng_t rng;
@@ -179,7 +179,7 @@ static void test_fuzzish(void)
     shards_destroy(&s);
 }
 
-static void test_bad_arguments(void)
+T_TEST(test_bad_arguments)
 {
     char err[256];
     T_CHECK(shards_new(NQ_KIND_COUNT, 0, 0, err, sizeof err) == NULL && strstr(err, "1 <= N <= 32"));
@@ -192,5 +192,4 @@ static void test_bad_arguments(void)
     T_CHECK(shards_new(NQ_KIND_ENUMERATE, 8, 9, err, sizeof err) == NULL);
 }
 
-T_MAIN(T_CASE(test_deterministic), T_CASE(test_roundtrip), T_CASE(test_border_orbits),
-       T_CASE(test_refusals), T_CASE(test_fuzzish), T_CASE(test_bad_arguments))
+T_RUN_ALL()

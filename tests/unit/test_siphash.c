@@ -2,7 +2,7 @@
 #include "t.h"
 #include "siphash.h"
 
-static void test_reference_vectors(void)
+T_TEST(test_reference_vectors)
 {
     uint8_t k[16], in[64];
     for (int i = 0; i < 16; i++) k[i] = (uint8_t)i;
@@ -15,4 +15,4 @@ static void test_reference_vectors(void)
     T_EQ_U64(siphash24(key, in, 15), 0xa129ca6149be45e5ull);
 }
 
-T_MAIN(T_CASE(test_reference_vectors))
+T_RUN_ALL()

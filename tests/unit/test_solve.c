@@ -31,9 +31,9 @@ static void check_range(const nq_solver_t *s, uint64_t lo, uint64_t hi, int seed
             free(solve_ok(s, n, (uint64_t)seed));
 }
 
-static void test_qs4_small(void) { check_range(&nq_solver_qs4, 4, 60, 5); }
+T_TEST(test_qs4_small) { check_range(&nq_solver_qs4, 4, 60, 5); }
 
-static void test_qs4_large(void)
+T_TEST(test_qs4_large)
 {
     free(solve_ok(&nq_solver_qs4, 1000, 7));
     free(solve_ok(&nq_solver_qs4, 100000, 7));
@@ -45,7 +45,7 @@ static int same(const uint32_t *a, const uint32_t *b, uint64_t n)
     return a && b && memcmp(a, b, n * sizeof *a) == 0;
 }
 
-static void test_qs4_deterministic(void)
+T_TEST(test_qs4_deterministic)
 {
     uint64_t n = 5000;
     uint32_t *a = solve_ok(&nq_solver_qs4, n, 42), *b = solve_ok(&nq_solver_qs4, n, 42);
@@ -60,7 +60,7 @@ static void test_qs4_deterministic(void)
     free(a); free(b);
 }
 
-static void test_minconflicts(void)
+T_TEST(test_minconflicts)
 {
     check_range(&nq_solver_minconflicts, 4, 60, 2);
     free(solve_ok(&nq_solver_minconflicts, 10000, 1));
@@ -70,7 +70,7 @@ static void test_minconflicts(void)
     free(a); free(b);
 }
 
-static void test_construct(void)
+T_TEST(test_construct)
 {
     check_range(&nq_solver_construct, 4, 1000, 1);
     free(solve_ok(&nq_solver_construct, 1000000, 1));
@@ -79,7 +79,7 @@ static void test_construct(void)
     free(a); free(b);
 }
 
-static void test_bad_n_refused(void)
+T_TEST(test_bad_n_refused)
 {
     const nq_solver_t *all[] = { &nq_solver_qs4, &nq_solver_minconflicts, &nq_solver_construct };
     for (int i = 0; i < 3; i++) {
@@ -105,7 +105,7 @@ static int fake_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *o, uint32_
     return NQ_SOLVE_OK;
 }
 
-static void test_too_big_for_memory(void)
+T_TEST(test_too_big_for_memory)
 {
     /* A method claiming 1 GB per queen: N=100000 needs 100 TB, refused before allocating. */
     nq_solver_t fat = { "fat", "test", 4, 1000000000ULL, huge_memory, fake_run, NULL };
@@ -132,7 +132,7 @@ static int odd_only(uint64_t n, char *err, size_t errlen)
     return -1;
 }
 
-static void test_check_before_run(void)
+T_TEST(test_check_before_run)
 {
     nq_solver_t odd = { "odd-only", "test", 4, 1000, small_memory, fake_run, odd_only };
     uint32_t *cols = NULL;
@@ -151,7 +151,7 @@ static void test_check_before_run(void)
     T_EQ_U64(solver_check(&nq_solver_qs4, 8, err, sizeof err), 0);      /* no check(): the range */
 }
 
-static void test_qs4_cancel_and_limit(void)
+T_TEST(test_qs4_cancel_and_limit)
 {
     atomic_int cancel = 1;
     _Atomic uint64_t progress = 0;
@@ -167,7 +167,7 @@ static void test_qs4_cancel_and_limit(void)
     T_CHECK(cols == NULL);
 }
 
-static void test_registry(void)
+T_TEST(test_registry)
 {
     T_CHECK(nq_solvers[0] == &nq_solver_qs4);
     T_CHECK(solver_find("qs4") == &nq_solver_qs4);
@@ -176,7 +176,4 @@ static void test_registry(void)
     T_CHECK(solver_find("nope") == NULL);
 }
 
-T_MAIN(T_CASE(test_qs4_small), T_CASE(test_qs4_large), T_CASE(test_qs4_deterministic),
-       T_CASE(test_minconflicts), T_CASE(test_construct), T_CASE(test_bad_n_refused),
-       T_CASE(test_too_big_for_memory), T_CASE(test_check_before_run),
-       T_CASE(test_qs4_cancel_and_limit), T_CASE(test_registry))
+T_RUN_ALL()

@@ -215,7 +215,7 @@ static nq_store_t *open_ok(const char *path, int readonly)
 
 /* ---------------------------------------------------------------- open, migrate */
 
-static void test_create_migrate_reopen(void)
+T_TEST(test_create_migrate_reopen)
 {
     const char *path = db_path("create");
     int last = nq_migrations[nq_migrations_count - 1].version;
@@ -261,7 +261,7 @@ static void test_create_migrate_reopen(void)
     store_destroy(&s);
 }
 
-static void test_empty_file_is_adopted(void)
+T_TEST(test_empty_file_is_adopted)
 {
     /* A 0-byte file is an empty SQLite database: nothing to lose, the writer creates in it. */
     const char *path = db_path("empty");
@@ -277,7 +277,7 @@ static void test_empty_file_is_adopted(void)
 
 /* ---------------------------------------------------------------- refusals */
 
-static void test_refuse_garbage(void)
+T_TEST(test_refuse_garbage)
 {
     const char *path = db_path("garbage");
     nq_rng_t r;
@@ -321,7 +321,7 @@ static void make_foreign_db(const char *path, const char *sql)
     sqlite3_close(db);
 }
 
-static void test_refuse_other_application(void)
+T_TEST(test_refuse_other_application)
 {
     const char *path = db_path("foreign");
     make_foreign_db(path, "CREATE TABLE foo (x INTEGER); INSERT INTO foo VALUES (1), (2);");
@@ -339,7 +339,7 @@ static void test_refuse_other_application(void)
     check_refused(path, 0, "not an nq database");
 }
 
-static void test_refuse_newer_schema(void)
+T_TEST(test_refuse_newer_schema)
 {
     const char *path = db_path("newer");
     nq_store_t *s = open_ok(path, 0);
@@ -355,7 +355,7 @@ static void test_refuse_newer_schema(void)
     check_refused(path, 1, want);
 }
 
-static void test_refuse_damaged(void)
+T_TEST(test_refuse_damaged)
 {
     const char *path = db_path("damaged");
     nq_store_t *s = open_ok(path, 0);
@@ -392,7 +392,7 @@ static void test_refuse_damaged(void)
     check_refused(path, 0, "damaged");
 }
 
-static void test_refuse_missing_readonly(void)
+T_TEST(test_refuse_missing_readonly)
 {
     const char *path = db_path("missing");
     char err[512] = "";
@@ -439,7 +439,7 @@ static uint64_t count_in(nq_store_t *s, uint64_t job, unsigned mask)
     return c.n;
 }
 
-static void test_job_roundtrip_1e5(void)
+T_TEST(test_job_roundtrip_1e5)
 {
     const char *path = db_path("jobs");
     nq_store_t *s = open_ok(path, 0);
@@ -513,7 +513,7 @@ static int iter_bigspec(void *ud, uint64_t idx, nq_shard_spec_t *out)
     return 0;
 }
 
-static void test_job_create_refused(void)
+T_TEST(test_job_create_refused)
 {
     const char *path = db_path("jobs_refused");
     nq_store_t *s = open_ok(path, 0);
@@ -556,7 +556,7 @@ static void test_job_create_refused(void)
     store_destroy(&s);
 }
 
-static void test_shard_transitions(void)
+T_TEST(test_shard_transitions)
 {
     const char *path = db_path("transitions");
     nq_store_t *s = open_ok(path, 0);
@@ -625,7 +625,7 @@ static int active_cb(void *ud, const nq_job_row_t *j)
     return 0;
 }
 
-static void test_jobs_active_order(void)
+T_TEST(test_jobs_active_order)
 {
     const char *path = db_path("active");
     nq_store_t *s = open_ok(path, 0);
@@ -652,7 +652,7 @@ static void test_jobs_active_order(void)
 
 /* ---------------------------------------------------------------- results */
 
-static void test_result_put(void)
+T_TEST(test_result_put)
 {
     const char *path = db_path("results");
     nq_store_t *s = open_ok(path, 0);
@@ -753,7 +753,7 @@ static void test_result_put(void)
     store_destroy(&s);
 }
 
-static void test_enumerate_and_solve_payloads(void)
+T_TEST(test_enumerate_and_solve_payloads)
 {
     const char *path = db_path("payloads");
     nq_store_t *s = open_ok(path, 0);
@@ -829,7 +829,7 @@ static void test_enumerate_and_solve_payloads(void)
     store_destroy(&s);
 }
 
-static void test_totals_128bit(void)
+T_TEST(test_totals_128bit)
 {
     const char *path = db_path("totals");
     nq_store_t *s = open_ok(path, 0);
@@ -866,7 +866,7 @@ static void test_totals_128bit(void)
     store_destroy(&s);
 }
 
-static void test_worker_seen(void)
+T_TEST(test_worker_seen)
 {
     const char *path = db_path("workers");
     nq_store_t *s = open_ok(path, 0);
@@ -899,7 +899,7 @@ static int put_group(nq_store_t *s, uint64_t job, uint64_t from, uint64_t count,
     return 0;
 }
 
-static void test_disk_full_group(void)
+T_TEST(test_disk_full_group)
 {
     const char *path = db_path("full");
     nq_store_t *s = open_ok(path, 0);
@@ -951,7 +951,7 @@ static void test_disk_full_group(void)
     store_destroy(&s);
 }
 
-static void test_group_without_own_transactions(void)
+T_TEST(test_group_without_own_transactions)
 {
     const char *path = db_path("group");
     nq_store_t *s = open_ok(path, 0);
@@ -971,7 +971,7 @@ static void test_group_without_own_transactions(void)
     store_destroy(&s);
 }
 
-static void test_concurrent_readonly(void)
+T_TEST(test_concurrent_readonly)
 {
     const char *path = db_path("concurrent");
     nq_store_t *w = open_ok(path, 0);
@@ -1004,7 +1004,7 @@ static void test_concurrent_readonly(void)
 
 /* ---------------------------------------------------------------- measure (printed, not asserted) */
 
-static void test_measure(void)
+T_TEST(test_measure)
 {
     const char *path = db_path("measure");
     nq_store_t *s = open_ok(path, 0);
@@ -1042,13 +1042,4 @@ static void test_measure(void)
             (unsigned long long)RESULTS, t3 - t2, t4 - t3, t5 - t4);
 }
 
-T_MAIN(T_CASE(test_create_migrate_reopen), T_CASE(test_empty_file_is_adopted),
-       T_CASE(test_refuse_garbage), T_CASE(test_refuse_other_application),
-       T_CASE(test_refuse_newer_schema), T_CASE(test_refuse_damaged),
-       T_CASE(test_refuse_missing_readonly), T_CASE(test_job_roundtrip_1e5),
-       T_CASE(test_job_create_refused), T_CASE(test_shard_transitions),
-       T_CASE(test_jobs_active_order), T_CASE(test_result_put),
-       T_CASE(test_enumerate_and_solve_payloads), T_CASE(test_totals_128bit),
-       T_CASE(test_worker_seen), T_CASE(test_disk_full_group),
-       T_CASE(test_group_without_own_transactions), T_CASE(test_concurrent_readonly),
-       T_CASE(test_measure))
+T_RUN_ALL()

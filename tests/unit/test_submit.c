@@ -56,7 +56,7 @@ static nq_job_spec_t solve_spec(uint64_t n, const char *algo, uint64_t restarts)
 }
 
 /* `solve 8 --algo divide` (8 is one of the N the construction leaves out): refused, divide's words. */
-static void test_submit_refuses_what_the_method_refuses(void)
+T_TEST(test_submit_refuses_what_the_method_refuses)
 {
     nq_store_t *st = fresh_store("method");
     char err[512] = "", want[512] = "";
@@ -87,7 +87,7 @@ static void test_submit_refuses_what_the_method_refuses(void)
 }
 
 /* Over the per-job cap: refused, naming the cap and --max-job-shards, and no row written. */
-static void test_job_shard_cap(void)
+T_TEST(test_job_shard_cap)
 {
     nq_store_t *st = fresh_store("jobcap");
     char err[512] = "";
@@ -119,7 +119,7 @@ static void test_job_shard_cap(void)
 }
 
 /* The sum over pending and running jobs: refused past it, accepted again once a job ends. */
-static void test_store_shard_cap(void)
+T_TEST(test_store_shard_cap)
 {
     nq_store_t *st = fresh_store("storecap");
     char err[512] = "";
@@ -147,7 +147,7 @@ static void test_store_shard_cap(void)
 }
 
 /* The default per-job cap holds every count job at its default depth (N=28 is the largest). */
-static void test_default_cap_fits_every_count_job(void)
+T_TEST(test_default_cap_fits_every_count_job)
 {
     char err[256];
     for (int n = 1; n <= NQ_SHARD_MAX_N; n++) {
@@ -210,7 +210,7 @@ static int ask_solution(nq_store_t *st, uint64_t job, uint64_t index, char *err,
  * even there is refused as too large (the load was tried first, and would
  * have read 80 MB had the file been there); a small one is still served.
  */
-static void test_solution_size_before_load(void)
+T_TEST(test_solution_size_before_load)
 {
     nq_store_t *st = fresh_store("solsize");
     char err[512];
@@ -238,6 +238,4 @@ static void test_solution_size_before_load(void)
     drop_store(&st);
 }
 
-T_MAIN(T_CASE(test_submit_refuses_what_the_method_refuses), T_CASE(test_job_shard_cap),
-       T_CASE(test_store_shard_cap), T_CASE(test_default_cap_fits_every_count_job),
-       T_CASE(test_solution_size_before_load))
+T_RUN_ALL()

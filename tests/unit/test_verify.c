@@ -19,7 +19,7 @@ static int clash_is(const uint32_t *cols, uint64_t n, uint64_t a, uint64_t b, co
     return 1;
 }
 
-static void test_accepts_known(void)
+T_TEST(test_accepts_known)
 {
     static const uint32_t q4[] = { 1, 3, 0, 2 }, q8[] = { 0, 4, 7, 5, 2, 6, 1, 3 }, q1[] = { 0 };
     nq_clash_t c;
@@ -28,7 +28,7 @@ static void test_accepts_known(void)
     T_CHECK(verify_perm(q1, 1, &c) == 0);
 }
 
-static void test_rejects(void)
+T_TEST(test_rejects)
 {
     static const uint32_t col[] = { 0, 4, 7, 5, 2, 6, 1, 4 };   /* rows 1 and 7 both in column 4 */
     static const uint32_t sd[] = { 0, 2, 4, 1, 3, 5 };          /* r-c: 0,-1,-2,2,1,0 -> rows 0,5 diagonal */
@@ -40,7 +40,7 @@ static void test_rejects(void)
     T_CHECK(clash_is(rng, 4, 2, 2, "range"));
 }
 
-static void test_board(void)
+T_TEST(test_board)
 {
     static const uint32_t q4[] = { 1, 3, 0, 2 };
     char path[300];
@@ -86,7 +86,7 @@ static void roundtrip(uint64_t n, int binary)
     unlink(p);
 }
 
-static void test_roundtrip(void)
+T_TEST(test_roundtrip)
 {
     uint64_t sizes[] = { 4, 5, 8, 9, 17, 1000, 1000000 };
     for (int i = 0; i < 7; i++) {
@@ -126,7 +126,7 @@ static int refused(const void *bytes, size_t len, const char *want)
     return cols == (uint32_t *)1 && n == 77;   /* nothing handed back */
 }
 
-static void test_text_refused(void)
+T_TEST(test_text_refused)
 {
     T_CHECK(refused("", 0, "empty file"));
     T_CHECK(refused("1\n3\n0\n2\n\n", 9, "line 5: empty line"));
@@ -152,7 +152,7 @@ static size_t good_bin(uint8_t *buf, size_t cap)
     return k;
 }
 
-static void test_bin_refused(void)
+T_TEST(test_bin_refused)
 {
     uint8_t b[128], c[128];
     size_t len = good_bin(b, sizeof b);
@@ -177,7 +177,7 @@ static void test_bin_refused(void)
 }
 
 /* Columns >= n and non-zero padding behind a valid checksum are still refused. */
-static void test_bin_values_refused(void)
+T_TEST(test_bin_values_refused)
 {
     static const uint32_t five[] = { 0, 1, 2, 3, 4 };   /* written for n=5: 3 bits, values ok */
     char err[256];
@@ -198,7 +198,7 @@ static void test_bin_values_refused(void)
     T_CHECK(refused(b, len, "row 0: column 7 out of range"));
 }
 
-static void test_io_errors(void)
+T_TEST(test_io_errors)
 {
     uint32_t *cols;
     uint64_t n;
@@ -212,6 +212,4 @@ static void test_io_errors(void)
     T_CHECK(solfile_write(tmp_path("zero.sol"), q4, 0, 0, err, sizeof err) != SOLFILE_OK);
 }
 
-T_MAIN(T_CASE(test_accepts_known), T_CASE(test_rejects), T_CASE(test_board), T_CASE(test_roundtrip),
-       T_CASE(test_text_refused), T_CASE(test_bin_refused), T_CASE(test_bin_values_refused),
-       T_CASE(test_io_errors))
+T_RUN_ALL()
