@@ -41,7 +41,7 @@ enum {
     Q_SHARD_LEASE, Q_SHARD_RELEASE, Q_SHARDS_CANCEL, Q_ENUM_RETRY_DELETE, Q_SHARDS_RETRY,
     Q_PUT_LOOKUP, Q_PUT_FIRST, Q_PUT_CONFIRM, Q_PUT_CONFLICT, Q_JOB_DONE_ADD,
     Q_ENUM_PUT, Q_ENUM_GET, Q_SOLUTION_PUT, Q_WORKER_NODES, Q_WORKER_CREDIT, Q_WORKER_CONFLICT,
-    Q_META_GET, Q_META_SET, Q_WORKER_FLAG, Q_WORKER_SEEN, Q_WORKER_FORGET, Q_WORKER_KEY, Q_JOB_ERROR, Q_TOTALS_ROWS, Q_TOTALS_WORKERS, Q_TOTALS_SOLUTIONS, Q_COUNT
+    Q_META_GET, Q_META_SET, Q_WORKER_FLAG, Q_WORKER_SEEN, Q_WORKER_FORGET, Q_WORKER_KEY, Q_JOB_ERROR, Q_TOTALS_WORKERS, Q_TOTALS_SOLUTIONS, Q_COUNT
 };
 
 static const char *const sql_text[Q_COUNT] = {
@@ -148,8 +148,6 @@ static const char *const sql_text[Q_COUNT] = {
         " VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT (id) DO UPDATE SET host = excluded.host,"
         " pubkey = coalesce(excluded.pubkey, pubkey), threads = excluded.threads,"
         " last_seen = excluded.last_seen",
-    [Q_TOTALS_ROWS] =
-        "SELECT total, uniq, nodes, elapsed FROM shards WHERE job = ?1 AND state = 'done'",
     [Q_TOTALS_WORKERS] =
         "SELECT count(DISTINCT worker) FROM shards WHERE job = ?1 AND state = 'done'",
     [Q_TOTALS_SOLUTIONS] =
@@ -1527,12 +1525,23 @@ static int totals_read(nq_store_t *s, uint64_t job, nq_job_totals_t *out)
     nq_job_row_t row;
     if (store_job_get(s, job, &row) != 0)
         return -1;
-    sqlite3_stmt *q = stmt(s, Q_TOTALS_ROWS);
-    if (!q)
+    int rc = store_sum_done(s->db, job, out);
+    if (rc != SQLITE_DONE)
+        return db_fail(s, "job.totals", rc);
+    if (count_one(s, Q_TOTALS_WORKERS, job, &out->workers) != 0 ||
+        count_one(s, Q_TOTALS_SOLUTIONS, job, &out->solutions) != 0)
         return -1;
+    return 0;
+}
+
+int store_sum_done(sqlite3 *db, uint64_t job, nq_job_totals_t *out)
+{
+    sqlite3_stmt *q;
+    int rc = sqlite3_prepare_v2(db, "SELECT total, uniq, nodes, elapsed FROM shards WHERE job = ?1 AND "
+                                "state = 'done'", -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
     sqlite3_bind_int64(q, 1, i64(job));
-    int rc;
-    /* Summed in C as 128-bit: SQLite's SUM() stops at 2^63. */
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         out->total += col_u64(q, 0);
         out->unique += col_u64(q, 1);
@@ -1540,13 +1549,8 @@ static int totals_read(nq_store_t *s, uint64_t job, nq_job_totals_t *out)
         out->core_seconds += sqlite3_column_double(q, 3);
         out->shards_done++;
     }
-    sqlite3_reset(q);
-    if (rc != SQLITE_DONE)
-        return db_fail(s, "job.totals", rc);
-    if (count_one(s, Q_TOTALS_WORKERS, job, &out->workers) != 0 ||
-        count_one(s, Q_TOTALS_SOLUTIONS, job, &out->solutions) != 0)
-        return -1;
-    return 0;
+    sqlite3_finalize(q);
+    return rc;
 }
 
 /* In one read transaction (unless a group is open): the sums and counts are one snapshot. */

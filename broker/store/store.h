@@ -155,6 +155,10 @@ typedef struct {
     uint64_t shards_done, workers, solutions;
 } nq_job_totals_t;
 int store_job_totals(nq_store_t *s, uint64_t job, nq_job_totals_t *out);
+/* The one place the job's sums are made: total, unique, nodes, core seconds and shards_done
+   over its done shards, as 128-bit sums (SQLite's SUM() stops at 2^63), on any connection
+   to the DB (the broker's, or a client's read-only one). Adds to *out; SQLite's rc. */
+int store_sum_done(sqlite3 *db, uint64_t job, nq_job_totals_t *out);
 /* Distinct solutions stored for a solve job (cheap: no sum over shards). */
 int store_job_solutions(nq_store_t *s, uint64_t job, uint64_t *n);
 
