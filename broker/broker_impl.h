@@ -74,6 +74,7 @@ struct nq_peer {
     double restart_window;
     uint64_t dropped;                  /* frames dropped since quarantine, logged as a rate */
     double dropped_logged;
+    nq_peer_t *hnext;                  /* chain in the broker's peer table (by routing id) */
     uint32_t credit;                   /* shards it wants outstanding */
     uint32_t outstanding;
     double last_recv, last_sent;       /* monotonic seconds */
@@ -128,7 +129,8 @@ struct nq_broker {
     int stopping;
 
     nq_job_t *jobs;                    /* active jobs, priority desc then id asc */
-    nq_peer_t *peers;
+    nq_peer_t *peers;                  /* every peer, for the per-round walks */
+    nq_peer_t **peer_tab;              /* the same, hashed by routing id: one lookup per message */
     nq_lease_t **lease_tab;            /* hash by lease id */
     size_t lease_buckets, nleases;
     uint32_t lease_counter;            /* high half of the next lease id */

@@ -5,15 +5,30 @@
  */
 #include "broker_impl.h"
 #include "log.h"
+#include "siphash.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- peers ---- */
 
+#define PEER_BUCKETS (1u << 14)   /* chains of ~1 at 10^4 workers; 128 KB of table */
+
+/*
+ * Every message finds its peer by routing id, so the lookup is a hash, not a walk over 10^4
+ * peers. The hash is keyed (SipHash under the broker's secret): routing ids are chosen by the
+ * peers, and an unkeyed hash would let a hostile one pile every peer into one chain.
+ */
+static size_t peer_bucket(const nq_broker_t *b, const void *rid, size_t len)
+{
+    return (size_t)siphash24(b->lease_key, rid, len) & (PEER_BUCKETS - 1);
+}
+
 nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len)
 {
-    for (nq_peer_t *p = b->peers; p; p = p->next)
+    if (!b->peer_tab)
+        return NULL;
+    for (nq_peer_t *p = b->peer_tab[peer_bucket(b, rid, len)]; p; p = p->hnext)
         if (p->rid_len == len && memcmp(p->rid, rid, len) == 0)
             return p;
     return NULL;
@@ -30,6 +45,13 @@ nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello
     p->rid_len = len;
     p->hello = *h;
     p->last_recv = p->first_seen = b->now;
+    if (!b->peer_tab && !(b->peer_tab = calloc(PEER_BUCKETS, sizeof *b->peer_tab))) {
+        free(p);
+        return NULL;
+    }
+    size_t k = peer_bucket(b, rid, len);
+    p->hnext = b->peer_tab[k];
+    b->peer_tab[k] = p;
     p->next = b->peers;
     b->peers = p;
     return p;
@@ -85,6 +107,11 @@ void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why
     for (nq_peer_t **pp = &b->peers; *pp; pp = &(*pp)->next)
         if (*pp == p) {
             *pp = p->next;
+            break;
+        }
+    for (nq_peer_t **pp = &b->peer_tab[peer_bucket(b, p->rid, p->rid_len)]; *pp; pp = &(*pp)->hnext)
+        if (*pp == p) {
+            *pp = p->hnext;
             break;
         }
     free(p);
@@ -337,6 +364,8 @@ void leases_free_all(nq_broker_t *b)
         b->peers = p->next;
         free(p);
     }
+    free(b->peer_tab);
+    b->peer_tab = NULL;
     if (!b->lease_tab)
         return;
     for (size_t h = 0; h < b->lease_buckets; h++)
