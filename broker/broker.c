@@ -254,21 +254,6 @@ static void bad_message(nq_broker_t *b, const char *from, const char *why)
                (unsigned long long)b->stats.messages_bad);
 }
 
-static void peer_set_identity(nq_broker_t *b, nq_peer_t *p, const nq_hello_t *h, const char *key)
-{
-    p->hello = *h;
-    snprintf(p->pubkey, sizeof p->pubkey, "%s", key);
-    if (key[0]) {
-        snprintf(p->ident, sizeof p->ident, "%s", key);
-    } else {                            /* no keys: the session is who it is */
-        char sess[NQ_STR_MAX + 24];
-        snprintf(sess, sizeof sess, "%016llx %s", (unsigned long long)h->nonce, h->worker_id);
-        snprintf(p->ident, sizeof p->ident, "session:%016llx",
-                 (unsigned long long)lease_id_ident_hash(b, sess));
-    }
-    p->ident_hash = lease_id_ident_hash(b, p->ident);
-}
-
 /* Same connection, new nonce: the worker process restarted (or says so). Its old session's
    shards go back without costing them an attempt; the restart costs the peer instead. */
 static void peer_restarted(nq_broker_t *b, nq_peer_t *p)
@@ -308,7 +293,7 @@ static void on_hello(nq_broker_t *b, const void *rid, size_t len, const nq_hello
         peer_restarted(b, p);
     else if (!(p = peers_add(b, rid, len, h)))
         return;
-    peer_set_identity(b, p, h, key);
+    peers_identify(b, p, h, key);
     store_worker_seen(b->store, h->worker_id, h->host, p->pubkey[0] ? p->pubkey : NULL, h->threads);
     char qhost[NQ_LOG_QLEN], qbuild[NQ_LOG_QLEN];  /* free text from the wire: one quoted token each */
     nq_log(NQ_LOG_INFO, "worker.join", "worker=%s host=%s threads=%u build=%s", h->worker_id,

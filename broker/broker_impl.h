@@ -75,6 +75,7 @@ struct nq_peer {
     uint64_t dropped;                  /* frames dropped since quarantine, logged as a rate */
     double dropped_logged;
     nq_peer_t *hnext;                  /* chain in the broker's peer table (by routing id) */
+    nq_peer_t *ihnext;                 /* chain in its identity table (by ident_hash) */
     uint32_t credit;                   /* shards it wants outstanding */
     uint32_t outstanding;
     double last_recv, last_sent;       /* monotonic seconds */
@@ -131,6 +132,7 @@ struct nq_broker {
     nq_job_t *jobs;                    /* active jobs, priority desc then id asc */
     nq_peer_t *peers;                  /* every peer, for the per-round walks */
     nq_peer_t **peer_tab;              /* the same, hashed by routing id: one lookup per message */
+    nq_peer_t **ident_tab;             /* ... and by identity: every connection of one key */
     nq_lease_t **lease_tab;            /* hash by lease id */
     size_t lease_buckets, nleases;
     uint32_t lease_counter;            /* high half of the next lease id */
@@ -199,6 +201,8 @@ nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello
 void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why);
 void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why);
 int peer_quarantined(const nq_peer_t *p);
+/* Sets who p is (from its HELLO and the key it came with) and files it under that identity. */
+void peers_identify(nq_broker_t *b, nq_peer_t *p, const nq_hello_t *h, const char *key);
 void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p);   /* counts it; logs a rate every 10 s */
 nq_lease_t *leases_find(nq_broker_t *b, uint64_t id);
 nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id);

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "siphash.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,42 @@
 static size_t peer_bucket(const nq_broker_t *b, const void *rid, size_t len)
 {
     return (size_t)siphash24(b->lease_key, rid, len) & (PEER_BUCKETS - 1);
+}
+
+/* The chain of peers whose identity hashes like ident_hash (a keyed hash: see peer_bucket). */
+static nq_peer_t **ident_chain(nq_broker_t *b, uint64_t ident_hash)
+{
+    return &b->ident_tab[ident_hash & (PEER_BUCKETS - 1)];
+}
+
+static void ident_unlink(nq_broker_t *b, nq_peer_t *p)
+{
+    if (!p->ident[0])
+        return;                         /* not filed yet */
+    for (nq_peer_t **pp = ident_chain(b, p->ident_hash); *pp; pp = &(*pp)->ihnext)
+        if (*pp == p) {
+            *pp = p->ihnext;
+            break;
+        }
+}
+
+void peers_identify(nq_broker_t *b, nq_peer_t *p, const nq_hello_t *h, const char *key)
+{
+    ident_unlink(b, p);
+    p->hello = *h;
+    snprintf(p->pubkey, sizeof p->pubkey, "%s", key);
+    if (key[0]) {
+        snprintf(p->ident, sizeof p->ident, "%s", key);
+    } else {                            /* no keys: the session is who it is */
+        char sess[NQ_STR_MAX + 24];
+        snprintf(sess, sizeof sess, "%016llx %s", (unsigned long long)h->nonce, h->worker_id);
+        snprintf(p->ident, sizeof p->ident, "session:%016llx",
+                 (unsigned long long)lease_id_ident_hash(b, sess));
+    }
+    p->ident_hash = lease_id_ident_hash(b, p->ident);
+    nq_peer_t **c = ident_chain(b, p->ident_hash);
+    p->ihnext = *c;
+    *c = p;
 }
 
 nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len)
@@ -45,9 +82,12 @@ nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello
     p->rid_len = len;
     p->hello = *h;
     p->last_recv = p->first_seen = b->now;
-    if (!b->peer_tab && !(b->peer_tab = calloc(PEER_BUCKETS, sizeof *b->peer_tab))) {
-        free(p);
-        return NULL;
+    if (!b->peer_tab) {                 /* both tables in one block */
+        if (!(b->peer_tab = calloc(2 * (size_t)PEER_BUCKETS, sizeof *b->peer_tab))) {
+            free(p);
+            return NULL;
+        }
+        b->ident_tab = b->peer_tab + PEER_BUCKETS;
     }
     size_t k = peer_bucket(b, rid, len);
     p->hnext = b->peer_tab[k];
@@ -97,7 +137,7 @@ void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why)
 /* Forgets a worker; its shards go back to pending (an attempt counts when it died holding them). */
 void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why)
 {
-    if (p->rejected >= QUARANTINE_AFTER)
+    if (peer_quarantined(p))
         count_attempt = 0;              /* not evidence against the shard */
     nq_log(NQ_LOG_INFO, "worker.lost", "worker=%s reason=%s leases=%u", p->hello.worker_id, why,
            p->outstanding);
@@ -114,6 +154,7 @@ void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why
             *pp = p->hnext;
             break;
         }
+    ident_unlink(b, p);
     free(p);
 }
 
@@ -246,8 +287,8 @@ static int quorum_excludes(nq_broker_t *b, nq_peer_t *p, const nq_job_t *j, uint
 {
     if (j->spec.quorum < 2)
         return 0;
-    for (nq_peer_t *q = b->peers; q; q = q->next)   /* any connection of the same identity */
-        if (q == p || strcmp(q->ident, p->ident) == 0)
+    for (nq_peer_t *q = *ident_chain(b, p->ident_hash); q; q = q->ihnext)
+        if (strcmp(q->ident, p->ident) == 0)    /* every connection of p's identity */
             for (nq_lease_t *l = q->leases; l; l = l->next_in_peer)
                 if (l->job == j->id && l->shard == shard)
                     return 1;
@@ -260,7 +301,7 @@ static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
 {
     deferred_t skipped[64];
     int nskipped = 0, dropped = 0;
-    if (p->rejected >= QUARANTINE_AFTER)
+    if (peer_quarantined(p))
         return;                         /* quarantined: its results failed our checks */
     while (p->outstanding < p->credit) {
         nq_job_t *j;
@@ -364,8 +405,8 @@ void leases_free_all(nq_broker_t *b)
         b->peers = p->next;
         free(p);
     }
-    free(b->peer_tab);
-    b->peer_tab = NULL;
+    free(b->peer_tab);                  /* and ident_tab, the same block */
+    b->peer_tab = b->ident_tab = NULL;
     if (!b->lease_tab)
         return;
     for (size_t h = 0; h < b->lease_buckets; h++)
