@@ -232,8 +232,8 @@ int broker_log_allowed(nq_broker_t *b)
     double now = b->now;
     if (now >= b->log_quiet_until) {
         if (b->log_suppressed)
-            nq_log(NQ_LOG_WARN, "log.suppressed", "lines=%llu reason=\"hostile frames past 10 lines a second\"",
-                   (unsigned long long)b->log_suppressed);
+            nq_log(NQ_LOG_WARN, "log.suppressed", "lines=%llu reason=\"hostile frames past 10 lines a "
+                   "second\"", (unsigned long long)b->log_suppressed);
         b->log_quiet_until = now + 1;
         b->log_burst = 0;
         b->log_suppressed = 0;
@@ -244,6 +244,14 @@ int broker_log_allowed(nq_broker_t *b)
     }
     b->log_suppressed++;
     return 0;
+}
+
+/* A well-formed message refused for who sent it: counted, logged within the hostile-frame rate. */
+static void refuse(nq_broker_t *b, const char *event, const char *worker, const char *why)
+{
+    b->stats.messages_bad++;
+    if (broker_log_allowed(b))
+        nq_log(NQ_LOG_WARN, event, "worker=%s reason=\"%s\"", worker, why);
 }
 
 static void bad_message(nq_broker_t *b, const char *from, const char *why)
@@ -273,18 +281,12 @@ static void peer_restarted(nq_broker_t *b, nq_peer_t *p)
 static void on_hello(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h, const char *key)
 {
     nq_peer_t *p = peers_find(b, rid, len);
-    if (p && strcmp(p->pubkey, key) != 0) {
-        b->stats.messages_bad++;        /* another key on this routing id: not this peer */
-        if (broker_log_allowed(b))
-            nq_log(NQ_LOG_WARN, "hello.refused", "worker=%s reason=\"a different key on a known session\"",
-                   p->hello.worker_id);
+    if (p && strcmp(p->pubkey, key) != 0) {   /* another key on this routing id: not this peer */
+        refuse(b, "hello.refused", p->hello.worker_id, "a different key on a known session");
         return;
     }
-    if (key[0] && !store_worker_key_ok(b->store, h->worker_id, key)) {
-        b->stats.messages_bad++;        /* names are bound to the key that first used them */
-        if (broker_log_allowed(b))
-            nq_log(NQ_LOG_WARN, "hello.refused", "worker=%s reason=\"worker id belongs to another key\"",
-                   h->worker_id);
+    if (key[0] && !store_worker_key_ok(b->store, h->worker_id, key)) {   /* names belong to keys */
+        refuse(b, "hello.refused", h->worker_id, "worker id belongs to another key");
         return;
     }
     if (p && p->hello.nonce == h->nonce && strcmp(p->hello.worker_id, h->worker_id) == 0)
@@ -352,10 +354,7 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
         return;
     }
     if (strcmp(key, p->pubkey) != 0) {  /* a routing id is an address, not an identity */
-        b->stats.messages_bad++;
-        if (broker_log_allowed(b))
-            nq_log(NQ_LOG_WARN, "message.refused", "worker=%s reason=\"sent with another key\"",
-                   p->hello.worker_id);
+        refuse(b, "message.refused", p->hello.worker_id, "sent with another key");
         return;
     }
     p->last_recv = b->now;
