@@ -345,17 +345,15 @@ void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
     for (nq_solbuf_t *x = b->solbufs; x; x = x->next)
         if (x->job == s->job && x->shard == s->shard && x->lease == s->lease)
             sb = x;
-    if (sb && !lease_id_authentic(b, s->job, s->shard, s->lease, s->proof, p->ident_hash)) {
-        b->stats.messages_bad++;        /* someone else's lease: it may not write into this solution */
+    if (!lease_id_authentic(b, s->job, s->shard, s->lease, s->proof, p->ident_hash)) {
+        b->stats.messages_bad++;        /* only the holder of a real lease may write or make us allocate */
         peer_misbehaved(b, p, "forged lease");
         return;
     }
     if (!sb) {
         nq_job_t *j = jobs_find(b, s->job);
-        if (!j || j->spec.kind != NQ_KIND_SOLVE ||
-            !lease_id_authentic(b, s->job, s->shard, s->lease, s->proof, p->ident_hash)) {
-            b->stats.messages_bad++;    /* only the holder of a real lease may make us allocate */
-            peer_misbehaved(b, p, "forged lease");
+        if (!j || j->spec.kind != NQ_KIND_SOLVE) {
+            b->stats.messages_bad++;    /* a real lease of a job that ended: late, not hostile */
             return;
         }
         if (b->solbuf_bytes + j->spec.n * 4 > NQ_SOLBUF_MAX_BYTES) {
