@@ -123,11 +123,19 @@ void broker_wake(nq_broker_t *b)
 }
 
 /* One broker per DB: two would lease the same shards (still exact, but every shard done twice). */
-int broker_db_lock(const char *db_path, char *err, size_t errlen)
+static void lock_path(const char *db_path, char *out, size_t len)
+{
+    snprintf(out, len, "%s.lock", db_path);
+}
+
+int broker_db_lock(const char *db_path, int *created, char *err, size_t errlen)
 {
     char path[PATH_MAX + 8];
-    snprintf(path, sizeof path, "%s.lock", db_path);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    lock_path(db_path, path, sizeof path);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    *created = fd >= 0;
+    if (fd < 0 && errno == EEXIST)
+        fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0)
         return nq_errf(err, errlen, "cannot open %s: %s", path, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -136,6 +144,17 @@ int broker_db_lock(const char *db_path, char *err, size_t errlen)
                        "another --db", db_path);
     }
     return fd;
+}
+
+void broker_db_unlock(int fd, const char *db_path, int remove)
+{
+    if (remove) {                       /* while still holding it: nobody took it meanwhile */
+        char path[PATH_MAX + 8];
+        lock_path(db_path, path, sizeof path);
+        unlink(path);
+    }
+    if (fd >= 0)
+        close(fd);                      /* releases the flock */
 }
 
 nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
@@ -160,14 +179,14 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
     b->ctx = b->own_ctx ? zmq_ctx_new() : cfg->zmq_ctx;
     if (cfg->key_file && security_zap_start(b->ctx, cfg->authorized, err, errlen) != 0)
         goto fail;
-    char lock_path[PATH_MAX + 8];
-    snprintf(lock_path, sizeof lock_path, "%s.lock", cfg->db_path);
-    int lock_new = access(lock_path, F_OK) != 0;
-    if ((b->lock_fd = broker_db_lock(cfg->db_path, err, errlen)) < 0)
+    int lock_new;
+    if ((b->lock_fd = broker_db_lock(cfg->db_path, &lock_new, err, errlen)) < 0)
         goto fail;
     b->store = store_open(cfg->db_path, 0, err, errlen);
-    if (!b->store && lock_new)
-        unlink(lock_path);              /* a refused DB path leaves nothing behind */
+    if (!b->store) {
+        broker_db_unlock(b->lock_fd, cfg->db_path, lock_new);   /* a refused DB leaves nothing */
+        b->lock_fd = -1;
+    }
     if (!b->store || lease_id_init(b, err, errlen) != 0 || broker_open_sockets(b, err, errlen) != 0)
         goto fail;
     if (jobs_load(b, err, errlen) != 0)
@@ -506,8 +525,7 @@ void broker_destroy(nq_broker_t **bp)
     if (b->own_ctx && b->ctx)
         zmq_ctx_term(b->ctx);
     store_destroy(&b->store);
-    if (b->lock_fd >= 0)
-        close(b->lock_fd);              /* releases the flock */
+    broker_db_unlock(b->lock_fd, b->cfg.db_path, 0);
     free(b->lease_tab);
     free(b);
     *bp = NULL;

@@ -46,13 +46,20 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen);
 /* Serves until *stop becomes non-zero; then stops leasing, flushes results, returns 0. */
 int broker_run(nq_broker_t *b, const atomic_int *stop);
 void broker_destroy(nq_broker_t **b);
-/* Takes the DB's lock file (<db>.lock): returns its fd (close to release), or -1 with err. */
-int broker_db_lock(const char *db_path, char *err, size_t errlen);
+/* Takes the DB's lock file (<db>.lock): returns its fd, or -1 with err. *created says the file
+   did not exist before, so a caller that then gives up on the DB can take it away again. */
+int broker_db_lock(const char *db_path, int *created, char *err, size_t errlen);
+/* Releases the lock; `remove` also deletes the lock file (one this process created for a DB it
+   refused: a refused command leaves nothing behind). */
+void broker_db_unlock(int fd, const char *db_path, int remove);
 /* The endpoint really bound (resolves tcp://HOST:* to its port): which = 0 workers, 1 control. */
 int broker_endpoint(nq_broker_t *b, int which, char *buf, size_t len);
 
 /* Checks a job request, cuts it into shards and stores it, in one transaction
    (submit.c; also used by `nq run` before the broker starts). 0, or -1 with err. */
 int jobs_create(nq_store_t *st, nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen);
+/* What jobs_create would refuse in the request itself, said without a store (`nq run` asks
+   before it makes a DB). 0, or -1 with err. */
+int jobs_check(const nq_job_spec_t *spec, char *err, size_t errlen);
 
 #endif

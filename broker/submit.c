@@ -118,6 +118,22 @@ static int check_caps(nq_store_t *st, uint64_t nshards, const nq_shard_caps_t *c
     return 0;
 }
 
+int jobs_check(const nq_job_spec_t *spec, char *err, size_t errlen)
+{
+    submit_iter_t it = { .spec = spec };
+    if (check_spec(spec, err, errlen) != 0)
+        return -1;
+    if (spec->kind == NQ_KIND_SOLVE)
+        return parse_algos(&it, spec->algo, spec->n, err, errlen);
+    if (spec->depth == 0)
+        return 0;                       /* the automatic depth always gives a valid list */
+    nq_shards_t *sh = shards_new(spec->kind, (int)spec->n, (int)spec->depth, err, errlen);
+    if (!sh)
+        return -1;
+    shards_destroy(&sh);
+    return 0;
+}
+
 int jobs_create_capped(nq_store_t *st, nq_job_spec_t *spec, const nq_shard_caps_t *caps, uint64_t *id,
                        char *err, size_t errlen)
 {

@@ -11,9 +11,7 @@
 #include "control.h"
 #include "log.h"
 #include "render.h"
-#include "shard.h"
 #include "signals.h"
-#include "solve.h"
 #include "store.h"
 #include "worker.h"
 
@@ -47,64 +45,30 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-#define RUN_MAX_ALGOS 8   /* methods in one study: broker/submit.c refuses more */
-
-/* Each method of a "a,b,c" list is known and takes n. 0, or NQ_EXIT_USAGE reported. */
-static int run_check_algos(const nq_job_spec_t *s)
-{
-    char buf[sizeof s->algo], why[256];
-    int count = 0;
-    snprintf(buf, sizeof buf, "%s", s->algo[0] ? s->algo : "qs4");
-    for (char *save = NULL, *a = strtok_r(buf, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
-        const nq_solver_t *m = solver_find(a);
-        if (!m)
-            return cli_usage_error("run", "unknown method '%s' (see 'nq bench solve --algo list')", a);
-        if (solver_check(m, s->n, why, sizeof why) != 0)
-            return cli_usage_error("run", "%s", why);
-        if (++count > RUN_MAX_ALGOS)
-            return cli_usage_error("run", "at most %d methods in one study", RUN_MAX_ALGOS);
-    }
-    return count ? 0 : cli_usage_error("run", "no method given");
-}
-
 /*
  * What job creation would refuse, checked before any file is touched: a refused
  * `nq run` must leave no DB and no lock behind. jobs_create checks it all again.
  */
 static int run_check_spec(const nq_job_spec_t *s)
 {
-    char err[256];
+    char err[512];
     if (s->quorum > 1)
         return cli_usage_error("run", "--quorum needs independent workers: use nq broker and several nq workers");
-    if (s->kind == NQ_KIND_SOLVE) {
-        if (s->solutions > s->restarts)
-            return cli_usage_error("run", "--solutions %llu cannot exceed --restarts %llu",
-                                   (unsigned long long)s->solutions, (unsigned long long)s->restarts);
-        return run_check_algos(s);
-    }
-    if (s->depth == 0)
-        return 0;                       /* auto: always a valid, small list */
-    nq_shards_t *sh = shards_new(s->kind, (int)s->n, (int)s->depth, err, sizeof err);
-    if (!sh)
-        return cli_usage_error("run", "%s", err);
-    shards_destroy(&sh);
-    return 0;
+    return jobs_check(s, err, sizeof err) == 0 ? 0 : cli_usage_error("run", "%s", err);
 }
 
-static int path_missing(const char *path, const char *suffix)
+static int path_missing(const char *path)
 {
-    char p[4200];
     struct stat st;
-    snprintf(p, sizeof p, "%s%s", path, suffix);
-    return lstat(p, &st) != 0 && errno == ENOENT;
+    return lstat(path, &st) != 0 && errno == ENOENT;
 }
 
 /*
- * Takes away the DB (and the lock file, when new too) that this command created
- * for a job it then refused, so a refused command leaves nothing behind. Only
- * called while holding the lock: no other nq process is using them.
+ * Takes away the DB that this command created for a job it then refused, so a
+ * refused command leaves nothing behind (its lock file goes with broker_db_unlock).
+ * Only called while holding the lock: no other nq process is using it.
  */
-static void run_unmake(const char *db, int lock_was_new)
+static void run_unmake(const char *db)
 {
     static const char *const files[] = { "", "-wal", "-shm", "-journal", NULL };
     char p[4200];
@@ -112,9 +76,6 @@ static void run_unmake(const char *db, int lock_was_new)
         snprintf(p, sizeof p, "%s%s", db, files[i]);
         unlink(p);
     }
-    snprintf(p, sizeof p, "%s.lock", db);
-    if (lock_was_new)
-        unlink(p);
 }
 
 /* Resumes the stored job this command means, or creates it. 0, or an exit code (reported). */
@@ -142,16 +103,16 @@ static int run_find_or_create(nq_store_t *st, nq_job_spec_t *spec, int fresh, ui
 static int run_prepare(const char *db, nq_job_spec_t *spec, int fresh, uint64_t *id, int *done)
 {
     char err[512];
-    int db_was_new = path_missing(db, ""), lock_was_new = path_missing(db, ".lock");
-    int lock = broker_db_lock(db, err, sizeof err);   /* no job is created in a DB a broker owns */
+    int db_was_new = path_missing(db), lock_was_new;
+    int lock = broker_db_lock(db, &lock_was_new, err, sizeof err);   /* no job in a DB a broker owns */
     if (lock < 0)
         return cli_error("run", "%s", err);
     nq_store_t *st = store_open(db, 0, err, sizeof err);
     int rc = st ? run_find_or_create(st, spec, fresh, id, done) : cli_error("run", "%s", err);
     store_destroy(&st);
     if (rc && db_was_new)
-        run_unmake(db, lock_was_new);
-    close(lock);                        /* the embedded broker takes it again */
+        run_unmake(db);
+    broker_db_unlock(lock, db, rc && lock_was_new);   /* the embedded broker takes it again */
     return rc;
 }
 
@@ -311,7 +272,7 @@ int cmd_run(int argc, char **argv)
     if ((rc = run_check_spec(&spec)))
         return rc;
     uint64_t id;
-    int done;
+    int done = 0;
     if ((rc = run_prepare(db, &spec, a.fresh, &id, &done)))
         return rc;
     if (!done) {

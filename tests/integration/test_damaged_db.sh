@@ -35,6 +35,7 @@ expect_refused() {
     for side in "$file-wal" "$file-shm" "$file-journal"; do
         [ -s "$side" ] && fail "$label: $* left $side behind"
     done
+    [ -e "$file.lock" ] && fail "$label: $* left $file.lock behind (a refused command creates nothing)"
     echo "    $label: $(head -1 err.txt)"
 }
 
