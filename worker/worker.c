@@ -8,6 +8,7 @@
 #include "wake.h"
 #include "worker_impl.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -230,9 +231,9 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
         r[0] = rng_next(&w->rng), r[1] = rng_next(&w->rng);
     snprintf(w->rid, sizeof w->rid, "%016llx%016llx", (unsigned long long)r[0], (unsigned long long)r[1]);
     gethostname(w->host, sizeof w->host - 1);
-    for (char *c = w->host; *c; c++)
-        if (*c == ' ' || *c == '=' || *c == '"')
-            *c = '_';                   /* the default id is built from it */
+    for (char *c = w->host; *c; c++)    /* the default id is built from it: keep it one plain token */
+        if (!isalnum((unsigned char)*c) && *c != '.' && *c != '-' && *c != '_')
+            *c = '_';
     if (cfg->id)
         snprintf(w->id, sizeof w->id, "%s", cfg->id);
     else
