@@ -34,7 +34,7 @@ static int get_u64(const nq_ctl_req_t *r, const char *key, uint64_t def, uint64_
 
 int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *err, size_t errlen)
 {
-    uint64_t depth, prio, attempts, quorum;
+    uint64_t depth = 0, prio = 0, attempts = 0, quorum = 0;   /* set by get_u64, or it fails */
     memset(s, 0, sizeof *s);
     const char *kind = proto_param_str(req, "kind");
     s->kind = kind ? store_kind_parse(kind) : -1;
