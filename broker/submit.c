@@ -21,6 +21,7 @@ typedef struct {
     nq_shards_t *shards;            /* count/enumerate */
     char algos[NQ_MAX_ALGOS][32];   /* solve */
     int nalgos;
+    uint8_t buf[NQ_MAX_SPEC];       /* the descriptor handed out last */
 } submit_iter_t;
 
 static int next_shard(void *ud, uint64_t idx, nq_shard_spec_t *out)
@@ -28,9 +29,9 @@ static int next_shard(void *ud, uint64_t idx, nq_shard_spec_t *out)
     submit_iter_t *it = ud;
     memset(out, 0, sizeof *out);
     if (it->shards) {
-        if (idx >= shards_count(it->shards))
+        if ((out->spec_len = shards_get(it->shards, idx, it->buf)) == 0)
             return 1;
-        out->spec = shards_get(it->shards, idx, &out->spec_len);
+        out->spec = it->buf;
         out->cost = shards_cost(it->shards, idx);
         return 0;
     }

@@ -48,7 +48,8 @@ static void *bench_thread(void *arg)
         if (k >= shards_count(b->shards) || atomic_load(&b->stop))
             break;
         size_t i = b->order[k];
-        const uint8_t *spec = shards_get(b->shards, i, &len);
+        uint8_t spec[NQ_MAX_SPEC];
+        len = shards_get(b->shards, i, spec);
         nq_count_result_t r;
         int rc = count_shard(spec, len, &r, &ctl, err, sizeof err);
         if (rc == 2)

@@ -70,7 +70,8 @@ static int est_time_sample(const nq_shards_t *sh, size_t k, uint64_t seed, doubl
         if (rng_below(&rng, s - i) >= k - taken)
             continue;
         size_t len;
-        const uint8_t *b = shards_get(sh, i, &len);
+        uint8_t b[NQ_MAX_SPEC];
+        len = shards_get(sh, i, b);
         nq_count_result_t r;
         double t0 = cpu_now();
         if (count_shard(b, len, &r, NULL, err, sizeof err) != 0)

@@ -280,7 +280,6 @@ SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count
     __m512i col = _mm512_set1_epi32((int)pl->colfix), zero = _mm512_setzero_si512();
     __m512i vo = v_viable(&K, 0, _mm512_set1_epi32((int)open0), col, zero, zero);
     t.nodes64 = (unsigned)__builtin_popcount(open0);
-    lv[0].cnt = lv[0].rd = 0;
     level_push(&lv[0], _mm512_mask_test_epi32_mask(1, vo, vo), vo, col, zero, zero);
     int rc = drain(&K, lv, 0, &t, acc, ctl);
     tally_flush(&t);
@@ -294,9 +293,13 @@ int search_simd(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, 
 {
     if (pl->m < 4 || !count_simd_available())
         return NQ_SIMD_DECLINED;
-    simd_level_t *lv = calloc((size_t)pl->m, sizeof *lv);
+    /* not calloc: zeroing ~9 kB a level cost more than the search of a small shard; only
+       the counters need a value, buffers are read only where they were written */
+    simd_level_t *lv = malloc((size_t)pl->m * sizeof *lv);
     if (!lv)
         return NQ_SIMD_DECLINED;
+    for (int c = 0; c < pl->m; c++)
+        lv[c].cnt = lv[c].rd = 0;
     int rc = simd_body(pl, lv, acc, ctl, nodes);
     free(lv);
     if (rc != 0 || !pl->leafx)

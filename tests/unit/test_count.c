@@ -34,7 +34,7 @@ static int oeis_load(oeis_t *o, int maxn)
 }
 
 /* Sums every shard of (n, depth); checks each shard's residues on the way. */
-static int count_all(int n, int depth, uint64_t *total, uint64_t *unique, size_t *nshards)
+static int count_all_nodes(int n, int depth, uint64_t *total, uint64_t *unique, size_t *nshards, uint64_t *nodes)
 {
     char err[256];
     nq_shards_t *s = shards_new(NQ_KIND_COUNT, n, depth, err, sizeof err);
@@ -42,12 +42,13 @@ static int count_all(int n, int depth, uint64_t *total, uint64_t *unique, size_t
         fprintf(stderr, "  shards_new(%d, %d): %s\n", n, depth, err);
         return -1;
     }
-    *total = *unique = 0;
+    *total = *unique = *nodes = 0;
     *nshards = shards_count(s);
     int bad = 0;
     for (size_t i = 0; i < shards_count(s); i++) {
         size_t len;
-        const uint8_t *b = shards_get(s, i, &len);
+        uint8_t b[NQ_MAX_SPEC];
+        len = shards_get(s, i, b);
         nq_count_result_t r;
         if (count_shard(b, len, &r, NULL, err, sizeof err) != 0) {
             fprintf(stderr, "  n=%d shard %zu: %s\n", n, i, err);
@@ -58,9 +59,16 @@ static int count_all(int n, int depth, uint64_t *total, uint64_t *unique, size_t
             bad = 1;
         *total += r.total;
         *unique += r.unique;
+        *nodes += r.nodes;
     }
     shards_destroy(&s);
     return bad ? -1 : 0;
+}
+
+static int count_all(int n, int depth, uint64_t *total, uint64_t *unique, size_t *nshards)
+{
+    uint64_t nodes;
+    return count_all_nodes(n, depth, total, unique, nshards, &nodes);
 }
 
 T_TEST(test_oeis_1_to_14)
@@ -91,6 +99,31 @@ T_TEST(test_depths_agree)
     }
 }
 
+/*
+ * Splitting deeper never adds search: a shard fixes exactly the levels the
+ * kernel would branch on first (shard.h), so the shards of depth d search
+ * the depth-1 tree minus its top levels and minus dead prefixes. Encoding 1
+ * broke this (+43% nodes at depth 2, +95% at depth 3 for n=18).
+ */
+T_TEST(test_depth_invariant_nodes)
+{
+    for (int n = 8; n <= 14; n++) {
+        uint64_t total, unique, base = 0, prev, nodes;
+        size_t ns;
+        T_CHECK(count_all_nodes(n, 1, &total, &unique, &ns, &base) == 0);
+        prev = base;
+        for (int d = 2; d <= n - 2; d++) {
+            T_CHECK(count_all_nodes(n, d, &total, &unique, &ns, &nodes) == 0);
+            double ratio = (double)nodes / (double)base;
+            if (n >= 12 && d <= 3)
+                fprintf(stderr, "  n=%d depth %d: %.4f of depth 1's nodes, %zu shards\n", n, d, ratio, ns);
+            T_CHECK(nodes <= prev);   /* a deeper split only removes its top levels */
+            T_CHECK(n < 12 || d > 3 || ratio >= 0.96);
+            prev = nodes;
+        }
+    }
+}
+
 T_TEST(test_residues_nonzero_shards)
 {
     /* a shard with a large total: residues must still match and be kernel-computed */
@@ -100,7 +133,8 @@ T_TEST(test_residues_nonzero_shards)
     int seen = 0;
     for (size_t i = 0; s && i < shards_count(s); i++) {
         size_t len;
-        const uint8_t *b = shards_get(s, i, &len);
+        uint8_t b[NQ_MAX_SPEC];
+        len = shards_get(s, i, b);
         nq_count_result_t r;
         T_CHECK(count_shard(b, len, &r, NULL, err, sizeof err) == 0);
         T_EQ_U64(r.res13, r.total % 13);
@@ -119,7 +153,8 @@ T_TEST(test_corrupt_refused)
     nq_shards_t *s = shards_new(NQ_KIND_COUNT, 10, 2, err, sizeof err);
     T_CHECK(s != NULL);
     size_t len;
-    const uint8_t *b = shards_get(s, 5, &len);
+    uint8_t b[NQ_MAX_SPEC];
+    len = shards_get(s, 5, b);
     uint8_t buf[NQ_MAX_SPEC];
     nq_count_result_t r;
     memcpy(buf, b, len);
@@ -134,7 +169,7 @@ T_TEST(test_corrupt_refused)
     /* an enumerate shard is not a count shard */
     nq_shards_t *e = shards_new(NQ_KIND_ENUMERATE, 8, 1, err, sizeof err);
     T_CHECK(e != NULL);
-    b = shards_get(e, 0, &len);
+    len = shards_get(e, 0, b);
     T_CHECK(count_shard(b, len, &r, NULL, err, sizeof err) == -1);
     shards_destroy(&e);
     shards_destroy(&s);
@@ -171,7 +206,8 @@ T_TEST(test_cancel_and_progress)
     nq_shards_t *s = shards_new(NQ_KIND_COUNT, 20, 1, err, sizeof err);
     T_CHECK(s != NULL);
     for (size_t i = 0; s && i < shards_count(s); i += shards_count(s) / 3) {
-        const uint8_t *b = shards_get(s, i, &len);
+        uint8_t b[NQ_MAX_SPEC];
+        len = shards_get(s, i, b);
         atomic_store(&progress, 0);
         T_CHECK(count_shard(b, len, &r, &ctl, err, sizeof err) == 2);
         T_CHECK(atomic_load(&progress) >= NQ_KERNEL_POLL_NODES);
@@ -181,7 +217,8 @@ T_TEST(test_cancel_and_progress)
     atomic_store(&cancel, 0);
     s = shards_new(NQ_KIND_COUNT, 12, 1, err, sizeof err);
     T_CHECK(s != NULL);
-    const uint8_t *b = shards_get(s, shards_count(s) / 2, &len);
+    uint8_t b[NQ_MAX_SPEC];
+    len = shards_get(s, shards_count(s) / 2, b);
     T_CHECK(count_shard(b, len, &r, &ctl, err, sizeof err) == 0);
     T_EQ_U64(atomic_load(&progress), r.nodes);
     T_CHECK(r.nodes > 0);
@@ -189,17 +226,18 @@ T_TEST(test_cancel_and_progress)
 }
 
 /*
- * Per-shard reference: every solution (from enumeration) goes to the shard
- * holding its (a, c, d, rows 1..k-1) when its border tuple (a, b, c, d) is
- * the least of its D4 orbit, with weight 8 / |stabilizer| and unique when it
- * is least among its stabilizer images. Each shard's kernel result must match.
+ * Per-shard reference: every solution (from enumeration) goes to the one shard
+ * whose fixed queens it contains when its border tuple (a, b, c, d) is the
+ * least of its D4 orbit, with weight 8 / |stabilizer| and unique when it is
+ * least among its stabilizer images. Each shard's kernel result must match,
+ * and no solution may fit two shards or none.
  */
 typedef struct {
     int n, k;
     size_t count;
-    const nq_shards_t *s;
+    int8_t (*fixed)[NQ_SHARD_MAX_N];   /* per shard: its decoded row_col */
     uint64_t *total, *unique;
-    int missing;
+    int missing, twice;
 } ref_t;
 
 static void ref_tuple(const uint8_t *cols, int n, int t[4])
@@ -229,43 +267,59 @@ static int ref_solution(void *ud, const uint8_t *cols, int n)
         if (cmp == 0)
             stab |= 1u << g;
     }
+    int found = 0;
     for (size_t i = 0; i < rf->count; i++) {
-        size_t len;
-        const uint8_t *b = shards_get(rf->s, i, &len);
-        if (memcmp(b + 6, cols, (size_t)rf->k) != 0 || b[6 + rf->k] != t[2] || b[7 + rf->k] != t[3])
+        int fits = 1;
+        for (int r = 0; r < n && fits; r++)
+            fits = rf->fixed[i][r] < 0 || rf->fixed[i][r] == cols[r];
+        if (!fits)
             continue;
         rf->total[i] += (uint64_t)(8 / __builtin_popcount(stab));
         rf->unique[i] += (uint64_t)d4_is_least(cols, n, stab);
-        return 0;
+        found++;
     }
-    rf->missing++;
+    rf->missing += found == 0;
+    rf->twice += found > 1;
     return 0;
 }
 
+/* Both encodings: a job stored with encoding 1 is still served exactly. */
 T_TEST(test_per_shard_reference)
 {
     char err[256];
+    for (int enc = NQ_SHARD_ENCODING_MIN; enc <= NQ_SHARD_ENCODING; enc++)
     for (int n = 6; n <= 11; n++) {
-        for (int k = 1; k <= 3 && k <= n - 2; k++) {
-            nq_shards_t *s = shards_new(NQ_KIND_COUNT, n, k, err, sizeof err);
+        for (int k = 1; k <= 4 && k <= n - 2; k++) {
+            nq_shards_t *s = shards_new_ex(NQ_KIND_COUNT, n, k, enc, err, sizeof err);
             nq_shards_t *e = shards_new(NQ_KIND_ENUMERATE, n, 1, err, sizeof err);
             T_CHECK(s && e);
             if (!s || !e)
                 return;
-            ref_t rf = { n, k, shards_count(s), s, calloc(shards_count(s), 8), calloc(shards_count(s), 8), 0 };
+            size_t ns = shards_count(s);
+            ref_t rf = { n, k, ns, calloc(ns, NQ_SHARD_MAX_N), calloc(ns, 8), calloc(ns, 8), 0, 0 };
+            for (size_t i = 0; i < ns; i++) {
+                uint8_t b[NQ_MAX_SPEC];
+                nq_shard_desc_t d;
+                size_t len = shards_get(s, i, b);
+                T_CHECK(len > 0 && b[0] == enc && shard_decode(b, len, &d, err, sizeof err) == 0);
+                memcpy(rf.fixed[i], d.row_col, NQ_SHARD_MAX_N);
+            }
             for (size_t i = 0; i < shards_count(e); i++) {
                 size_t len;
-                const uint8_t *b = shards_get(e, i, &len);
+                uint8_t b[NQ_MAX_SPEC];
+                len = shards_get(e, i, b);
                 T_CHECK(enumerate_shard(b, len, ref_solution, &rf, NULL, err, sizeof err) == 0);
             }
             T_EQ_U64(rf.missing, 0);
+            T_EQ_U64(rf.twice, 0);
             for (size_t i = 0; i < shards_count(s); i++) {
                 size_t len;
-                const uint8_t *b = shards_get(s, i, &len);
+                uint8_t b[NQ_MAX_SPEC];
+                len = shards_get(s, i, b);
                 nq_count_result_t r;
                 T_CHECK(count_shard(b, len, &r, NULL, err, sizeof err) == 0);
                 if (r.total != rf.total[i] || r.unique != rf.unique[i])
-                    fprintf(stderr, "  n=%d k=%d shard %zu: %llu/%llu, reference %llu/%llu\n", n, k, i,
+                    fprintf(stderr, "  enc=%d n=%d k=%d shard %zu: %llu/%llu, reference %llu/%llu\n", enc, n, k, i,
                             (unsigned long long)r.total, (unsigned long long)r.unique,
                             (unsigned long long)rf.total[i], (unsigned long long)rf.unique[i]);
                 T_EQ_U64(r.total, rf.total[i]);
@@ -273,6 +327,7 @@ T_TEST(test_per_shard_reference)
             }
             free(rf.total);
             free(rf.unique);
+            free(rf.fixed);
             shards_destroy(&s);
             shards_destroy(&e);
         }

@@ -54,7 +54,8 @@ static void plan_of(const nq_shards_t *s, size_t i, int flip, nq_shard_desc_t *d
 {
     char err[256];
     size_t len;
-    const uint8_t *b = shards_get(s, i, &len);
+    uint8_t b[NQ_MAX_SPEC];
+    len = shards_get(s, i, b);
     T_CHECK(shard_decode(b, len, d, err, sizeof err) == 0);
     plan_init(pl, d, flip);
 }
@@ -70,7 +71,7 @@ static void skip_without_simd(void)
 T_TEST(test_kernels_agree_on_every_shard)
 {
     char err[256];
-    int rare = 0, plans = 0;
+    int rare = 0, plans = 0, fixed_b = 0;
     skip_without_simd();
     for (int n = 4; n <= 15; n++) {
         for (int depth = 1; depth <= 3 && depth <= n - 2; depth++) {
@@ -86,21 +87,27 @@ T_TEST(test_kernels_agree_on_every_shard)
                     compare(&top, n, depth, i, "top-down", &rare);
                     plans++;
                 }
-                /* bottom-up, weight-8 cells of row n-1 only, as count_flipped runs it */
+                /* bottom-up as count_flipped runs it: row n-1 free, its weight-8 cells only;
+                   or b fixed by the shard (encoding 2 at depth 2+), a weight-8 b */
                 plan_of(s, i, 1, &d, &bottom);
-                bottom.block[0] |= ~d.bmask8;
-                bottom.leaf8 = bottom.full;
-                bottom.leafx = 0;
-                if (bottom.m >= 4 && d.row_col[n - 1] < 0) {
+                if (d.row_col[n - 1] < 0) {
+                    bottom.block[0] |= ~d.bmask8;
+                    bottom.leaf8 = bottom.full;
+                    bottom.leafx = 0;
+                }
+                if (bottom.m >= 4 && d.flip && bottom.leaf8) {
                     compare(&bottom, n, depth, i, "bottom-up", &rare);
                     plans++;
+                    fixed_b += d.row_col[n - 1] >= 0;
                 }
             }
             shards_destroy(&s);
         }
     }
-    fprintf(stderr, "  %d plans, %d with rare last-row cells and solutions\n", plans, rare);
+    fprintf(stderr, "  %d plans (%d bottom-up with b fixed), %d with rare last-row cells and solutions\n",
+            plans, fixed_b, rare);
     T_CHECK(plans > 1000);
+    T_CHECK(fixed_b > 100);
     T_CHECK(rare > 10);   /* the scalar pass for rare cells was exercised */
 }
 
@@ -111,8 +118,9 @@ T_TEST(test_small_plans_fall_back)
     char err[256];
     int rare = 0, small = 0;
     skip_without_simd();
-    for (int n = 6; n <= 9; n++) {
-        nq_shards_t *s = shards_new(NQ_KIND_COUNT, n, n - 2, err, sizeof err);
+    for (int n = 6; n <= 9; n++)
+    for (int depth = n - 4; depth <= n - 2; depth++) {
+        nq_shards_t *s = shards_new(NQ_KIND_COUNT, n, depth, err, sizeof err);
         T_CHECK(s != NULL);
         for (size_t i = 0; s && i < shards_count(s); i++) {
             nq_shard_desc_t d;
@@ -126,7 +134,7 @@ T_TEST(test_small_plans_fall_back)
                 acc.plan = &p2;
                 T_CHECK(search_simd(&p2, &acc, NULL, &nodes) == NQ_SIMD_DECLINED && nodes == 0 &&
                         acc.tally.total == 0);
-                compare(&pl, n, n - 2, i, "small", &rare);
+                compare(&pl, n, depth, i, "small", &rare);
                 small++;
             }
         }

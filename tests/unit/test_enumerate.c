@@ -67,7 +67,8 @@ static void run_all(int n, int depth, collect_t *c)
     T_CHECK(s != NULL);
     for (size_t i = 0; s && i < shards_count(s); i++) {
         size_t len;
-        const uint8_t *b = shards_get(s, i, &len);
+        uint8_t b[NQ_MAX_SPEC];
+        len = shards_get(s, i, b);
         T_CHECK(enumerate_shard(b, len, collect, c, NULL, err, sizeof err) == 0);
     }
     shards_destroy(&s);
@@ -132,12 +133,13 @@ T_TEST(test_refusals)
     int seen = 0;
     nq_shards_t *s = shards_new(NQ_KIND_ENUMERATE, 8, 1, err, sizeof err);
     size_t len;
-    const uint8_t *b = shards_get(s, 0, &len);
+    uint8_t b[NQ_MAX_SPEC];
+    len = shards_get(s, 0, b);
     T_CHECK(enumerate_shard(b, len, stop_after_3, &seen, NULL, err, sizeof err) == -1);
     T_EQ_U64(seen, 3);
     T_CHECK(enumerate_shard(b, len - 1, stop_after_3, &seen, NULL, err, sizeof err) == -1);
     nq_shards_t *c = shards_new(NQ_KIND_COUNT, 8, 1, err, sizeof err);
-    b = shards_get(c, 0, &len);
+    len = shards_get(c, 0, b);
     T_CHECK(enumerate_shard(b, len, stop_after_3, &seen, NULL, err, sizeof err) == -1);
     T_CHECK(strstr(err, "enumerate") != NULL);
     shards_destroy(&c);

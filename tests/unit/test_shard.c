@@ -19,8 +19,8 @@ T_TEST(test_deterministic)
         T_CHECK(shards_count(a) == shards_count(b) && shards_count(a) > 0);
         T_EQ_U64(shards_depth(a), shards_depth(b));
         for (size_t i = 0; i < shards_count(a); i++) {
-            size_t la, lb;
-            const uint8_t *x = shards_get(a, i, &la), *y = shards_get(b, i, &lb);
+            uint8_t x[NQ_MAX_SPEC], y[NQ_MAX_SPEC];
+            size_t la = shards_get(a, i, x), lb = shards_get(b, i, y);
             T_CHECK(la == lb && memcmp(x, y, la) == 0);
             T_CHECK(shards_cost(a, i) > 0);
         }
@@ -39,7 +39,8 @@ T_TEST(test_roundtrip)
             T_CHECK(s != NULL);
             for (size_t i = 0; s && i < shards_count(s); i++) {
                 size_t len;
-                const uint8_t *b = shards_get(s, i, &len);
+                uint8_t b[NQ_MAX_SPEC];
+                len = shards_get(s, i, b);
                 nq_shard_desc_t d;
                 uint8_t re[NQ_MAX_SPEC];
                 T_CHECK(len <= NQ_MAX_SPEC);
@@ -48,7 +49,7 @@ T_TEST(test_roundtrip)
                 T_CHECK(d.n == n && d.kind == kind && d.k == shards_depth(s));
                 T_CHECK(d.weight == (d.mode == NQ_SHARD_BORDER ? 0 : 1));
             }
-            T_CHECK(!s || shards_get(s, shards_count(s), &(size_t){ 0 }) == NULL);
+            T_CHECK(!s || shards_get(s, shards_count(s), (uint8_t[NQ_MAX_SPEC]){ 0 }) == 0);
             shards_destroy(&s);
         }
     }
@@ -60,16 +61,19 @@ T_TEST(test_border_orbits)
     char err[256];
     nq_shards_t *s = shards_new(NQ_KIND_COUNT, 9, 1, err, sizeof err);
     T_CHECK(s != NULL);
-    const uint8_t *prev = NULL;
+    uint8_t prev[NQ_MAX_SPEC];
+    int have_prev = 0;
     for (size_t i = 0; s && i < shards_count(s); i++) {
         size_t len;
         nq_shard_desc_t d;
-        const uint8_t *b = shards_get(s, i, &len);
+        uint8_t b[NQ_MAX_SPEC];
+        len = shards_get(s, i, b);
         T_CHECK(shard_decode(b, len, &d, err, sizeof err) == 0);
         T_EQ_U64(d.weight, 0);
         /* depth 1: bytes 6..8 are a, c, d */
-        T_CHECK(!prev || memcmp(prev + 6, b + 6, 3) < 0);
-        prev = b;
+        T_CHECK(!have_prev || memcmp(prev + 6, b + 6, 3) < 0);
+        memcpy(prev, b, len);
+        have_prev = 1;
         T_CHECK((d.bmask8 | d.bmaskx) != 0 && (d.bmask8 & d.bmaskx) == 0);
         for (int c = 0; c < 9; c++) {
             int allowed = (int)((d.bmask8 | d.bmaskx) >> c & 1u);
@@ -101,13 +105,15 @@ T_TEST(test_refusals)
     char err[256];
     nq_shards_t *s = shards_new(NQ_KIND_COUNT, 10, 2, err, sizeof err);
     size_t len;
-    const uint8_t *good = shards_get(s, 7, &len);
+    uint8_t good[NQ_MAX_SPEC];
+    len = shards_get(s, 7, good);
     uint8_t b[NQ_MAX_SPEC + 8];
     for (size_t cut = 0; cut < len; cut++)
         T_CHECK(refused(good, cut, NULL));                     /* truncated */
     memcpy(b, good, len); b[len] = 0;
     T_CHECK(refused(b, len + 1, "length"));                    /* trailing byte */
-    memcpy(b, good, len); b[0] = 2;  T_CHECK(refused(b, len, "encoding"));
+    memcpy(b, good, len); b[0] = 0;  T_CHECK(refused(b, len, "encoding"));
+    memcpy(b, good, len); b[0] = NQ_SHARD_ENCODING + 1; T_CHECK(refused(b, len, "encoding"));
     memcpy(b, good, len); b[1] = 2;  T_CHECK(refused(b, len, "kind"));
     memcpy(b, good, len); b[2] = 0;  T_CHECK(refused(b, len, "n"));
     memcpy(b, good, len); b[2] = 33; T_CHECK(refused(b, len, "n"));
@@ -117,8 +123,8 @@ T_TEST(test_refusals)
     memcpy(b, good, len); b[7] = 10; T_CHECK(refused(b, len, "range"));
     T_CHECK(refused(NULL, 0, "truncated"));
     T_CHECK(refused(b, NQ_MAX_SPEC + 1, "long"));
-    /* two attacking queens: rows 0 and 1 in adjacent columns */
-    memcpy(b, good, len); b[7] = (uint8_t)(b[6] + 1 < 10 ? b[6] + 1 : b[6] - 1);
+    /* two attacking queens: the first level's queen in row 0's column */
+    memcpy(b, good, len); b[7] = b[6];
     T_CHECK(refused(b, len, "attack"));
     /* a non-canonical border: the column mirror (a, c, d) -> (n-1-a, d, c) of a shard with
        2a < n-1 puts row 0's queen right of the middle, which no canonical tuple has */
@@ -126,7 +132,8 @@ T_TEST(test_refusals)
     int found = 0;
     for (size_t i = 0; s1 && i < shards_count(s1) && found < 20; i++) {
         size_t l1;
-        const uint8_t *x = shards_get(s1, i, &l1);
+        uint8_t x[NQ_MAX_SPEC];
+        l1 = shards_get(s1, i, x);
         if (2 * x[6] >= 9)
             continue;
         memcpy(b, x, l1);
@@ -159,11 +166,12 @@ T_TEST(test_fuzzish)
             len = (size_t)rng_below(&rng, 24);
             for (size_t i = 0; i < len; i++)
                 b[i] = (uint8_t)rng_next(&rng);
-            if (len > 0) b[0] = 1;
+            if (len > 0) b[0] = (uint8_t)(NQ_SHARD_ENCODING_MIN + rng_below(&rng, 2));
             if (len > 1) b[1] = (uint8_t)(rng_below(&rng, 2) ? NQ_KIND_COUNT : NQ_KIND_ENUMERATE);
             if (len > 2) b[2] = (uint8_t)rng_below(&rng, 34);
         } else {
-            const uint8_t *g = shards_get(s, (size_t)rng_below(&rng, shards_count(s)), &len);
+            uint8_t g[NQ_MAX_SPEC];
+            len = shards_get(s, (size_t)rng_below(&rng, shards_count(s)), g);
             memcpy(b, g, len);
             b[rng_below(&rng, len)] ^= (uint8_t)(1 + rng_below(&rng, 255));
         }

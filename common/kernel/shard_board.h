@@ -1,0 +1,72 @@
+/*
+ * A board of fixed queens with O(1) conflict checks and O(1) open cells per
+ * row (internal to the shard modules: shard.c, shard_list.c).
+ *
+ * Diagonals are bit sets over their index: diag = r + c, anti = c - r + n - 1,
+ * both below 63 for n <= 32. The cells of row r that a diagonal set covers are
+ * then one shift away: (diag >> r) and (anti >> (n - 1 - r)), bit c = column c.
+ */
+#ifndef NQ_SHARD_BOARD_H
+#define NQ_SHARD_BOARD_H
+
+#include "nq.h"
+
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    int n;
+    uint32_t full;
+    int8_t row_col[NQ_SHARD_MAX_N];
+    uint32_t cols;
+    uint64_t diag, anti;
+} board_t;
+
+static inline void board_init(board_t *p, int n)
+{
+    p->n = n;
+    p->full = n == 32 ? 0xffffffffu : (1u << n) - 1;
+    memset(p->row_col, -1, sizeof p->row_col);
+    p->cols = 0;
+    p->diag = p->anti = 0;
+}
+
+/* The cells of row r no queen attacks (whether or not row r holds one). */
+static inline uint32_t board_open(const board_t *p, int r)
+{
+    return p->full & ~p->cols & ~(uint32_t)(p->diag >> r) & ~(uint32_t)(p->anti >> (p->n - 1 - r));
+}
+
+static inline int board_free(const board_t *p, int r, int c)
+{
+    return (int)(board_open(p, r) >> c & 1u);
+}
+
+/* 0: placed (or the same queen was already there); -1: clashes with a queen. */
+static inline int board_put(board_t *p, int r, int c)
+{
+    if (p->row_col[r] == c)
+        return 0;
+    if (p->row_col[r] >= 0 || !board_free(p, r, c))
+        return -1;
+    p->row_col[r] = (int8_t)c;
+    p->cols |= 1u << c;
+    p->diag |= 1ull << (r + c);
+    p->anti |= 1ull << (c - r + p->n - 1);
+    return 0;
+}
+
+/* shard.c, for shard_list.c: */
+
+/* 1 when the kernel searches a border shard from the bottom (see shard.h). */
+int shard_flip(int n, int c, int d);
+
+/* The rows the levels of a shard fix, in order (see shard.h); returns how many (L). */
+int shard_level_rows(int version, int mode, int n, int k, int c, int d, int flip, uint8_t *rows);
+
+/* Places (0, a), (c, 0), (d, n-1) on a fresh board and fills o's per-b weights; returns how
+   many b are possible and canonical (0: none, or the three clash). */
+struct nq_shard_desc;
+int shard_border_root(int n, int a, int c, int d, board_t *p, struct nq_shard_desc *o);
+
+#endif

@@ -1,0 +1,374 @@
+/*
+ * The deterministic list of a job's shards, indexable without materializing
+ * it (see shard.h): roots (a, c, d), then blocks (the prefixes of all but the
+ * last two levels) with the number of shards before each.
+ */
+#include "shard.h"
+#include "shard_board.h"
+#include "errf.h"
+#include "nq.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HDR 6
+
+typedef struct {
+    uint8_t a, c, d, flip;
+    uint32_t b_allowed;            /* row n-1's canonical columns; every column in plain mode */
+} root_t;
+
+struct nq_shards {
+    int kind, n, depth, encoding, mode;
+    size_t len;                    /* every descriptor of one list has the same length */
+    int split;                     /* levels in a block's prefix: max(0, L - 2) */
+    root_t *roots;
+    size_t nroots, rcap;
+    uint32_t *block_root;          /* per block: its root */
+    uint8_t *block_cols;           /* per block: split columns */
+    uint64_t *block_start;         /* per block: shards before it; [nblocks] = the count */
+    size_t nblocks, bcap;
+};
+
+/* A root made ready to walk: its board and the rows of its levels. */
+typedef struct {
+    board_t board;
+    uint8_t rows[NQ_SHARD_MAX_N];
+    int L;
+    uint32_t b_allowed;
+} walk_t;
+
+/* ---- walking the levels ---- */
+
+static uint32_t row_open(const board_t *p, int r, uint32_t b_allowed)
+{
+    return board_open(p, r) & (r == p->n - 1 ? b_allowed : p->full);
+}
+
+/* A free row with no open cell: no completion (such prefixes are not listed). */
+static int board_dead(const board_t *p, uint32_t b_allowed)
+{
+    for (int r = 0; r < p->n; r++)
+        if (p->row_col[r] < 0 && !row_open(p, r, b_allowed))
+            return 1;
+    return 0;
+}
+
+/* The columns a level may take: its open cells, or the side queen already in its row. */
+static uint32_t level_cand(const board_t *p, int r, uint32_t b_allowed)
+{
+    return p->row_col[r] >= 0 ? 1u << p->row_col[r] : row_open(p, r, b_allowed);
+}
+
+/*
+ * The columns c of cand that leave every other free row an open cell once
+ * (row, c) holds a queen. A queen attacks at most 3 cells of another row, so
+ * only rows with 3 open cells or fewer can die: the leaf level costs O(n) plus
+ * a little per fragile row, not O(n) per leaf.
+ */
+static uint32_t level_viable(const board_t *p, int row, uint32_t cand, uint32_t b_allowed)
+{
+    int n = p->n, forced = p->row_col[row] >= 0;
+    for (int r = 0; r < n && cand; r++) {
+        if (p->row_col[r] >= 0 || r == row)
+            continue;
+        uint32_t o = row_open(p, r, b_allowed);
+        if (__builtin_popcount(o) > 3)
+            continue;
+        if (forced || !o) {
+            if (!o)
+                return 0;
+            continue;
+        }
+        int dist = r > row ? r - row : row - r;
+        for (uint32_t m = cand; m; m &= m - 1) {
+            int c = __builtin_ctz(m);
+            uint32_t hit = 1u << c | (c + dist < n ? 1u << (c + dist) : 0) | (c >= dist ? 1u << (c - dist) : 0);
+            if (!(o & ~hit))
+                cand &= ~(1u << c);
+        }
+    }
+    return cand;
+}
+
+/* Shards below a prefix of lv levels (at most two levels below it). */
+static uint64_t walk_leaves(const walk_t *w, const board_t *p, int lv)
+{
+    if (lv == w->L)
+        return !board_dead(p, w->b_allowed);
+    int r = w->rows[lv];
+    uint32_t cand = level_cand(p, r, w->b_allowed);
+    if (lv == w->L - 1)
+        return (uint64_t)__builtin_popcount(level_viable(p, r, cand, w->b_allowed));
+    uint64_t sum = 0;
+    for (; cand; cand &= cand - 1) {
+        board_t q = *p;
+        board_put(&q, r, __builtin_ctz(cand));
+        sum += walk_leaves(w, &q, lv + 1);
+    }
+    return sum;
+}
+
+/* The j-th shard below a prefix of lv levels: its columns from level lv on. 1 found, 0 not (j is reduced). */
+static int walk_nth(const walk_t *w, const board_t *p, int lv, uint64_t *j, uint8_t *cols)
+{
+    if (lv == w->L) {
+        if (board_dead(p, w->b_allowed))
+            return 0;
+        return (*j)-- == 0;
+    }
+    int r = w->rows[lv];
+    uint32_t cand = level_cand(p, r, w->b_allowed);
+    if (lv == w->L - 1)
+        cand = level_viable(p, r, cand, w->b_allowed);
+    for (; cand; cand &= cand - 1) {
+        cols[lv] = (uint8_t)__builtin_ctz(cand);
+        if (lv == w->L - 1) {
+            if ((*j)-- == 0)
+                return 1;
+            continue;
+        }
+        board_t q = *p;
+        board_put(&q, r, cols[lv]);
+        if (walk_nth(w, &q, lv + 1, j, cols))
+            return 1;
+    }
+    return 0;
+}
+
+static void walk_init(const nq_shards_t *s, const root_t *rt, walk_t *w)
+{
+    w->b_allowed = rt->b_allowed;
+    if (s->mode == NQ_SHARD_BORDER) {
+        nq_shard_desc_t scratch;
+        shard_border_root(s->n, rt->a, rt->c, rt->d, &w->board, &scratch);
+    } else {
+        board_init(&w->board, s->n);
+    }
+    w->L = shard_level_rows(s->encoding, s->mode, s->n, s->depth, rt->c, rt->d, rt->flip, w->rows);
+}
+
+/* ---- building the index ---- */
+
+typedef struct {
+    nq_shards_t *s;
+    walk_t w;
+    uint32_t root;
+    uint8_t cols[NQ_SHARD_MAX_N];
+    char *err;
+    size_t errlen;
+} builder_t;
+
+static int block_push(builder_t *B, uint64_t shards)
+{
+    nq_shards_t *s = B->s;
+    uint64_t before = s->block_start[s->nblocks];
+    if (before + shards > NQ_SHARD_MAX_LIST)
+        return nq_errf(B->err, B->errlen, "more than %llu shards: use a smaller depth",
+                       (unsigned long long)NQ_SHARD_MAX_LIST);
+    if (s->nblocks + 1 >= s->bcap) {
+        size_t cap = s->bcap * 2;
+        uint32_t *r = realloc(s->block_root, cap * sizeof *r);
+        if (r) s->block_root = r;
+        uint8_t *c = realloc(s->block_cols, cap * (size_t)(s->split ? s->split : 1));
+        if (c) s->block_cols = c;
+        uint64_t *st = realloc(s->block_start, (cap + 1) * sizeof *st);
+        if (st) s->block_start = st;
+        if (!r || !c || !st)
+            return nq_errf(B->err, B->errlen, "out of memory listing shards");
+        s->bcap = cap;
+    }
+    s->block_root[s->nblocks] = B->root;
+    memcpy(s->block_cols + s->nblocks * (size_t)s->split, B->cols, (size_t)s->split);
+    s->nblocks++;
+    s->block_start[s->nblocks] = before + shards;
+    return 0;
+}
+
+static int build_blocks(builder_t *B, const board_t *p, int lv)
+{
+    if (lv == B->s->split) {
+        uint64_t n = walk_leaves(&B->w, p, lv);
+        return n ? block_push(B, n) : 0;
+    }
+    if (board_dead(p, B->w.b_allowed))
+        return 0;
+    int r = B->w.rows[lv];
+    for (uint32_t cand = level_cand(p, r, B->w.b_allowed); cand; cand &= cand - 1) {
+        board_t q = *p;
+        B->cols[lv] = (uint8_t)__builtin_ctz(cand);
+        board_put(&q, r, B->cols[lv]);
+        if (build_blocks(B, &q, lv + 1))
+            return -1;
+    }
+    return 0;
+}
+
+static int root_add(builder_t *B, const root_t *rt)
+{
+    nq_shards_t *s = B->s;
+    if (s->nroots == s->rcap) {
+        size_t cap = s->rcap ? s->rcap * 2 : 64;
+        root_t *r = realloc(s->roots, cap * sizeof *r);
+        if (!r)
+            return nq_errf(B->err, B->errlen, "out of memory listing shards");
+        s->roots = r;
+        s->rcap = cap;
+    }
+    s->roots[s->nroots] = *rt;
+    B->root = (uint32_t)s->nroots;
+    walk_init(s, rt, &B->w);
+    size_t before = s->nblocks;
+    if (build_blocks(B, &B->w.board, 0))
+        return -1;
+    if (s->nblocks > before)   /* a root with no shard is not kept */
+        s->nroots++;
+    return 0;
+}
+
+static int build_roots(builder_t *B)
+{
+    nq_shards_t *s = B->s;
+    int n = s->n;
+    if (s->mode != NQ_SHARD_BORDER)
+        return root_add(B, &(root_t){ 0, 0, 0, 0, s->n == 32 ? 0xffffffffu : (1u << n) - 1 });
+    for (int a = 0; a < n; a++)
+        for (int c = 0; c < n; c++)
+            for (int d = 0; d < n; d++) {
+                board_t p;
+                nq_shard_desc_t o;
+                if (shard_border_root(n, a, c, d, &p, &o) == 0)
+                    continue;
+                root_t rt = { (uint8_t)a, (uint8_t)c, (uint8_t)d, (uint8_t)shard_flip(n, c, d), o.bmask8 | o.bmaskx };
+                if (root_add(B, &rt))
+                    return -1;
+            }
+    return 0;
+}
+
+/* ---- the list ---- */
+
+static int check_args(int kind, int n, int *depth, int encoding, char *err, size_t errlen)
+{
+    int lo, hi;
+    if (shard_depth_range(kind, n, &lo, &hi))
+        return nq_errf(err, errlen, kind == NQ_KIND_ENUMERATE ? "enumerate needs 1 <= N <= %d (got %d)"
+                                                              : "count needs 1 <= N <= %d (got %d)",
+                       kind == NQ_KIND_ENUMERATE ? NQ_ENUM_MAX_N : NQ_SHARD_MAX_N, n);
+    if (encoding < NQ_SHARD_ENCODING_MIN || encoding > NQ_SHARD_ENCODING)
+        return nq_errf(err, errlen, "shard encoding %d not supported (this build reads %d..%d)", encoding,
+                       NQ_SHARD_ENCODING_MIN, NQ_SHARD_ENCODING);
+    if (*depth == 0) {
+        *depth = shard_auto_depth(kind, n);
+        return 0;
+    }
+    if (*depth >= lo && *depth <= hi && !(lo == 0 && hi == 0))
+        return 0;
+    if (hi == 0)
+        return nq_errf(err, errlen, "N=%d has a single shard: leave the depth at auto (0)", n);
+    return nq_errf(err, errlen, "depth must be from %d to %d for N=%d (got %d)", lo > 0 ? lo : 1, hi, n, *depth);
+}
+
+nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, size_t errlen)
+{
+    if (check_args(kind, n, &depth, encoding, err, errlen))
+        return NULL;
+    nq_shards_t *s = calloc(1, sizeof *s);
+    if (!s) {
+        nq_errf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->kind = kind; s->n = n; s->depth = depth; s->encoding = encoding;
+    s->mode = (kind == NQ_KIND_COUNT && n >= NQ_SHARD_BORDER_MIN_N) ? NQ_SHARD_BORDER : NQ_SHARD_PLAIN;
+    s->len = HDR + (size_t)depth + (s->mode == NQ_SHARD_BORDER ? 2 : 0);
+    int L = s->mode == NQ_SHARD_BORDER ? depth - 1 : depth;
+    s->split = L > 2 ? L - 2 : 0;
+    s->bcap = 64;
+    s->block_root = malloc(s->bcap * sizeof *s->block_root);
+    s->block_cols = malloc(s->bcap * (size_t)(s->split ? s->split : 1));
+    s->block_start = calloc(s->bcap + 1, sizeof *s->block_start);
+    builder_t B = { .s = s, .err = err, .errlen = errlen };
+    if (!s->block_root || !s->block_cols || !s->block_start) {
+        nq_errf(err, errlen, "out of memory listing shards");
+        shards_destroy(&s);
+    } else if (build_roots(&B)) {
+        shards_destroy(&s);
+    }
+    return s;
+}
+
+nq_shards_t *shards_new(int kind, int n, int depth, char *err, size_t errlen)
+{
+    return shards_new_ex(kind, n, depth, NQ_SHARD_ENCODING, err, errlen);
+}
+
+uint64_t shards_count(const nq_shards_t *s) { return s->block_start[s->nblocks]; }
+int shards_depth(const nq_shards_t *s) { return s->depth; }
+int shards_encoding(const nq_shards_t *s) { return s->encoding; }
+
+size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out)
+{
+    if (i >= shards_count(s))
+        return 0;
+    size_t lo = 0, hi = s->nblocks;            /* the last block starting at or before i */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->block_start[mid] <= i) lo = mid; else hi = mid;
+    }
+    const root_t *rt = &s->roots[s->block_root[lo]];
+    walk_t w;
+    uint8_t cols[NQ_SHARD_MAX_N];
+    uint64_t j = i - s->block_start[lo];
+    walk_init(s, rt, &w);
+    memcpy(cols, s->block_cols + lo * (size_t)s->split, (size_t)s->split);
+    for (int lv = 0; lv < s->split; lv++)
+        board_put(&w.board, w.rows[lv], cols[lv]);
+    if (!walk_nth(&w, &w.board, s->split, &j, cols))
+        return 0;   /* cannot happen: the block's count came from the same walk */
+    nq_shard_desc_t d = { .version = s->encoding, .kind = s->kind, .n = s->n, .mode = s->mode,
+                          .weight = s->mode == NQ_SHARD_BORDER ? 0 : 1, .k = s->depth, .c = rt->c, .d = rt->d };
+    int border = s->mode == NQ_SHARD_BORDER;
+    d.top[0] = rt->a;
+    for (int lv = 0; lv < w.L; lv++)
+        d.top[lv + border] = cols[lv];
+    return shard_encode(&d, out);
+}
+
+/*
+ * A rough search-tree size: the product over free rows of the cells the fixed
+ * queens leave open (row n-1: only canonical b). Only the order matters
+ * (largest first); never 0. Measured rank correlation with the nodes a shard
+ * really takes: 0.3 (n=15, depth 1), 0.6 (n=14, depth 2), 0.8 (n=13, depth 3).
+ */
+double shards_cost(const nq_shards_t *s, uint64_t i)
+{
+    nq_shard_desc_t d;
+    uint8_t b[NQ_MAX_SPEC];
+    size_t len = shards_get(s, i, b);
+    if (!len || shard_decode(b, len, &d, NULL, 0))
+        return 1e-300;
+    board_t p;
+    board_init(&p, d.n);
+    for (int r = 0; r < d.n; r++)
+        if (d.row_col[r] >= 0)
+            board_put(&p, r, d.row_col[r]);
+    uint32_t last_allowed = d.mode == NQ_SHARD_BORDER ? d.bmask8 | d.bmaskx : p.full;
+    double logc = 0;
+    for (int r = 0; r < d.n; r++)
+        if (d.row_col[r] < 0)
+            logc += log(__builtin_popcount(row_open(&p, r, last_allowed)) + 0.5);
+    return exp(logc) + 1e-300;
+}
+
+void shards_destroy(nq_shards_t **sp)
+{
+    if (!sp || !*sp)
+        return;
+    free((*sp)->roots);
+    free((*sp)->block_root);
+    free((*sp)->block_cols);
+    free((*sp)->block_start);
+    free(*sp);
+    *sp = NULL;
+}
