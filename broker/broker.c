@@ -382,7 +382,7 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
         return;
     }
     switch (m->type) {
-    case NQ_MSG_CREDIT: p->credit = m->u.credit.credit; break;
+    case NQ_MSG_CREDIT: p->credit = m->u.credit.credit; peer_hunger(b, p); break;
     case NQ_MSG_HEARTBEAT: on_heartbeat(b, p, &m->u.heartbeat); break;
     case NQ_MSG_RESULT: results_on_result(b, p, &m->u.result); break;
     case NQ_MSG_SOLPART: results_on_solpart(b, p, &m->u.solpart); break;

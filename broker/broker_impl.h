@@ -22,14 +22,21 @@
 
 typedef struct nq_peer nq_peer_t;
 
-/* A job in memory. Shards waiting for a worker sit in `pending`, popped from the end. */
+/*
+ * A job in memory. Shards waiting for a worker are of two kinds: those never leased, from
+ * order position `frontier` on (a pure function of the job: no memory, no row), and those
+ * that came back (a lost lease, a restart, quorum copies), in `pending`, popped from the
+ * end and leased first. So a 10^8-shard job costs its returned shards, not its size.
+ */
 typedef struct nq_job {
     uint64_t id;
     nq_job_spec_t spec;
     nq_job_state_t state;
     uint64_t shards_total, shards_done, shards_failed, shards_conflict, shards_leased;
     uint64_t solutions_found;          /* solve: distinct verified solutions */
-    uint64_t *pending;                 /* shard indexes; the next to lease is pending[npending-1] */
+    struct nq_shards *list;            /* count/enumerate: descriptors and the lease order */
+    uint64_t frontier;                 /* next never-leased order position (004_campaign.sql) */
+    uint64_t *pending;                 /* returned shard indexes; the next is pending[npending-1] */
     size_t npending, cap;
     uint64_t *grace;                   /* after a restart: leased shards waiting for their worker */
     size_t ngrace;
@@ -84,6 +91,10 @@ struct nq_peer {
     uint32_t rejected;                 /* results that failed the broker's checks */
     double first_seen;
     nq_peer_t *next;
+    /* in the broker's `hungry` list while it has credit left and may get work: dispatch walks
+       only these, so 10^4 busy workers cost nothing per round */
+    nq_peer_t *hungry_next, *hungry_prev;
+    int hungry;
 };
 
 /* A result waiting for its group commit. */
@@ -130,7 +141,9 @@ struct nq_broker {
     int stopping;
 
     nq_job_t *jobs;                    /* active jobs, priority desc then id asc */
-    nq_peer_t *peers;                  /* every peer, for the per-round walks */
+    nq_peer_t *peers;                  /* every peer, for the liveness sweep */
+    nq_peer_t *hungry;                 /* peers with credit left (see nq_peer_t) */
+    double last_sweep;                 /* when leases_tick last walked every peer */
     nq_peer_t **peer_tab;              /* the same, hashed by routing id: one lookup per message */
     nq_peer_t **ident_tab;             /* ... and by identity: every connection of one key */
     nq_lease_t **lease_tab;            /* hash by lease id */
@@ -176,7 +189,15 @@ int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec, uint64_t *id, char *e
 int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
 int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
 void jobs_push_pending(nq_job_t *j, uint64_t shard);
-int jobs_next_shard(nq_broker_t *b, nq_job_t **job, uint64_t *shard);
+/* The next shard to lease, and *frontier > 0 when it is the first lease of its order position
+   (the position to persist with the lease). -1: nothing pending anywhere. */
+int jobs_next_shard(nq_broker_t *b, nq_job_t **job, uint64_t *shard, uint64_t *frontier);
+int jobs_any_pending(const nq_broker_t *b);
+/* Shards still to hand out: returned ones plus the never-leased (times the quorum). */
+uint64_t jobs_pending_count(const nq_job_t *j);
+/* Shard idx of job j as a worker gets it: count/enumerate descriptor, solve seed and method. */
+int jobs_shard_task(const nq_job_t *j, uint64_t idx, uint8_t *spec, size_t *spec_len, uint64_t *seed,
+                    char *algo, size_t algolen);
 void jobs_check_done(nq_broker_t *b, nq_job_t *j);
 void jobs_tick(nq_broker_t *b, double now);
 void jobs_free_all(nq_broker_t *b);
@@ -199,6 +220,8 @@ int broker_log_allowed(nq_broker_t *b);
 nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len);
 nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h);
 void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why);
+/* Puts p in the hungry list or takes it out, after its credit or outstanding count moved. */
+void peer_hunger(nq_broker_t *b, nq_peer_t *p);
 void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why);
 int peer_quarantined(const nq_peer_t *p);
 /* Sets who p is (from its HELLO and the key it came with) and files it under that identity. */

@@ -11,23 +11,6 @@ int broker_metrics_start(nq_broker_t *b, char *err, size_t errlen)
     return b->metrics ? 0 : -1;
 }
 
-static void count_shards(nq_broker_t *b, uint64_t by_state[6])
-{
-    sqlite3_stmt *st;
-    if (sqlite3_prepare_v2(store_db(b->store),
-                           "SELECT state, count(*) FROM shards WHERE job IN "
-                           "(SELECT id FROM jobs WHERE state IN ('pending','running')) GROUP BY state",
-                           -1, &st, NULL) != SQLITE_OK)
-        return;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(st, 0);
-        for (int s = 0; s < 6; s++)
-            if (name && strcmp(name, store_shard_state_name((nq_shard_state_t)s)) == 0)
-                by_state[s] = (uint64_t)sqlite3_column_int64(st, 1);
-    }
-    sqlite3_finalize(st);
-}
-
 void broker_metrics_tick(nq_broker_t *b, double now)
 {
     if (!b->metrics || now - b->last_metrics < 1.0)
@@ -36,16 +19,13 @@ void broker_metrics_tick(nq_broker_t *b, double now)
     double dt = b->last_metrics > 0 ? now - b->last_metrics : 1.0;
     nq_metrics_snapshot_t s;
     memset(&s, 0, sizeof s);
-    if (!b->txn_open)
-        count_shards(b, s.shards_by_state);
-    else {                              /* between commits the DB lags: use memory for the live part */
-        for (nq_job_t *j = b->jobs; j; j = j->next) {
-            s.shards_by_state[NQ_SHARD_PENDING] += j->npending;
-            s.shards_by_state[NQ_SHARD_LEASED] += j->shards_leased;
-            s.shards_by_state[NQ_SHARD_DONE] += j->shards_done;
-            s.shards_by_state[NQ_SHARD_FAILED] += j->shards_failed;
-            s.shards_by_state[NQ_SHARD_CONFLICT] += j->shards_conflict;
-        }
+    /* active jobs, from memory: the per-job counters move with every result (no scan) */
+    for (nq_job_t *j = b->jobs; j; j = j->next) {
+        s.shards_by_state[NQ_SHARD_PENDING] += jobs_pending_count(j);
+        s.shards_by_state[NQ_SHARD_LEASED] += j->shards_leased;
+        s.shards_by_state[NQ_SHARD_DONE] += j->shards_done;
+        s.shards_by_state[NQ_SHARD_FAILED] += j->shards_failed;
+        s.shards_by_state[NQ_SHARD_CONFLICT] += j->shards_conflict;
     }
     s.results_total = b->stats.results_total;
     s.results_duplicate = b->stats.results_duplicate;

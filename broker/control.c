@@ -34,7 +34,7 @@ static int get_u64(const nq_ctl_req_t *r, const char *key, uint64_t def, uint64_
 
 int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *err, size_t errlen)
 {
-    uint64_t depth = 0, prio = 0, attempts = 0, quorum = 0;   /* set by get_u64, or it fails */
+    uint64_t depth = 0, prio = 0, attempts = 0, quorum = 0, secs = 0;   /* set by get_u64, or it fails */
     memset(s, 0, sizeof *s);
     const char *kind = proto_param_str(req, "kind");
     s->kind = kind ? store_kind_parse(kind) : -1;
@@ -50,7 +50,8 @@ int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *er
         get_u64(req, "max_steps", 0, UINT64_MAX, &s->max_steps, err, errlen) ||
         get_u64(req, "priority", 0, 1000000, &prio, err, errlen) ||
         get_u64(req, "max_attempts", 5, 100, &attempts, err, errlen) ||
-        get_u64(req, "quorum", 1, 3, &quorum, err, errlen))
+        get_u64(req, "quorum", 1, 3, &quorum, err, errlen) ||
+        get_u64(req, "shard_seconds", 0, 7 * 86400, &secs, err, errlen))
         return NQ_EXIT_USAGE;
     if (s->n == 0)
         return snprintf(err, errlen, "n is required"), NQ_EXIT_USAGE;
@@ -59,6 +60,14 @@ int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *er
         return NQ_EXIT_USAGE;
     if (all)
         s->solutions = 0;               /* a study: every seed, not the first K */
+    if (secs > 0 && depth > 0)
+        return snprintf(err, errlen, "give --depth or --shard-seconds, not both"), NQ_EXIT_USAGE;
+    if (secs > 0) {
+        int d = shard_depth_for_seconds(s->kind, (int)s->n, (double)secs, err, errlen);
+        if (d < 0)
+            return NQ_EXIT_USAGE;
+        depth = (uint64_t)d;
+    }
     s->depth = (uint32_t)depth;
     s->priority = (int)prio;
     s->max_attempts = (uint32_t)attempts;

@@ -2,7 +2,9 @@
  * Jobs in memory: for every active job, the shards waiting for a worker, in
  * the order they will be handed out (largest estimated cost first, so the
  * last shards of a campaign are short ones), and its progress counters.
- * The store is the truth; this is a view rebuilt from it at every start.
+ * The store is the truth; this is a view rebuilt from it at every start, in
+ * O(returned shards + leases) per job: never-leased shards are a frontier in
+ * the job's lease order (shards_at for count/enumerate, idx for solve).
  */
 #include "broker_impl.h"
 #include "errf.h"
@@ -55,7 +57,43 @@ static void jobs_unlink(nq_broker_t *b, nq_job_t *j)
         }
     free(j->pending);
     free(j->grace);
+    shards_destroy(&j->list);
     free(j);
+}
+
+uint64_t jobs_pending_count(const nq_job_t *j)
+{
+    uint64_t fresh = j->shards_total > j->frontier ? j->shards_total - j->frontier : 0;
+    return j->npending + fresh * (j->spec.quorum > 1 ? j->spec.quorum : 1);
+}
+
+/* Solve shard idx's method: the job's list is algorithm-major, restarts seeds each. */
+static void solve_method(const nq_job_t *j, uint64_t idx, char *out, size_t outlen)
+{
+    uint64_t k = j->spec.restarts ? idx / j->spec.restarts : 0;
+    const char *p = j->spec.algo[0] ? j->spec.algo : "qs4";
+    while (k > 0 && (p = strchr(p, ',')) != NULL) {
+        p++;
+        k--;
+    }
+    size_t len = p ? strcspn(p, ",") : 0;
+    snprintf(out, outlen, "%.*s", (int)(len < outlen ? len : outlen - 1), p ? p : "");
+}
+
+int jobs_shard_task(const nq_job_t *j, uint64_t idx, uint8_t *spec, size_t *spec_len, uint64_t *seed,
+                    char *algo, size_t algolen)
+{
+    *spec_len = 0;
+    *seed = 0;
+    algo[0] = '\0';
+    if (idx >= j->shards_total)
+        return -1;
+    if (j->spec.kind == NQ_KIND_SOLVE) {
+        *seed = j->spec.seed0 + (j->spec.restarts ? idx % j->spec.restarts : 0);
+        solve_method(j, idx, algo, algolen);
+        return 0;
+    }
+    return j->list && (*spec_len = shards_get(j->list, idx, spec)) > 0 ? 0 : -1;
 }
 
 typedef struct { uint64_t idx; double cost; } cost_idx_t;
@@ -97,12 +135,33 @@ static int cost_cmp(const void *a, const void *b)
     return x->idx < y->idx ? 1 : (x->idx > y->idx ? -1 : 0);
 }
 
+/* count/enumerate: the job's list, which must be the one its shards were counted from. */
+static int job_list(nq_job_t *j, const nq_job_row_t *row)
+{
+    char err[200];
+    if (row->spec.kind == NQ_KIND_SOLVE || (row->spec.encoding == 0 && row->frontier >= row->shards_total))
+        return 0;                       /* solve shards are seeds; encoding 0: rows hold every descriptor */
+    j->list = shards_new_ex(row->spec.kind, (int)row->spec.n, (int)row->spec.depth, (int)row->spec.encoding,
+                            err, sizeof err);
+    if (!j->list || shards_count(j->list) != row->shards_total) {
+        nq_log(NQ_LOG_ERROR, "job.refused", "job=%llu reason=\"%s\"", (unsigned long long)row->id,
+               j->list ? "its shard list no longer has the stored number of shards" : err);
+        return -1;
+    }
+    return 0;
+}
+
 int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
 {
     nq_job_t *j = calloc(1, sizeof *j);
     if (!j)
         return -1;
+    if (job_list(j, row) != 0) {
+        free(j);
+        return -1;
+    }
     j->id = row->id;
+    j->frontier = row->frontier;
     j->spec = row->spec;
     j->state = row->state;
     j->shards_total = row->shards_total;
@@ -110,10 +169,12 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
     j->shards_failed = row->shards_failed;
     j->shards_conflict = row->shards_conflict;
     load_ctx_t c = { .b = b, .j = j, .now = b->now };
-    unsigned mask = (1u << NQ_SHARD_PENDING) | (1u << NQ_SHARD_LEASED);
-    if (store_shards_each(b->store, j->id, mask, load_shard, &c) != 0) {
+    /* one state at a time: each is a range of the open-state index, not a walk of the job */
+    if (store_shards_each(b->store, j->id, 1u << NQ_SHARD_PENDING, load_shard, &c) != 0 ||
+        store_shards_each(b->store, j->id, 1u << NQ_SHARD_LEASED, load_shard, &c) != 0) {
         free(c.v);
         free(j->grace);
+        shards_destroy(&j->list);
         free(j);
         return -1;
     }
@@ -128,9 +189,10 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
     if (row->spec.kind == NQ_KIND_SOLVE && store_job_totals(b->store, j->id, &t) == 0)
         j->solutions_found = t.solutions;
     jobs_insert(b, j);
-    nq_log(NQ_LOG_INFO, "job.loaded", "job=%llu kind=%s n=%llu pending=%zu regrace=%zu done=%llu/%llu",
+    nq_log(NQ_LOG_INFO, "job.loaded", "job=%llu kind=%s n=%llu returned=%zu frontier=%llu regrace=%zu done=%llu/%llu",
            (unsigned long long)j->id, store_kind_name(j->spec.kind), (unsigned long long)j->spec.n,
-           j->npending, j->ngrace, (unsigned long long)j->shards_done, (unsigned long long)j->shards_total);
+           j->npending, (unsigned long long)j->frontier, j->ngrace, (unsigned long long)j->shards_done,
+           (unsigned long long)j->shards_total);
     jobs_check_done(b, j);
     return 0;
 }
@@ -148,17 +210,35 @@ int jobs_load(nq_broker_t *b, char *err, size_t errlen)
     return 0;
 }
 
-int jobs_next_shard(nq_broker_t *b, nq_job_t **job, uint64_t *shard)
+int jobs_any_pending(const nq_broker_t *b)
+{
+    for (const nq_job_t *j = b->jobs; j; j = j->next)
+        if ((j->state == NQ_JOB_PENDING || j->state == NQ_JOB_RUNNING) && jobs_pending_count(j) > 0)
+            return 1;
+    return 0;
+}
+
+int jobs_next_shard(nq_broker_t *b, nq_job_t **job, uint64_t *shard, uint64_t *frontier)
 {
     for (nq_job_t *j = b->jobs; j; j = j->next) {
-        if (j->npending == 0 || (j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING))
+        if ((j->npending == 0 && j->frontier >= j->shards_total) ||
+            (j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING))
             continue;
         if (j->state == NQ_JOB_PENDING) {
             j->state = NQ_JOB_RUNNING;
             store_job_set_state(b->store, j->id, NQ_JOB_RUNNING);
         }
         *job = j;
-        *shard = j->pending[--j->npending];
+        *frontier = 0;
+        if (j->npending > 0) {           /* returned shards first: they are the oldest work */
+            *shard = j->pending[--j->npending];
+            return 0;
+        }
+        uint64_t pos = j->frontier++;
+        *shard = j->list ? shards_at(j->list, pos) : pos;
+        *frontier = j->frontier;
+        for (uint32_t q = 1; q < j->spec.quorum; q++)
+            jobs_push_pending(j, *shard);   /* under quorum: one copy per vote needed */
         return 0;
     }
     return -1;
@@ -192,6 +272,7 @@ static void job_settle(nq_broker_t *b, nq_job_t *j)
         return;
     leases_cancel_job(b, j->id);
     j->npending = 0;
+    j->frontier = j->shards_total;
     j->ngrace = 0;
 }
 
@@ -206,10 +287,11 @@ void jobs_check_done(nq_broker_t *b, nq_job_t *j)
         job_finish(b, j, NQ_JOB_DONE);
         return;
     }
+    uint64_t pending = jobs_pending_count(j);
     if (j->shards_done + j->shards_failed + j->shards_conflict >= j->shards_total &&
-        (j->npending > 0 || j->shards_leased > 0 || j->ngrace > 0))
+        (pending > 0 || j->shards_leased > 0 || j->ngrace > 0))
         job_settle(b, j);
-    if (j->npending > 0 || j->shards_leased > 0 || j->ngrace > 0)
+    if (jobs_pending_count(j) > 0 || j->shards_leased > 0 || j->ngrace > 0)
         return;
     if (j->shards_done == j->shards_total)
         job_finish(b, j, NQ_JOB_DONE);

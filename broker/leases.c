@@ -132,6 +132,7 @@ void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why)
     store_worker_flag(b->store, p->hello.worker_id);
     while (p->leases)
         leases_release(b, p->leases, 0, "holder quarantined");
+    peer_hunger(b, p);
 }
 
 /* Forgets a worker; its shards go back to pending (an attempt counts when it died holding them). */
@@ -143,6 +144,8 @@ void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why
            p->outstanding);
     while (p->leases)
         leases_release(b, p->leases, count_attempt, why);
+    p->credit = 0;
+    peer_hunger(b, p);
     store_worker_forget_idle(b->store, p->hello.worker_id);   /* a HELLO alone leaves no row behind */
     for (nq_peer_t **pp = &b->peers; *pp; pp = &(*pp)->next)
         if (*pp == p) {
@@ -173,6 +176,26 @@ nq_lease_t *leases_find(nq_broker_t *b, uint64_t id)
     return NULL;
 }
 
+void peer_hunger(nq_broker_t *b, nq_peer_t *p)
+{
+    int want = p->outstanding < p->credit && !peer_quarantined(p);
+    if (want == p->hungry)
+        return;
+    if (want) {
+        p->hungry_prev = NULL;
+        p->hungry_next = b->hungry;
+        if (b->hungry)
+            b->hungry->hungry_prev = p;
+        b->hungry = p;
+    } else {
+        if (p->hungry_prev) p->hungry_prev->hungry_next = p->hungry_next;
+        else b->hungry = p->hungry_next;
+        if (p->hungry_next) p->hungry_next->hungry_prev = p->hungry_prev;
+        p->hungry_next = p->hungry_prev = NULL;
+    }
+    p->hungry = want;
+}
+
 static void peer_unlink_lease(nq_lease_t *l)
 {
     nq_peer_t *p = l->peer;
@@ -189,12 +212,16 @@ static void peer_unlink_lease(nq_lease_t *l)
 
 void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p)
 {
+    nq_peer_t *old = l->peer;
     peer_unlink_lease(l);
+    if (old && old != p)
+        peer_hunger(b, old);
     l->peer = p;
     l->next_in_peer = p->leases;
     p->leases = l;
     p->outstanding++;
     l->progress_at = b->now;
+    peer_hunger(b, p);
 }
 
 nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id)
@@ -218,7 +245,10 @@ nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shar
 
 void leases_remove(nq_broker_t *b, nq_lease_t *l)
 {
+    nq_peer_t *holder = l->peer;
     peer_unlink_lease(l);
+    if (holder)
+        peer_hunger(b, holder);
     for (nq_lease_t **pp = &b->lease_tab[lease_bucket(b, l->id)]; *pp; pp = &(*pp)->hnext)
         if (*pp == l) {
             *pp = l->hnext;
@@ -252,14 +282,39 @@ void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char
 
 /* ---- dispatch ---- */
 
-/* 0 sent, 1 nothing to send (the shard was decided meanwhile: a spare quorum copy), -1 failed */
-static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard)
+/*
+ * What a task for the shard carries: from its row when it has one (a shard that came back
+ * keeps its attempts; a job stored before 004 keeps its descriptors), else from the job.
+ * 0 ready, 1 nothing to send (decided meanwhile, e.g. a spare quorum copy; or a row beyond
+ * the frontier after a restart), -1 failed.
+ */
+static int task_shard(nq_broker_t *b, nq_job_t *j, uint64_t shard, uint64_t frontier, nq_shard_row_t *row)
+{
+    int rc = store_shard_get(b->store, j->id, shard, row);
+    if (rc < 0)
+        return -1;
+    if (rc == 0 && (frontier > 0 || (row->state != NQ_SHARD_PENDING && row->state != NQ_SHARD_LEASED)))
+        return 1;
+    if (rc == 1) {
+        memset(row, 0, sizeof *row);
+        row->state = NQ_SHARD_PENDING;
+    }
+    if ((j->spec.kind == NQ_KIND_SOLVE || row->spec_len == 0) &&
+        jobs_shard_task(j, shard, row->spec, &row->spec_len, &row->seed, row->algo, sizeof row->algo) != 0) {
+        nq_log(NQ_LOG_ERROR, "lease.no_shard", "job=%llu shard=%llu", (unsigned long long)j->id,
+               (unsigned long long)shard);
+        return -1;
+    }
+    return 0;
+}
+
+/* 0 sent, 1 nothing to send (see task_shard), -1 failed */
+static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard, uint64_t frontier)
 {
     nq_shard_row_t row;
-    if (store_shard_get(b->store, j->id, shard, &row) != 0)
-        return -1;
-    if (row.state != NQ_SHARD_PENDING && row.state != NQ_SHARD_LEASED)
-        return 1;
+    int rc = task_shard(b, j, shard, frontier, &row);
+    if (rc != 0)
+        return rc;
     nq_msg_t m = { .type = NQ_MSG_TASK };
     nq_task_t *t = &m.u.task;
     t->job = j->id;
@@ -278,7 +333,7 @@ static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard)
         return -1;
     leases_add(b, p, j->id, shard, row.attempts, t->lease);
     j->shards_leased++;
-    store_shard_lease(b->store, j->id, shard, t->lease, p->hello.worker_id);
+    store_shard_lease(b->store, j->id, shard, t->lease, p->hello.worker_id, frontier);
     return 0;
 }
 
@@ -297,6 +352,13 @@ static int quorum_excludes(nq_broker_t *b, nq_peer_t *p, const nq_job_t *j, uint
 
 typedef struct { nq_job_t *j; uint64_t shard; } deferred_t;
 
+/* A shard taken for p and not sent: back to the job's returned shards. Taken from the frontier,
+   it has no row yet and the stored frontier never moved past it, so a restart still finds it. */
+static void dispatch_undo(nq_job_t *j, uint64_t shard)
+{
+    jobs_push_pending(j, shard);
+}
+
 static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
 {
     deferred_t skipped[64];
@@ -305,8 +367,8 @@ static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
         return;                         /* quarantined: its results failed our checks */
     while (p->outstanding < p->credit) {
         nq_job_t *j;
-        uint64_t shard;
-        if (jobs_next_shard(b, &j, &shard) != 0)
+        uint64_t shard, frontier;
+        if (jobs_next_shard(b, &j, &shard, &frontier) != 0)
             break;                      /* nothing pending anywhere */
         if (quorum_excludes(b, p, j, shard)) {
             skipped[nskipped].j = j;
@@ -315,9 +377,9 @@ static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
                 break;
             continue;
         }
-        int rc = send_task(b, p, j, shard);
+        int rc = send_task(b, p, j, shard, frontier);
         if (rc < 0) {
-            jobs_push_pending(j, shard);
+            dispatch_undo(j, shard);
             break;                      /* this peer cannot take messages now */
         }
         dropped |= rc > 0;              /* a spare copy of a decided shard: gone */
@@ -334,10 +396,12 @@ static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
 
 void leases_dispatch(nq_broker_t *b)
 {
-    if (!b->store_ok || b->stopping)
+    if (!b->store_ok || b->stopping || !jobs_any_pending(b))
         return;
-    for (nq_peer_t *p = b->peers; p; p = p->next)
+    for (nq_peer_t *p = b->hungry, *next; p; p = next) {
+        next = p->hungry_next;
         dispatch_peer(b, p);
+    }
 }
 
 /* ---- liveness ---- */
@@ -353,6 +417,11 @@ void leases_tick(nq_broker_t *b, double now)
             for (nq_lease_t *l = p->leases; l; l = l->next_in_peer)
                 l->progress_at += stall;
         }
+    /* the timers are seconds long: a sweep every quarter heartbeat, not every round (at 10^4
+       workers and their leases a sweep is ~1 ms; rounds come thousands of times a second) */
+    if (now - b->last_sweep < hb / 4)
+        return;
+    b->last_sweep = now;
     for (nq_peer_t *p = b->peers, *next; p; p = next) {
         next = p->next;
         if (now - p->last_recv > dead) {

@@ -1,7 +1,9 @@
 /*
- * Turning a job request into a job: checking what it asks for, cutting it into
- * shards (board prefixes for count/enumerate, seeds for solve) and storing
- * job and shards in one transaction.
+ * Turning a job request into a job: checking what it asks for and how many
+ * shards it cuts into (board prefixes for count/enumerate, seeds for solve),
+ * then storing the job's row. Shards get rows only when leased (004_campaign.sql),
+ * so a submit costs the same for 10 shards or 10^8: the list is a pure function
+ * of the job's parameters.
  */
 #include "broker_impl.h"
 #include "errf.h"
@@ -18,31 +20,9 @@
 
 typedef struct {
     const nq_job_spec_t *spec;
-    nq_shards_t *shards;            /* count/enumerate */
     char algos[NQ_MAX_ALGOS][32];   /* solve */
     int nalgos;
-    uint8_t buf[NQ_MAX_SPEC];       /* the descriptor handed out last */
 } submit_iter_t;
-
-static int next_shard(void *ud, uint64_t idx, nq_shard_spec_t *out)
-{
-    submit_iter_t *it = ud;
-    memset(out, 0, sizeof *out);
-    if (it->shards) {
-        if ((out->spec_len = shards_get(it->shards, idx, it->buf)) == 0)
-            return 1;
-        out->spec = it->buf;
-        out->cost = shards_cost(it->shards, idx);
-        return 0;
-    }
-    uint64_t r = it->spec->restarts;
-    if (idx >= r * (uint64_t)it->nalgos)
-        return 1;
-    /* Algorithm-major: a study of several methods gives each the same seeds. */
-    out->seed = it->spec->seed0 + idx % r;
-    snprintf(out->algo, sizeof out->algo, "%s", it->algos[idx / r]);
-    return 0;
-}
 
 /* Splits "a,b,c" into known method names; each must be able to solve n (solver_check: its own reason). */
 static int parse_algos(submit_iter_t *it, const char *list, uint64_t n, char *err, size_t errlen)
@@ -147,17 +127,17 @@ int jobs_create_capped(nq_store_t *st, nq_job_spec_t *spec, const nq_shard_caps_
             return -1;
         nshards = spec->restarts * (uint64_t)it.nalgos;
     } else {
-        it.shards = shards_new(spec->kind, (int)spec->n, (int)spec->depth, err, errlen);
-        if (!it.shards)
+        nq_shards_t *list = shards_new(spec->kind, (int)spec->n, (int)spec->depth, err, errlen);
+        if (!list)
             return -1;
-        spec->depth = (uint32_t)shards_depth(it.shards);
+        spec->depth = (uint32_t)shards_depth(list);
         spec->encoding = NQ_SHARD_ENCODING;
-        nshards = shards_count(it.shards);
+        nshards = shards_count(list);
+        shards_destroy(&list);
     }
     int rc = check_caps(st, nshards, caps, err, errlen);
     if (rc == 0)
-        rc = store_job_create(st, spec, nshards, next_shard, &it, id, err, errlen);
-    shards_destroy(&it.shards);
+        rc = store_job_create(st, spec, nshards, NULL, NULL, id, err, errlen);
     return rc;
 }
 

@@ -163,7 +163,7 @@ static int doc_run(sqlite3 *db, doc_fn fn, void *args, msgpack_packer *out, char
 #define ST_COUNT (NQ_SHARD_CANCELLED + 1)   /* shard states, named by store_shard_state_name */
 
 typedef struct {
-    uint64_t id, n;
+    uint64_t id, n, seed0, restarts;
     char kind[16], state[16], algo[128];
     int64_t priority;
     uint64_t shards_total, shards[ST_COUNT];
@@ -171,6 +171,7 @@ typedef struct {
     int has_started, has_finished;
     unsigned __int128 total, unique, nodes;   /* sums over done shards */
     double core_seconds;
+    unsigned res13, res15;                    /* the done shards' residues, summed */
     uint64_t solutions_found;
     char last_error[300];                     /* the last worker error, "" when none */
 } qjob_t;
@@ -178,7 +179,8 @@ typedef struct {
 static int job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errlen)
 {
     sqlite3_stmt *st = prep(db, "SELECT kind, n, state, priority, algo, shards_total, created_at,"
-                                " started_at, finished_at, last_error FROM jobs WHERE id = ?", err, errlen);
+                                " started_at, finished_at, last_error, seed0, restarts FROM jobs WHERE id = ?",
+                            err, errlen);
     if (!st)
         return -2;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
@@ -197,6 +199,8 @@ static int job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t e
         j->has_finished = sqlite3_column_type(st, 8) != SQLITE_NULL;
         j->finished = sqlite3_column_double(st, 8);
         col_copy(st, 9, j->last_error, sizeof j->last_error);
+        j->seed0 = (uint64_t)sqlite3_column_int64(st, 10);
+        j->restarts = (uint64_t)sqlite3_column_int64(st, 11);
         rc = 0;
     } else if (rc == SQLITE_DONE) {
         snprintf(err, errlen, "no job %llu", (unsigned long long)id);
@@ -208,36 +212,49 @@ static int job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t e
     return rc;
 }
 
-/* One pass over the job's shards: counts per state and sums over the done ones.
-   (One scan of the job's rows is about 3x faster than a GROUP BY plus a second
-   pass through the state index, which matters for `nq status` on 1e6 shards.) */
-/* Shards per state (from the (job, state) index), and the sums over done ones (the store's). */
+/*
+ * Shards per state and the sums over the done ones, in O(1) of the job's size: done, failed,
+ * conflict and the sums are kept in the job's row (004_campaign.sql); leased shards are
+ * counted through the open-state index (as many as there are leases out); a finished job's
+ * unfinished shards (cancelled, or a solve that found its solutions) are cancelled; the rest
+ * are pending.
+ */
 static int job_scan(sqlite3 *db, qjob_t *j, char *err, size_t errlen)
 {
-    sqlite3_stmt *st = prep(db, "SELECT state, count(*) FROM shards WHERE job = ? GROUP BY state", err, errlen);
+    sqlite3_stmt *st = prep(db, "SELECT shards_failed, shards_conflict,"
+                                " (SELECT count(*) FROM shards WHERE job = ?1 AND state = 'leased')"
+                                " FROM jobs WHERE id = ?1", err, errlen);
     if (!st)
         return -2;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *s = (const char *)sqlite3_column_text(st, 0);
-        int k = 0;
-        while (s && k < ST_COUNT && strcmp(s, store_shard_state_name((nq_shard_state_t)k)) != 0)
-            k++;
-        if (s && k < ST_COUNT)          /* the schema's CHECK keeps other states out */
-            j->shards[k] = (uint64_t)sqlite3_column_int64(st, 1);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        j->shards[NQ_SHARD_FAILED] = (uint64_t)sqlite3_column_int64(st, 0);
+        j->shards[NQ_SHARD_CONFLICT] = (uint64_t)sqlite3_column_int64(st, 1);
+        j->shards[NQ_SHARD_LEASED] = (uint64_t)sqlite3_column_int64(st, 2);
     }
     sqlite3_finalize(st);
-    if (rc != SQLITE_DONE)
-        return db_fail(db, "shards", err, errlen);
+    if (rc != SQLITE_ROW)
+        return db_fail(db, "jobs", err, errlen);
     nq_job_totals_t t;
     memset(&t, 0, sizeof t);
-    if (store_sum_done(db, j->id, &t) != SQLITE_DONE)
-        return db_fail(db, "shards", err, errlen);
+    if (store_job_sums(db, j->id, &t) != SQLITE_DONE)
+        return db_fail(db, "jobs", err, errlen);
+    j->shards[NQ_SHARD_DONE] = t.shards_done;
+    uint64_t settled = t.shards_done + j->shards[NQ_SHARD_FAILED] + j->shards[NQ_SHARD_CONFLICT];
+    uint64_t open = j->shards_total > settled ? j->shards_total - settled : 0;
+    if (strcmp(j->state, "pending") != 0 && strcmp(j->state, "running") != 0) {
+        j->shards[NQ_SHARD_CANCELLED] = open;   /* a finished job's unfinished shards: not needed */
+        j->shards[NQ_SHARD_LEASED] = 0;
+    } else {
+        j->shards[NQ_SHARD_PENDING] = open > j->shards[NQ_SHARD_LEASED] ? open - j->shards[NQ_SHARD_LEASED] : 0;
+    }
     j->total = t.total;
     j->unique = t.unique;
     j->nodes = t.nodes;
     j->core_seconds = t.core_seconds;
+    j->res13 = t.res13;
+    j->res15 = t.res15;
     return 0;
 }
 
@@ -465,32 +482,24 @@ int query_workers(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, cha
     return doc_run(db, workers_doc, (void *)live, pk, err, errlen);
 }
 
-/* ---- result: residues, workers, solutions, study ---- */
-
-static int result_residues(sqlite3 *db, uint64_t id, uint64_t *bad, char *err, size_t errlen)
+/* The method of solve shard idx: algorithm-major, restarts seeds each (see broker/submit.c). */
+static void solve_algo_of(const qjob_t *j, uint64_t idx, char *out, size_t outlen)
 {
-    sqlite3_stmt *st = prep(db, "SELECT total, res13, res15 FROM shards WHERE job = ? AND state = 'done'",
-                            err, errlen);
-    if (!st)
-        return -2;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-    int rc;
-    *bad = 0;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        uint64_t total = (uint64_t)sqlite3_column_int64(st, 0);
-        int ok = sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_type(st, 2) != SQLITE_NULL &&
-                 (uint64_t)sqlite3_column_int64(st, 1) == total % 13 &&
-                 (uint64_t)sqlite3_column_int64(st, 2) == total % 15;
-        *bad += !ok;
+    uint64_t k = j->restarts ? idx / j->restarts : 0;
+    const char *p = j->algo[0] ? j->algo : "qs4";
+    while (k > 0 && (p = strchr(p, ',')) != NULL) {
+        p++;
+        k--;
     }
-    sqlite3_finalize(st);
-    return rc == SQLITE_DONE ? 0 : db_fail(db, "residues", err, errlen);
+    size_t len = p ? strcspn(p, ",") : 0;
+    snprintf(out, outlen, "%.*s", (int)(len < outlen ? len : outlen - 1), p ? p : "");
 }
+
+/* ---- result: residues, workers, solutions, study ---- */
 
 static int result_workers(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
 {
-    sqlite3_stmt *st = prep(db, "SELECT DISTINCT worker FROM shards WHERE job = ? AND state = 'done'"
-                                " AND worker IS NOT NULL ORDER BY worker", err, errlen);
+    sqlite3_stmt *st = prep(db, "SELECT worker FROM job_workers WHERE job = ? ORDER BY worker", err, errlen);
     if (!st)
         return -2;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
@@ -635,21 +644,20 @@ static void study_flush(msgpack_packer *pk, study_acc_t *a)
 
 static int result_study(sqlite3 *db, const qjob_t *j, msgpack_packer *pk, char *err, size_t errlen)
 {
-    /* A shard without its own method ran the job's. */
-    sqlite3_stmt *st = prep(db, "SELECT COALESCE(NULLIF(algo, ''), ?), status, nodes, elapsed FROM shards"
-                                " WHERE job = ? AND state = 'done' ORDER BY 1", err, errlen);
+    /* Methods in the order of the job's list: shards are algorithm-major, so by idx */
+    sqlite3_stmt *st = prep(db, "SELECT idx, status, nodes, elapsed FROM shards"
+                                " WHERE job = ? AND state = 'done' ORDER BY idx", err, errlen);
     if (!st)
         return -2;
-    sqlite3_bind_text(st, 1, j->algo, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)j->id);
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
     study_acc_t acc = { .algo = "" };
     qbuf_t items;
     uint32_t count = 0;
     int rc, oom = 0;
     qbuf_init(&items);
     while (!oom && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *algo = (const char *)sqlite3_column_text(st, 0);
-        if (!algo) algo = "";
+        char algo[64];
+        solve_algo_of(j, (uint64_t)sqlite3_column_int64(st, 0), algo, sizeof algo);
         if (acc.seeds && strcmp(algo, acc.algo) != 0) {
             study_flush(&items.pk, &acc);
             count++;
@@ -680,15 +688,15 @@ static int result_study(sqlite3 *db, const qjob_t *j, msgpack_packer *pk, char *
 static int result_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_t errlen)
 {
     qjob_t j;
-    uint64_t bad = 0;
     int rc = job_load(db, *(const uint64_t *)args, &j, err, errlen);
     if (rc != 0)
         return rc;
     int is_count = strcmp(j.kind, "count") == 0, is_solve = strcmp(j.kind, "solve") == 0;
-    if (is_count && (rc = result_residues(db, j.id, &bad, err, errlen)) != 0)
-        return rc;
+    /* O(1): the total must agree with the sum of the done shards' residues; which shard
+       does not is `nq check`'s question (every row) */
+    int residues_ok = (unsigned)(j.total % 13) == j.res13 && (unsigned)(j.total % 15) == j.res15;
     /* count documents already carry nodes */
-    uint32_t extra = 2 + (is_count ? 2 : 1) + (is_solve ? 3 : 0);
+    uint32_t extra = 2 + (is_count ? 1 : 1) + (is_solve ? 3 : 0);
     msgpack_pack_map(pk, job_npairs(&j) + extra);
     pk_job_pairs(pk, &j);
     pk_str(pk, "core_seconds"); msgpack_pack_double(pk, j.core_seconds);
@@ -699,8 +707,7 @@ static int result_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, si
     if ((rc = result_workers(db, j.id, pk, err, errlen)) != 0)
         return rc;
     if (is_count) {
-        pk_str(pk, "residues_ok"); if (bad) msgpack_pack_false(pk); else msgpack_pack_true(pk);
-        pk_str(pk, "residues_bad"); msgpack_pack_uint64(pk, bad);
+        pk_str(pk, "residues_ok"); if (residues_ok) msgpack_pack_true(pk); else msgpack_pack_false(pk);
     }
     if (is_solve) {
         pk_str(pk, "solutions_total"); msgpack_pack_uint64(pk, j.solutions_found);
@@ -735,7 +742,57 @@ static void pk_columns(msgpack_packer *pk, const char *const *names, uint32_t n)
         pk_str(pk, names[i]);
 }
 
-/* A page of count or solve shards: rows from idx >= cursor. */
+/* A shard without a row: pending (or cancelled with its job), described by the job alone. */
+static void pk_rowless(msgpack_packer *r, const qjob_t *j, uint64_t idx, int solve)
+{
+    const char *state = strcmp(j->state, "pending") == 0 || strcmp(j->state, "running") == 0 ? "pending"
+                                                                                                : "cancelled";
+    if (!solve) {
+        msgpack_pack_array(r, 10);
+        msgpack_pack_uint64(r, idx);
+        pk_str(r, state);
+        for (int i = 2; i <= 8; i++)
+            msgpack_pack_nil(r);
+        msgpack_pack_uint64(r, 0);
+        return;
+    }
+    char algo[64];
+    solve_algo_of(j, idx, algo, sizeof algo);
+    msgpack_pack_array(r, 7);
+    msgpack_pack_uint64(r, idx);
+    msgpack_pack_uint64(r, j->seed0 + (j->restarts ? idx % j->restarts : 0));
+    pk_str(r, algo);
+    pk_str(r, state);
+    msgpack_pack_nil(r); msgpack_pack_nil(r); msgpack_pack_nil(r);
+}
+
+static void pk_shard_row(msgpack_packer *r, sqlite3_stmt *st, const qjob_t *j, uint64_t idx, int solve)
+{
+    if (!solve) {
+        msgpack_pack_array(r, 10);
+        pk_col_u64(r, st, 0); pk_col_text(r, st, 1);
+        for (int i = 2; i <= 6; i++) pk_col_u64(r, st, i);
+        pk_col_double(r, st, 7); pk_col_text(r, st, 8); pk_col_u64(r, st, 9);
+        return;
+    }
+    const char *state = (const char *)sqlite3_column_text(st, 1);
+    int status = sqlite3_column_int(st, 12);
+    char algo[64];
+    solve_algo_of(j, idx, algo, sizeof algo);   /* seed and method: from the job, as leased */
+    msgpack_pack_array(r, 7);
+    msgpack_pack_uint64(r, idx);
+    msgpack_pack_uint64(r, j->seed0 + (j->restarts ? idx % j->restarts : 0));
+    pk_str(r, algo);
+    if (!state || strcmp(state, "done") != 0) pk_col_text(r, st, 1);
+    else pk_str(r, status == 0 ? "solved" : status == 1 ? "not found" : "error");
+    pk_col_u64(r, st, 4); pk_col_double(r, st, 7); pk_col_text(r, st, 8);
+}
+
+/*
+ * A page of count or solve shards: every idx from the cursor on, max_rows of them. Shards
+ * with a row come from it; the others (never leased: 004_campaign.sql) are described from
+ * the job, so a page costs its own rows, never a scan of the job.
+ */
 static int export_shards(sqlite3 *db, const qjob_t *j, const export_args_t *a,
                          msgpack_packer *pk, char *err, size_t errlen)
 {
@@ -744,42 +801,27 @@ static int export_shards(sqlite3 *db, const qjob_t *j, const export_args_t *a,
     static const char *const solve_cols[7] = { "idx", "seed", "algo", "status", "steps", "seconds",
                                                "worker" };
     int solve = strcmp(j->kind, "solve") == 0;
+    uint64_t end = a->cursor < j->shards_total ? j->shards_total : a->cursor;
+    if (end - a->cursor > a->max_rows)
+        end = a->cursor + a->max_rows;
     sqlite3_stmt *st = prep(db, "SELECT idx, state, total, uniq, nodes, res13, res15, elapsed, worker,"
-                                " confirmations, seed, COALESCE(NULLIF(algo, ''), ?), status FROM shards"
-                                " WHERE job = ? AND idx >= ? ORDER BY idx LIMIT ?", err, errlen);
+                                " confirmations, NULL, NULL, status FROM shards"
+                                " WHERE job = ? AND idx >= ? AND idx < ? ORDER BY idx", err, errlen);
     if (!st)
         return -2;
-    sqlite3_bind_text(st, 1, j->algo, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, (sqlite3_int64)j->id);
-    sqlite3_bind_int64(st, 3, (sqlite3_int64)a->cursor);
-    sqlite3_bind_int64(st, 4, (sqlite3_int64)a->max_rows + 1);   /* one more tells the next cursor */
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+    sqlite3_bind_int64(st, 2, (sqlite3_int64)a->cursor);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)end);
     qbuf_t rows;
-    uint32_t count = 0;
-    int rc, more = 0;
-    uint64_t next = 0;
     qbuf_init(&rows);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (count == a->max_rows) {
-            more = 1;
-            next = (uint64_t)sqlite3_column_int64(st, 0);
-            break;
-        }
-        msgpack_packer *r = &rows.pk;
-        if (!solve) {
-            msgpack_pack_array(r, 10);
-            pk_col_u64(r, st, 0); pk_col_text(r, st, 1);
-            for (int i = 2; i <= 6; i++) pk_col_u64(r, st, i);
-            pk_col_double(r, st, 7); pk_col_text(r, st, 8); pk_col_u64(r, st, 9);
+    int rc = sqlite3_step(st);
+    for (uint64_t idx = a->cursor; idx < end && (rc == SQLITE_ROW || rc == SQLITE_DONE); idx++) {
+        if (rc == SQLITE_ROW && (uint64_t)sqlite3_column_int64(st, 0) == idx) {
+            pk_shard_row(&rows.pk, st, j, idx, solve);
+            rc = sqlite3_step(st);
         } else {
-            const char *state = (const char *)sqlite3_column_text(st, 1);
-            int status = sqlite3_column_int(st, 12);
-            msgpack_pack_array(r, 7);
-            pk_col_u64(r, st, 0); pk_col_u64(r, st, 10); pk_col_text(r, st, 11);
-            if (!state || strcmp(state, "done") != 0) pk_col_text(r, st, 1);
-            else pk_str(r, status == 0 ? "solved" : status == 1 ? "not found" : "error");
-            pk_col_u64(r, st, 4); pk_col_double(r, st, 7); pk_col_text(r, st, 8);
+            pk_rowless(&rows.pk, j, idx, solve);
         }
-        count++;
     }
     sqlite3_finalize(st);
     if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
@@ -787,10 +829,10 @@ static int export_shards(sqlite3 *db, const qjob_t *j, const export_args_t *a,
         if (solve) pk_columns(pk, solve_cols, 7);
         else pk_columns(pk, count_cols, 10);
         pk_str(pk, "rows");
-        msgpack_pack_array(pk, count);
+        msgpack_pack_array(pk, (uint32_t)(end - a->cursor));
         pk_raw(pk, &rows);
         pk_str(pk, "next");
-        if (more) msgpack_pack_uint64(pk, next);
+        if (end < j->shards_total) msgpack_pack_uint64(pk, end);
         else msgpack_pack_nil(pk);
     }
     qbuf_destroy(&rows);

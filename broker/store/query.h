@@ -63,9 +63,10 @@ int query_list(sqlite3 *db, msgpack_packer *pk, char *err, size_t errlen);
 int query_workers(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen);
 
 /*
- * The job document plus core_seconds, nodes, workers (distinct ids that
- * delivered a done shard); count: residues_ok (every done shard's res13/res15
- * agree with its total) and residues_bad (how many do not); solve: solutions
+ * The job document plus core_seconds, nodes, workers (ids that delivered a
+ * first result, from job_workers); count: residues_ok (the job's total agrees
+ * mod 13 and mod 15 with the sum of its done shards' residues: O(1); `nq check`
+ * finds the shard); solve: solutions
  * (the first QUERY_RESULT_MAX_SOLUTIONS by found_at, each {seed, hash, shard, n,
  * steps, seconds, where: "inline" or the file name}), solutions_total, and
  * study: one entry per method {algo, seeds, solved, rate, ci_low, ci_high (95%

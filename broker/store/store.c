@@ -32,11 +32,15 @@
 
 #define NQ_APPLICATION_ID  0x6E715144    /* "nqQD": marks an nq database (PRAGMA application_id) */
 #define STORE_BUSY_MS      5000
+/* quick_check reads every page: at open only up to this size (a campaign's store of gigabytes
+   would stall every start and every `nq status --db`); `nq check` runs it at any size. */
+#define STORE_CHECK_AT_OPEN_BYTES (64ll << 20)
 #define EACH_CHUNK         256           /* shards read per step of store_shards_each */
 
 /* The cached statements, one per thing the store does. */
 enum {
-    Q_JOB_INSERT, Q_SHARD_INSERT, Q_JOB_GET, Q_JOB_BAD_COUNTS, Q_JOB_SET_STATE, Q_JOB_CONFLICTS,
+    Q_JOB_INSERT, Q_SHARD_INSERT, Q_JOB_GET, Q_JOB_SET_STATE, Q_JOB_CONFLICTS, Q_JOB_FRONTIER,
+    Q_JOB_FAILED_ADD, Q_JOB_RETRY_COUNTS, Q_JOB_WORKER_ADD,
     Q_JOBS_ACTIVE, Q_JOB_FIND_SAME, Q_SHARD_GET, Q_SHARDS_ONE_STATE, Q_SHARDS_STATES,
     Q_SHARD_LEASE, Q_SHARD_RELEASE, Q_SHARDS_CANCEL, Q_ENUM_RETRY_DELETE, Q_SHARDS_RETRY,
     Q_PUT_LOOKUP, Q_PUT_FIRST, Q_PUT_CONFIRM, Q_PUT_CONFLICT, Q_JOB_DONE_ADD,
@@ -47,17 +51,25 @@ enum {
 static const char *const sql_text[Q_COUNT] = {
     [Q_JOB_INSERT] =
         "INSERT INTO jobs (kind, n, priority, depth, encoding, algo, seed0, restarts, solutions,"
-        " max_steps, max_attempts, quorum, shards_total, created_at)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        " max_steps, max_attempts, quorum, shards_total, created_at, frontier)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
     [Q_SHARD_INSERT] =
         "INSERT INTO shards (job, idx, spec, seed, algo, cost) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [Q_JOB_GET] =
         "SELECT id, kind, n, state, priority, depth, encoding, algo, seed0, restarts, solutions,"
         " max_steps, max_attempts, quorum, shards_total, shards_done, created_at,"
-        " started_at, finished_at FROM jobs WHERE id = ?1",
-    [Q_JOB_BAD_COUNTS] =
-        "SELECT (SELECT count(*) FROM shards WHERE job = ?1 AND state = 'failed'),"
-        " (SELECT count(*) FROM shards WHERE job = ?1 AND state = 'conflict')",
+        " started_at, finished_at, shards_failed, shards_conflict, frontier FROM jobs WHERE id = ?1",
+    [Q_JOB_FRONTIER] =
+        "UPDATE jobs SET frontier = ?2 WHERE id = ?1 AND frontier < ?2",
+    [Q_JOB_FAILED_ADD] =
+        "UPDATE jobs SET shards_failed = shards_failed + ?2 WHERE id = ?1",
+    /* a retry turns every failed and conflict row back to pending */
+    [Q_JOB_RETRY_COUNTS] =
+        "UPDATE jobs SET shards_failed = 0, shards_conflict = 0 WHERE id = ?1",
+    [Q_JOB_WORKER_ADD] =
+        "INSERT INTO job_workers (job, worker, shards, nodes, seconds) VALUES (?1, ?2, 1, ?3, ?4)"
+        " ON CONFLICT (job, worker) DO UPDATE SET shards = shards + 1, nodes = nodes + ?3,"
+        " seconds = seconds + ?4",
     [Q_JOB_SET_STATE] =
         "UPDATE jobs SET state = ?2,"
         " started_at = CASE WHEN ?2 = 'running' AND started_at IS NULL THEN ?3 ELSE started_at END,"
@@ -65,7 +77,7 @@ static const char *const sql_text[Q_COUNT] = {
         "   THEN (CASE WHEN state = ?2 THEN finished_at ELSE ?3 END) ELSE NULL END"
         " WHERE id = ?1",
     [Q_JOB_CONFLICTS] =
-        "SELECT count(*) FROM shards WHERE job = ?1 AND state = 'conflict'",
+        "SELECT shards_conflict FROM jobs WHERE id = ?1",
     [Q_JOBS_ACTIVE] =
         "SELECT id FROM jobs WHERE state IN ('pending', 'running') ORDER BY priority DESC, id",
     [Q_JOB_FIND_SAME] =
@@ -84,9 +96,12 @@ static const char *const sql_text[Q_COUNT] = {
         "SELECT job, idx, state, attempts, lease, spec, seed, algo, cost FROM shards"
         " WHERE job = ?1 AND idx >= ?3 AND +state IN (?5, ?6, ?7, ?8, ?9, ?10)"
         " ORDER BY idx LIMIT ?4",
+    /* a shard from beyond the frontier gets its row here */
     [Q_SHARD_LEASE] =
-        "UPDATE shards SET state = 'leased', lease = ?3, worker = ?4, leased_at = ?5"
-        " WHERE job = ?1 AND idx = ?2 AND state IN ('pending', 'leased')",
+        "INSERT INTO shards (job, idx, state, lease, worker, leased_at) SELECT ?1, ?2, 'leased', ?3, ?4, ?5"
+        " WHERE ?2 < (SELECT shards_total FROM jobs WHERE id = ?1)"
+        " ON CONFLICT (job, idx) DO UPDATE SET state = 'leased', lease = ?3, worker = ?4, leased_at = ?5"
+        " WHERE state IN ('pending', 'leased')",
     [Q_SHARD_RELEASE] =
         "UPDATE shards SET attempts = attempts + ?3, lease = NULL, worker = NULL, leased_at = NULL,"
         " state = CASE WHEN attempts + ?3 >= (SELECT max_attempts FROM jobs WHERE id = ?1)"
@@ -104,20 +119,28 @@ static const char *const sql_text[Q_COUNT] = {
         " leased_at = NULL, status = NULL, total = NULL, uniq = NULL, nodes = NULL, res13 = NULL,"
         " res15 = NULL, elapsed = NULL, confirmations = 0, conflict_with = NULL, done_at = NULL"
         " WHERE job = ?1 AND state IN ('failed', 'conflict', 'cancelled')",
+    /* no shard row (s.state NULL): a pending shard beyond the frontier, when idx < shards_total */
     [Q_PUT_LOOKUP] =
         "SELECT s.state, s.done_at IS NOT NULL, s.status, s.total, s.uniq, s.nodes, s.res13,"
-        " s.res15, s.worker, s.lease, s.seed, j.kind, j.state, j.n"
-        " FROM shards s JOIN jobs j ON j.id = s.job WHERE s.job = ?1 AND s.idx = ?2",
+        " s.res15, s.worker, s.lease, j.seed0, j.kind, j.state, j.n, j.shards_total, j.restarts, s.elapsed"
+        " FROM jobs j LEFT JOIN shards s ON s.job = j.id AND s.idx = ?2 WHERE j.id = ?1",
     [Q_PUT_FIRST] =
-        "UPDATE shards SET state = 'done', status = ?3, total = ?4, uniq = ?5, nodes = ?6,"
-        " res13 = ?7, res15 = ?8, elapsed = ?9, worker = ?10, lease = ?11, done_at = ?12,"
-        " confirmations = 0, conflict_with = NULL WHERE job = ?1 AND idx = ?2",
+        "INSERT INTO shards (job, idx, state, status, total, uniq, nodes, res13, res15, elapsed, worker,"
+        " lease, done_at) VALUES (?1, ?2, 'done', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+        " ON CONFLICT (job, idx) DO UPDATE SET state = 'done', status = ?3, total = ?4, uniq = ?5,"
+        " nodes = ?6, res13 = ?7, res15 = ?8, elapsed = ?9, worker = ?10, lease = ?11, done_at = ?12,"
+        " leased_at = NULL, confirmations = 0, conflict_with = NULL",
     [Q_PUT_CONFIRM] =
         "UPDATE shards SET confirmations = confirmations + 1 WHERE job = ?1 AND idx = ?2",
     [Q_PUT_CONFLICT] =
         "UPDATE shards SET state = 'conflict', conflict_with = ?3 WHERE job = ?1 AND idx = ?2",
+    /* one done shard in (?2 = 1) or out (-1), with its sums in 32-bit limbs (see 004_campaign.sql) */
     [Q_JOB_DONE_ADD] =
-        "UPDATE jobs SET shards_done = shards_done + ?2 WHERE id = ?1",
+        "UPDATE jobs SET shards_done = shards_done + ?2, total_lo = total_lo + ?2 * ?3,"
+        " total_hi = total_hi + ?2 * ?4, uniq_lo = uniq_lo + ?2 * ?5, uniq_hi = uniq_hi + ?2 * ?6,"
+        " nodes_lo = nodes_lo + ?2 * ?7, nodes_hi = nodes_hi + ?2 * ?8, res13_sum = res13_sum + ?2 * ?9,"
+        " res15_sum = res15_sum + ?2 * ?10, core_seconds = core_seconds + ?2 * ?11,"
+        " shards_conflict = shards_conflict + ?12, shards_failed = shards_failed + ?13 WHERE id = ?1",
     [Q_ENUM_PUT] =
         "INSERT OR REPLACE INTO enum_solutions (job, shard, count, data) VALUES (?1, ?2, ?3, ?4)",
     [Q_ENUM_GET] =
@@ -149,7 +172,7 @@ static const char *const sql_text[Q_COUNT] = {
         " pubkey = coalesce(excluded.pubkey, pubkey), threads = excluded.threads,"
         " last_seen = excluded.last_seen",
     [Q_TOTALS_WORKERS] =
-        "SELECT count(DISTINCT worker) FROM shards WHERE job = ?1 AND state = 'done'",
+        "SELECT count(*) FROM job_workers WHERE job = ?1",
     [Q_TOTALS_SOLUTIONS] =
         "SELECT count(*) FROM solutions WHERE job = ?1",
 };
@@ -410,7 +433,13 @@ static int inspect_identity(sqlite3 *db, const char *path, int *version, char *e
  * is in the main file and the connection is opened immutable, so SQLite does
  * not even create the -shm/-wal side files.
  */
-static int inspect(const char *path, int *version, char *err, size_t errlen)
+static off_t file_bytes(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? st.st_size : 0;
+}
+
+static int inspect(const char *path, int *version, int full_check, char *err, size_t errlen)
 {
     int empty = 0;
     if (inspect_header(path, &empty, err, errlen) != 0)
@@ -432,7 +461,7 @@ static int inspect(const char *path, int *version, char *err, size_t errlen)
     else {
         sqlite3_busy_timeout(db, STORE_BUSY_MS);
         res = inspect_identity(db, path, version, err, errlen);
-        if (res == 0 && *version > 0)
+        if (res == 0 && *version > 0 && (full_check || file_bytes(path) <= STORE_CHECK_AT_OPEN_BYTES))
             res = inspect_quick_check(db, path, err, errlen);
     }
     sqlite3_close(db);
@@ -539,7 +568,7 @@ nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen)
         create = 1;
     } else if (!S_ISREG(sb.st_mode)) {
         return nq_errf(err, errlen, "%s: not a regular file", path), NULL;
-    } else if (inspect(path, &version, err, errlen) != 0) {
+    } else if (inspect(path, &version, 0, err, errlen) != 0) {
         return NULL;
     }
     if (readonly && version < known_max()) {
@@ -572,6 +601,12 @@ nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen)
         return NULL;
     }
     return s;
+}
+
+int store_check_file(const char *path, char *err, size_t errlen)
+{
+    int version = 0;
+    return inspect(path, &version, 1, err, errlen);
 }
 
 void store_destroy(nq_store_t **sp)
@@ -711,7 +746,7 @@ static int check_shard_spec(const nq_shard_spec_t *sh, uint64_t idx, char *err, 
     return 0;
 }
 
-static int job_insert(nq_store_t *s, const nq_job_spec_t *j, uint64_t nshards, uint64_t *id)
+static int job_insert(nq_store_t *s, const nq_job_spec_t *j, uint64_t nshards, uint64_t frontier, uint64_t *id)
 {
     sqlite3_stmt *q = stmt(s, Q_JOB_INSERT);
     if (!q)
@@ -730,6 +765,7 @@ static int job_insert(nq_store_t *s, const nq_job_spec_t *j, uint64_t nshards, u
     sqlite3_bind_int64(q, 12, j->quorum);
     sqlite3_bind_int64(q, 13, i64(nshards));
     sqlite3_bind_double(q, 14, nq_wall());
+    sqlite3_bind_int64(q, 15, i64(frontier));
     int rc = run_done(q);
     if (rc)
         return db_fail(s, "job.insert", rc);
@@ -800,10 +836,10 @@ int store_job_create(nq_store_t *s, const nq_job_spec_t *spec, uint64_t nshards,
     int rc = exec_sql(s->db, "SAVEPOINT job_create");
     if (rc != SQLITE_OK)
         rc = (nq_errf(err, errlen, "%s: %s", s->path, db_reason(s->db, rc)), db_fail(s, "job.create", rc));
-    else if (job_insert(s, spec, nshards, &job) != 0)
+    else if (job_insert(s, spec, nshards, next ? nshards : 0, &job) != 0)
         rc = (nq_errf(err, errlen, "%s: cannot store the job: %s", s->path,
                       db_reason(s->db, sqlite3_extended_errcode(s->db))), -1);
-    else
+    else if (next)
         rc = shards_insert_all(s, spec, job, nshards, next, ud, err, errlen);
     if (rc == 0)
         rc = exec_sql(s->db, "RELEASE job_create") == SQLITE_OK ? 0 : db_fail(s, "job.create", SQLITE_ERROR);
@@ -841,28 +877,23 @@ static void job_row_read(sqlite3_stmt *q, nq_job_row_t *o)
     o->created_at = sqlite3_column_double(q, 16);
     o->started_at = sqlite3_column_double(q, 17);    /* NULL reads as 0.0 */
     o->finished_at = sqlite3_column_double(q, 18);
+    o->shards_failed = col_u64(q, 19);
+    o->shards_conflict = col_u64(q, 20);
+    o->frontier = col_u64(q, 21);
 }
 
+/* One row: the counts are kept in it (004_campaign.sql), so this costs the same for any job. */
 int store_job_get(nq_store_t *s, uint64_t id, nq_job_row_t *out)
 {
-    sqlite3_stmt *q = stmt(s, Q_JOB_GET), *c = stmt(s, Q_JOB_BAD_COUNTS);
-    if (!q || !c)
+    sqlite3_stmt *q = stmt(s, Q_JOB_GET);
+    if (!q)
         return -1;
     sqlite3_bind_int64(q, 1, i64(id));
     int rc = sqlite3_step(q);
     if (rc == SQLITE_ROW)
         job_row_read(q, out);
     sqlite3_reset(q);
-    if (rc != SQLITE_ROW)
-        return rc == SQLITE_DONE ? -1 : db_fail(s, "job.get", rc);
-    sqlite3_bind_int64(c, 1, i64(id));
-    rc = sqlite3_step(c);
-    if (rc == SQLITE_ROW) {
-        out->shards_failed = col_u64(c, 0);
-        out->shards_conflict = col_u64(c, 1);
-    }
-    sqlite3_reset(c);
-    return rc == SQLITE_ROW ? 0 : db_fail(s, "job.get", rc);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -1 : db_fail(s, "job.get", rc);
 }
 
 static int job_conflicts(nq_store_t *s, uint64_t id, sqlite3_int64 *n)
@@ -991,7 +1022,7 @@ int store_shard_get(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_row_t *o
     if (rc == SQLITE_ROW)
         shard_row_read(q, out);
     sqlite3_reset(q);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -1 : db_fail(s, "shard.get", rc);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : db_fail(s, "shard.get", rc);
 }
 
 /* Reads up to EACH_CHUNK rows from idx `from` on into rows[]; *n = how many. */
@@ -1043,8 +1074,21 @@ int store_shards_each(nq_store_t *s, uint64_t job, unsigned state_mask,
     return rc;
 }
 
-/* 0 done, 1 not leasable (unknown shard, or not pending/leased), -1 DB error. */
-int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease, const char *worker)
+static int job_frontier(nq_store_t *s, uint64_t job, uint64_t frontier)
+{
+    sqlite3_stmt *q = stmt(s, Q_JOB_FRONTIER);
+    if (!q)
+        return -1;
+    sqlite3_bind_int64(q, 1, i64(job));
+    sqlite3_bind_int64(q, 2, i64(frontier));
+    int e = run_done(q);
+    return e ? db_fail(s, "job.frontier", e) : 0;
+}
+
+/* 0 done, 1 not leasable (decided, or cancelled), -1 DB error. frontier > 0: the row is the
+   first one at that order position, and the job's frontier moves past it in the same step. */
+int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease, const char *worker,
+                      uint64_t frontier)
 {
     int own;
     if (tx_enter(s, &own) != 0)
@@ -1061,6 +1105,8 @@ int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease,
         int e = run_done(q);
         rc = e ? db_fail(s, "shard.lease", e) : (sqlite3_changes(s->db) == 1 ? 0 : 1);
     }
+    if (rc == 0 && frontier > 0)
+        rc = job_frontier(s, job, frontier);
     return tx_leave(s, own, rc);
 }
 
@@ -1078,14 +1124,21 @@ int store_shard_release(nq_store_t *s, uint64_t job, uint64_t idx, int count_att
         sqlite3_bind_int64(q, 2, i64(idx));
         sqlite3_bind_int(q, 3, count_attempt ? 1 : 0);
         int e = sqlite3_step(q);
-        if (e == SQLITE_ROW && failed)
-            *failed = strcmp((const char *)sqlite3_column_text(q, 0), "failed") == 0;
+        int now_failed = e == SQLITE_ROW && strcmp((const char *)sqlite3_column_text(q, 0), "failed") == 0;
+        if (failed)
+            *failed = now_failed;
         rc = e == SQLITE_ROW ? 0 : 1;
         if (e == SQLITE_ROW)
             e = sqlite3_step(q);       /* run RETURNING to completion so the change is made */
         sqlite3_reset(q);
         if (e != SQLITE_DONE)
             rc = db_fail(s, "shard.release", e);
+        else if (now_failed && (q = stmt(s, Q_JOB_FAILED_ADD)) != NULL) {
+            sqlite3_bind_int64(q, 1, i64(job));
+            sqlite3_bind_int(q, 2, 1);
+            if ((e = run_done(q)) != 0)
+                rc = db_fail(s, "shard.release", e);
+        }
     }
     return tx_leave(s, own, rc);
 }
@@ -1116,6 +1169,8 @@ int store_shards_retry(nq_store_t *s, uint64_t job)
     int rc = job_stmt(s, Q_ENUM_RETRY_DELETE, job, "shards.retry");
     if (rc == 0)
         rc = job_stmt(s, Q_SHARDS_RETRY, job, "shards.retry");
+    if (rc == 0)
+        rc = job_stmt(s, Q_JOB_RETRY_COUNTS, job, "shards.retry");
     return tx_leave(s, own, rc);
 }
 
@@ -1124,10 +1179,11 @@ int store_shards_retry(nq_store_t *s, uint64_t job)
 /* What the store holds about a shard when a result arrives. */
 typedef struct {
     int shard_state, job_state, kind, has_result;
-    uint64_t n, seed, lease;
+    uint64_t n, seed, lease, shards_total;
     int status;
     uint64_t total, unique, nodes;
     int res13, res15;
+    double elapsed;
     char worker[NQ_STR_MAX];
 } put_ctx_t;
 
@@ -1141,7 +1197,9 @@ static int put_lookup(nq_store_t *s, const nq_result_t *r, put_ctx_t *c)
     sqlite3_bind_int64(q, 2, i64(r->shard));
     int rc = sqlite3_step(q);
     if (rc == SQLITE_ROW) {
-        c->shard_state = name_index(shard_state_names, 6, sqlite3_column_text(q, 0));
+        /* no row: pending, beyond the frontier (whether idx is a shard at all is checked below) */
+        c->shard_state = sqlite3_column_type(q, 0) == SQLITE_NULL ? NQ_SHARD_PENDING
+                         : name_index(shard_state_names, 6, sqlite3_column_text(q, 0));
         c->has_result = sqlite3_column_int(q, 1);
         c->status = sqlite3_column_int(q, 2);
         c->total = col_u64(q, 3);
@@ -1152,12 +1210,17 @@ static int put_lookup(nq_store_t *s, const nq_result_t *r, put_ctx_t *c)
         const unsigned char *w = sqlite3_column_text(q, 8);
         snprintf(c->worker, sizeof c->worker, "%s", w ? (const char *)w : "");
         c->lease = col_u64(q, 9);
-        c->seed = col_u64(q, 10);
+        uint64_t restarts = col_u64(q, 15);
+        c->seed = col_u64(q, 10) + (restarts ? r->shard % restarts : 0);   /* solve: algorithm-major */
         c->kind = store_kind_parse((const char *)sqlite3_column_text(q, 11));
         c->job_state = name_index(job_state_names, 5, sqlite3_column_text(q, 12));
         c->n = col_u64(q, 13);
+        c->shards_total = col_u64(q, 14);
+        c->elapsed = sqlite3_column_double(q, 16);
     }
     sqlite3_reset(q);
+    if (rc == SQLITE_ROW && r->shard >= c->shards_total)
+        return 1;
     return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : db_fail(s, "result.lookup", rc);
 }
 
@@ -1206,6 +1269,50 @@ static int bind_run(nq_store_t *s, int id, uint64_t job, uint64_t idx, const cha
         sqlite3_bind_text(q, 3, text, -1, SQLITE_STATIC);
     int rc = run_done(q);
     return rc ? db_fail(s, op, rc) : 0;
+}
+
+/* One done result into (dir = 1) or out of (dir = -1) its job's aggregates, with the
+   conflict and failed counts moving by dconflict, dfailed (004_campaign.sql). */
+typedef struct {
+    uint64_t total, unique, nodes;
+    int res13, res15;
+    double seconds;
+} done_sums_t;
+
+static int job_move_done(nq_store_t *s, uint64_t job, int dir, const done_sums_t *d, int dconflict, int dfailed)
+{
+    sqlite3_stmt *q = stmt(s, Q_JOB_DONE_ADD);
+    if (!q)
+        return -1;
+    const uint64_t lo = 0xffffffffu;
+    sqlite3_bind_int64(q, 1, i64(job));
+    sqlite3_bind_int(q, 2, dir);
+    sqlite3_bind_int64(q, 3, (sqlite3_int64)(d->total & lo));
+    sqlite3_bind_int64(q, 4, (sqlite3_int64)(d->total >> 32));
+    sqlite3_bind_int64(q, 5, (sqlite3_int64)(d->unique & lo));
+    sqlite3_bind_int64(q, 6, (sqlite3_int64)(d->unique >> 32));
+    sqlite3_bind_int64(q, 7, (sqlite3_int64)(d->nodes & lo));
+    sqlite3_bind_int64(q, 8, (sqlite3_int64)(d->nodes >> 32));
+    sqlite3_bind_int(q, 9, d->res13);
+    sqlite3_bind_int(q, 10, d->res15);
+    sqlite3_bind_double(q, 11, d->seconds);
+    sqlite3_bind_int(q, 12, dconflict);
+    sqlite3_bind_int(q, 13, dfailed);
+    int rc = run_done(q);
+    return rc ? db_fail(s, "job.aggregates", rc) : 0;
+}
+
+static int job_worker_add(nq_store_t *s, uint64_t job, const char *worker, uint64_t nodes, double seconds)
+{
+    sqlite3_stmt *q = stmt(s, Q_JOB_WORKER_ADD);
+    if (!q)
+        return -1;
+    sqlite3_bind_int64(q, 1, i64(job));
+    sqlite3_bind_text(q, 2, worker, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 3, nodes > INT64_MAX ? INT64_MAX : (sqlite3_int64)nodes);
+    sqlite3_bind_double(q, 4, seconds);
+    int rc = run_done(q);
+    return rc ? db_fail(s, "job.worker", rc) : 0;
 }
 
 static int put_enum_payload(nq_store_t *s, const nq_result_t *r)
@@ -1283,13 +1390,11 @@ static int put_first(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
     int rc = run_done(q);
     if (rc)
         return db_fail(s, "result.first", rc);
-    sqlite3_stmt *j = stmt(s, Q_JOB_DONE_ADD);
-    if (!j)
+    done_sums_t d = { r->total, r->unique, r->nodes, r->res13, r->res15, secs };
+    if (job_move_done(s, r->job, 1, &d, 0, c->shard_state == NQ_SHARD_FAILED ? -1 : 0) != 0)
         return -1;
-    sqlite3_bind_int64(j, 1, i64(r->job));
-    sqlite3_bind_int(j, 2, 1);
-    if ((rc = run_done(j)) != 0)
-        return db_fail(s, "result.first", rc);
+    if (worker && job_worker_add(s, r->job, worker, r->nodes, secs) != 0)
+        return -1;
     if (c->kind == NQ_KIND_ENUMERATE && put_enum_payload(s, r) != 0)
         return -1;
     if (c->kind == NQ_KIND_SOLVE && r->status == NQ_RES_OK && sol_hash &&
@@ -1330,15 +1435,10 @@ static int put_again(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
     }
     if (bind_run(s, Q_PUT_CONFLICT, r->job, r->shard, worker ? worker : "", "result.conflict") != 0)
         return -1;
-    if (c->shard_state == NQ_SHARD_DONE) {   /* no longer done: shards_done follows */
-        sqlite3_stmt *j = stmt(s, Q_JOB_DONE_ADD);
-        if (!j)
+    if (c->shard_state == NQ_SHARD_DONE) {   /* no longer done: its sums leave the job's */
+        done_sums_t d = { c->total, c->unique, c->nodes, c->res13, c->res15, c->elapsed };
+        if (job_move_done(s, r->job, -1, &d, 1, 0) != 0)
             return -1;
-        sqlite3_bind_int64(j, 1, i64(r->job));
-        sqlite3_bind_int(j, 2, -1);
-        int rc = run_done(j);
-        if (rc)
-            return db_fail(s, "result.conflict", rc);
     }
     if (worker && worker_conflict(s, worker) != 0)
         return -1;
@@ -1525,7 +1625,7 @@ static int totals_read(nq_store_t *s, uint64_t job, nq_job_totals_t *out)
     nq_job_row_t row;
     if (store_job_get(s, job, &row) != 0)
         return -1;
-    int rc = store_sum_done(s->db, job, out);
+    int rc = store_job_sums(s->db, job, out);
     if (rc != SQLITE_DONE)
         return db_fail(s, "job.totals", rc);
     if (count_one(s, Q_TOTALS_WORKERS, job, &out->workers) != 0 ||
@@ -1534,19 +1634,58 @@ static int totals_read(nq_store_t *s, uint64_t job, nq_job_totals_t *out)
     return 0;
 }
 
-int store_sum_done(sqlite3 *db, uint64_t job, nq_job_totals_t *out)
+static unsigned __int128 limbs(sqlite3_stmt *q, int lo)
+{
+    return ((unsigned __int128)col_u64(q, lo + 1) << 32) + col_u64(q, lo);
+}
+
+int store_job_sums(sqlite3 *db, uint64_t job, nq_job_totals_t *out)
 {
     sqlite3_stmt *q;
-    int rc = sqlite3_prepare_v2(db, "SELECT total, uniq, nodes, elapsed FROM shards WHERE job = ?1 AND "
-                                "state = 'done'", -1, &q, NULL);
+    int rc = sqlite3_prepare_v2(db, "SELECT shards_done, total_lo, total_hi, uniq_lo, uniq_hi, nodes_lo,"
+                                " nodes_hi, core_seconds, res13_sum, res15_sum FROM jobs WHERE id = ?1",
+                                -1, &q, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_bind_int64(q, 1, i64(job));
+    if ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        out->shards_done += col_u64(q, 0);
+        out->total += limbs(q, 1);
+        out->unique += limbs(q, 3);
+        out->nodes += limbs(q, 5);
+        out->core_seconds += sqlite3_column_double(q, 7);
+        out->res13 = (unsigned)(col_u64(q, 8) % 13);
+        out->res15 = (unsigned)(col_u64(q, 9) % 15);
+        rc = SQLITE_DONE;
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
+int store_job_recount(sqlite3 *db, uint64_t job, nq_job_totals_t *out)
+{
+    sqlite3_stmt *q;
+    int rc = sqlite3_prepare_v2(db, "SELECT state, total, uniq, nodes, elapsed, res13, res15 FROM shards"
+                                " WHERE job = ?1", -1, &q, NULL);
     if (rc != SQLITE_OK)
         return rc;
     sqlite3_bind_int64(q, 1, i64(job));
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        out->total += col_u64(q, 0);
-        out->unique += col_u64(q, 1);
-        out->nodes += col_u64(q, 2);
-        out->core_seconds += sqlite3_column_double(q, 3);
+        const char *st = (const char *)sqlite3_column_text(q, 0);
+        if (st && strcmp(st, "failed") == 0)
+            out->shards_failed++;
+        if (st && strcmp(st, "conflict") == 0)
+            out->shards_conflict++;
+        if (!st || strcmp(st, "done") != 0)
+            continue;
+        uint64_t total = col_u64(q, 1);
+        out->total += total;
+        out->unique += col_u64(q, 2);
+        out->nodes += col_u64(q, 3);
+        out->core_seconds += sqlite3_column_double(q, 4);
+        out->res13 = (out->res13 + (unsigned)(col_u64(q, 5) % 13)) % 13;
+        out->res15 = (out->res15 + (unsigned)(col_u64(q, 6) % 15)) % 15;
+        out->residues_bad += col_u64(q, 5) != total % 13 || col_u64(q, 6) != total % 15;
         out->shards_done++;
     }
     sqlite3_finalize(q);

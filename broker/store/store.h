@@ -8,7 +8,8 @@
  *
  * Opening refuses, with a reason and without writing a byte, a file that is
  * not an nq DB (application_id), one from a newer nq (schema_version above
- * what this build knows), or a damaged one (quick_check fails).
+ * what this build knows), or a damaged one (quick_check fails; run at open
+ * up to 64 MiB, see store_check_file).
  *
  * Results follow invariant 1 of DESIGN.md: the first result per shard wins; a
  * later duplicate is compared: equal raises confirmations, unequal marks the
@@ -60,6 +61,7 @@ typedef struct {
     nq_job_spec_t spec;
     nq_job_state_t state;
     uint64_t shards_total, shards_done, shards_failed, shards_conflict;
+    uint64_t frontier;         /* order positions below it have a shard row (004_campaign.sql) */
     double created_at, started_at, finished_at;   /* unix seconds, 0 = not yet */
 } nq_job_row_t;
 
@@ -95,6 +97,9 @@ typedef enum {
 /* Open (creating and migrating when !readonly). NULL with a reason in err on refusal. */
 nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen);
 void store_destroy(nq_store_t **s);
+/* The full page check (quick_check) that store_open runs only on stores up to 64 MiB, at any
+   size, without writing a byte: 0 ok, -1 with the first complaint in err. */
+int store_check_file(const char *path, char *err, size_t errlen);
 sqlite3 *store_db(nq_store_t *s);
 const char *store_path(nq_store_t *s);
 int store_schema_version(nq_store_t *s);
@@ -104,7 +109,9 @@ int store_begin(nq_store_t *s);
 int store_commit(nq_store_t *s, char *err, size_t errlen);
 void store_rollback(nq_store_t *s);
 
-/* Jobs. create inserts the job and all its shards in one transaction; *id gets the new id. */
+/* Jobs. create inserts the job, and with an iterator all its shards, in one transaction (frontier
+   at the end); without one (next = NULL) no shard has a row yet (frontier 0): the broker derives
+   each from the job's parameters when it leases it. *id gets the new id. */
 typedef int (*store_shard_iter_fn)(void *ud, uint64_t idx, nq_shard_spec_t *out);  /* 0 ok, 1 end */
 int store_job_create(nq_store_t *s, const nq_job_spec_t *spec, uint64_t nshards,
                      store_shard_iter_fn next, void *ud, uint64_t *id, char *err, size_t errlen);
@@ -115,12 +122,15 @@ int store_jobs_active(nq_store_t *s, int (*fn)(void *ud, const nq_job_row_t *j),
 /* The most recent job with the same kind/n/params (for `nq run` resume); 0 = found. */
 int store_job_find_same(nq_store_t *s, const nq_job_spec_t *spec, uint64_t *id);
 
-/* Shards. */
+/* Shards. get: 0 found, 1 no row (pending beyond the frontier, or no such shard), -1 error. */
 int store_shard_get(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_row_t *out);
 /* Calls fn for every shard of the job in one of the given states (bitmask of 1<<state), by idx. */
 int store_shards_each(nq_store_t *s, uint64_t job, unsigned state_mask,
                       int (*fn)(void *ud, const nq_shard_row_t *r), void *ud);
-int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease, const char *worker);
+/* Leases a shard (its row made if it had none); frontier > 0 moves the job's frontier there in
+   the same step. 0, 1 not leasable, -1 DB error. */
+int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease, const char *worker,
+                      uint64_t frontier);
 /* Back to pending (lease lost); attempts + 1; FAILED when attempts reach max: *failed = 1. */
 int store_shard_release(nq_store_t *s, uint64_t job, uint64_t idx, int count_attempt, int *failed);
 int store_shards_cancel_pending(nq_store_t *s, uint64_t job);           /* pending/leased -> cancelled */
@@ -152,13 +162,18 @@ int store_job_note_error(nq_store_t *s, uint64_t job, uint64_t idx, const char *
 typedef struct {
     unsigned __int128 total, unique, nodes;
     double core_seconds;
-    uint64_t shards_done, workers, solutions;
+    uint64_t shards_done, shards_failed, shards_conflict, workers, solutions;
+    unsigned res13, res15;     /* sum of the done shards' residues, mod 13 and mod 15 */
+    uint64_t residues_bad;     /* recount only: done shards whose residues disagree with their total */
 } nq_job_totals_t;
 int store_job_totals(nq_store_t *s, uint64_t job, nq_job_totals_t *out);
-/* The one place the job's sums are made: total, unique, nodes, core seconds and shards_done
-   over its done shards, as 128-bit sums (SQLite's SUM() stops at 2^63), on any connection
-   to the DB (the broker's, or a client's read-only one). Adds to *out; SQLite's rc. */
-int store_sum_done(sqlite3 *db, uint64_t job, nq_job_totals_t *out);
+/* The job's running sums, read from its row in O(1) on any connection to the DB (the broker's,
+   or a client's read-only one): total, unique, nodes, core seconds, shards_done, residues.
+   Adds to *out; SQLite's rc (SQLITE_DONE ok). */
+int store_job_sums(sqlite3 *db, uint64_t job, nq_job_totals_t *out);
+/* The auditor's way: the same sums (and failed/conflict counts, residues_bad) recomputed from
+   every shard row, one pass. Adds to *out; SQLite's rc (SQLITE_DONE ok). */
+int store_job_recount(sqlite3 *db, uint64_t job, nq_job_totals_t *out);
 /* Distinct solutions stored for a solve job (cheap: no sum over shards). */
 int store_job_solutions(nq_store_t *s, uint64_t job, uint64_t *n);
 

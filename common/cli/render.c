@@ -453,9 +453,8 @@ void render_result(FILE *f, const msgpack_object *res)
     if (workers) fprintf(f, "%u worker(s)\n", workers->via.array.size);
     else fprintf(f, "workers -\n");
     if (render_get(res, "residues_ok")) {
-        if (get_bool(res, "residues_ok")) fprintf(f, "  %-9s every shard's residues agree with its total\n", "residues");
-        else fprintf(f, "  %-9s %s shard(s) DISAGREE with their totals\n", "residues",
-                     get_str(res, "residues_bad", a, sizeof a));
+        if (get_bool(res, "residues_ok")) fprintf(f, "  %-9s the total agrees with its shards' residues (mod 13, 15)\n", "residues");
+        else fprintf(f, "  %-9s the total DISAGREES with its shards' residues: run 'nq check JOB'\n", "residues");
     }
     result_solutions(f, res);
     result_study(f, res);

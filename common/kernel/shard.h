@@ -96,6 +96,9 @@ uint64_t shards_count(const nq_shards_t *s);
 /* Writes shard i's descriptor to out (NQ_MAX_SPEC bytes); returns its length, 0 when i is past the end. */
 size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out);
 double shards_cost(const nq_shards_t *s, uint64_t i);
+/* The lease order, a permutation of 0..count-1: the shard at position pos. Roots (a, c, d)
+   by their estimated size, largest first; a root's shards in list order. O(log roots). */
+uint64_t shards_at(const nq_shards_t *s, uint64_t pos);
 int shards_encoding(const nq_shards_t *s);
 int shards_depth(const nq_shards_t *s);
 void shards_destroy(nq_shards_t **s);
@@ -108,5 +111,10 @@ size_t shard_encode(const nq_shard_desc_t *d, uint8_t *out);
 /* The depth shards_new uses for depth 0, and the allowed range of depths. */
 int shard_auto_depth(int kind, int n);
 int shard_depth_range(int kind, int n, int *min, int *max);
+/* The planning model: a count of n on one AVX-512 core, in seconds (see shard.c). */
+double shard_count_core_seconds(int n);
+/* The deepest count depth whose shards still take `seconds` on average by that model (the
+   shallowest when none does); -1 with a reason when the kind or n has no depth to choose. */
+int shard_depth_for_seconds(int kind, int n, double seconds, char *err, size_t errlen);
 
 #endif

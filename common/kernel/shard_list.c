@@ -17,19 +17,8 @@
 typedef struct {
     uint8_t a, c, d, flip;
     uint32_t b_allowed;            /* row n-1's canonical columns; every column in plain mode */
+    uint32_t first_block;          /* its blocks are first_block .. the next root's first_block - 1 */
 } root_t;
-
-struct nq_shards {
-    int kind, n, depth, encoding, mode;
-    size_t len;                    /* every descriptor of one list has the same length */
-    int split;                     /* levels in a block's prefix: max(0, L - 2) */
-    root_t *roots;
-    size_t nroots, rcap;
-    uint32_t *block_root;          /* per block: its root */
-    uint8_t *block_cols;           /* per block: split columns */
-    uint64_t *block_start;         /* per block: shards before it; [nblocks] = the count */
-    size_t nblocks, bcap;
-};
 
 /* A root made ready to walk: its board and the rows of its levels. */
 typedef struct {
@@ -38,6 +27,21 @@ typedef struct {
     int L;
     uint32_t b_allowed;
 } walk_t;
+
+struct nq_shards {
+    int kind, n, depth, encoding, mode;
+    size_t len;                    /* every descriptor of one list has the same length */
+    int split;                     /* levels in a block's prefix: max(0, L - 2) */
+    root_t *roots;
+    walk_t *walks;                 /* per root, ready: shards_get starts from it */
+    size_t nroots, rcap;
+    uint32_t *block_root;          /* per block: its root */
+    uint8_t *block_cols;           /* per block: split columns */
+    uint64_t *block_start;         /* per block: shards before it; [nblocks] = the count */
+    size_t nblocks, bcap;
+    uint32_t *order;               /* roots, largest cost first: the lease order (shards_at) */
+    uint64_t *order_start;         /* per position in order: shards before that root */
+};
 
 /* ---- walking the levels ---- */
 
@@ -73,8 +77,8 @@ static uint32_t level_viable(const board_t *p, int row, uint32_t cand, uint32_t 
     for (int r = 0; r < n && cand; r++) {
         if (p->row_col[r] >= 0 || r == row)
             continue;
-        uint32_t o = row_open(p, r, b_allowed);
-        if (__builtin_popcount(o) > 3)
+        uint32_t o = row_open(p, r, b_allowed), x = o & (o - 1);
+        if (x & (x - 1) & ((x & (x - 1)) - 1))   /* 4 or more open cells */
             continue;
         if (forced || !o) {
             if (!o)
@@ -211,14 +215,20 @@ static int root_add(builder_t *B, const root_t *rt)
     if (s->nroots == s->rcap) {
         size_t cap = s->rcap ? s->rcap * 2 : 64;
         root_t *r = realloc(s->roots, cap * sizeof *r);
-        if (!r)
+        if (r)
+            s->roots = r;
+        walk_t *w = realloc(s->walks, cap * sizeof *w);
+        if (w)
+            s->walks = w;
+        if (!r || !w)
             return nq_errf(B->err, B->errlen, "out of memory listing shards");
-        s->roots = r;
         s->rcap = cap;
     }
     s->roots[s->nroots] = *rt;
+    s->roots[s->nroots].first_block = (uint32_t)s->nblocks;
     B->root = (uint32_t)s->nroots;
     walk_init(s, rt, &B->w);
+    s->walks[s->nroots] = B->w;
     size_t before = s->nblocks;
     if (build_blocks(B, &B->w.board, 0))
         return -1;
@@ -232,7 +242,7 @@ static int build_roots(builder_t *B)
     nq_shards_t *s = B->s;
     int n = s->n;
     if (s->mode != NQ_SHARD_BORDER)
-        return root_add(B, &(root_t){ 0, 0, 0, 0, s->n == 32 ? 0xffffffffu : (1u << n) - 1 });
+        return root_add(B, &(root_t){ 0, 0, 0, 0, s->n == 32 ? 0xffffffffu : (1u << n) - 1, 0 });
     for (int a = 0; a < n; a++)
         for (int c = 0; c < n; c++)
             for (int d = 0; d < n; d++) {
@@ -240,11 +250,78 @@ static int build_roots(builder_t *B)
                 nq_shard_desc_t o;
                 if (shard_border_root(n, a, c, d, &p, &o) == 0)
                     continue;
-                root_t rt = { (uint8_t)a, (uint8_t)c, (uint8_t)d, (uint8_t)shard_flip(n, c, d), o.bmask8 | o.bmaskx };
+                root_t rt = { (uint8_t)a, (uint8_t)c, (uint8_t)d, (uint8_t)shard_flip(n, c, d), o.bmask8 | o.bmaskx, 0 };
                 if (root_add(B, &rt))
                     return -1;
             }
     return 0;
+}
+
+/* ---- the lease order: largest roots first ---- */
+
+/* The product over free rows of the cells the root's queens leave open: only the order matters. */
+static double root_cost(const nq_shards_t *s, const root_t *rt)
+{
+    walk_t w;
+    double logc = 0;
+    walk_init(s, rt, &w);
+    for (int r = 0; r < s->n; r++)
+        if (w.board.row_col[r] < 0)
+            logc += log(__builtin_popcount(row_open(&w.board, r, rt->b_allowed)) + 0.5);
+    return logc;
+}
+
+typedef struct { double cost; uint32_t root; } ranked_root_t;
+
+static int cmp_root_cost(const void *x, const void *y)
+{
+    const ranked_root_t *a = x, *b = y;
+    if (a->cost != b->cost)
+        return a->cost > b->cost ? -1 : 1;
+    return a->root < b->root ? -1 : a->root > b->root;
+}
+
+static uint64_t root_count(const nq_shards_t *s, uint32_t r)
+{
+    uint32_t end = r + 1 < s->nroots ? s->roots[r + 1].first_block : (uint32_t)s->nblocks;
+    return s->block_start[end] - s->block_start[s->roots[r].first_block];
+}
+
+/*
+ * Campaigns end with their smallest shards when the big ones go first. A full sort of 10^8
+ * shards is what this avoids: roots (a few thousand) are sorted by their cost, and a root's
+ * shards follow in list order.
+ */
+static int order_build(nq_shards_t *s)
+{
+    ranked_root_t *rk = malloc((s->nroots ? s->nroots : 1) * sizeof *rk);
+    s->order = malloc((s->nroots ? s->nroots : 1) * sizeof *s->order);
+    s->order_start = malloc((s->nroots + 1) * sizeof *s->order_start);
+    if (!rk || !s->order || !s->order_start) {
+        free(rk);
+        return -1;
+    }
+    for (uint32_t r = 0; r < s->nroots; r++)
+        rk[r] = (ranked_root_t){ root_cost(s, &s->roots[r]), r };
+    qsort(rk, s->nroots, sizeof *rk, cmp_root_cost);
+    for (size_t k = 0; k < s->nroots; k++)
+        s->order[k] = rk[k].root;
+    free(rk);
+    s->order_start[0] = 0;
+    for (size_t k = 0; k < s->nroots; k++)
+        s->order_start[k + 1] = s->order_start[k] + root_count(s, s->order[k]);
+    return 0;
+}
+
+uint64_t shards_at(const nq_shards_t *s, uint64_t pos)
+{
+    size_t lo = 0, hi = s->nroots;             /* the last order slot starting at or before pos */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->order_start[mid] <= pos) lo = mid; else hi = mid;
+    }
+    uint32_t r = s->order[lo];
+    return s->block_start[s->roots[r].first_block] + (pos - s->order_start[lo]);
 }
 
 /* ---- the list ---- */
@@ -294,6 +371,9 @@ nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, 
         shards_destroy(&s);
     } else if (build_roots(&B)) {
         shards_destroy(&s);
+    } else if (order_build(s)) {
+        nq_errf(err, errlen, "out of memory listing shards");
+        shards_destroy(&s);
     }
     return s;
 }
@@ -317,10 +397,9 @@ size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out)
         if (s->block_start[mid] <= i) lo = mid; else hi = mid;
     }
     const root_t *rt = &s->roots[s->block_root[lo]];
-    walk_t w;
+    walk_t w = s->walks[s->block_root[lo]];
     uint8_t cols[NQ_SHARD_MAX_N];
     uint64_t j = i - s->block_start[lo];
-    walk_init(s, rt, &w);
     memcpy(cols, s->block_cols + lo * (size_t)s->split, (size_t)s->split);
     for (int lv = 0; lv < s->split; lv++)
         board_put(&w.board, w.rows[lv], cols[lv]);
@@ -366,9 +445,12 @@ void shards_destroy(nq_shards_t **sp)
     if (!sp || !*sp)
         return;
     free((*sp)->roots);
+    free((*sp)->walks);
     free((*sp)->block_root);
     free((*sp)->block_cols);
     free((*sp)->block_start);
+    free((*sp)->order);
+    free((*sp)->order_start);
     free(*sp);
     *sp = NULL;
 }

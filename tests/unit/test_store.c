@@ -257,7 +257,7 @@ T_TEST(test_create_migrate_reopen)
     T_CHECK(store_schema_version(s) == last);
     T_CHECK(store_job_get(s, job, &row) == 0);
     T_CHECK(store_worker_seen(s, "w1", "host", NULL, 4) == -1);
-    T_CHECK(store_shard_lease(s, job, 0, 1, "w1") == -1);
+    T_CHECK(store_shard_lease(s, job, 0, 1, "w1", 0) == -1);
     store_destroy(&s);
 }
 
@@ -473,7 +473,7 @@ T_TEST(test_job_roundtrip_1e5)
         T_CHECK(sh.cost == (double)(probes[i] % 7));
     }
     nq_shard_row_t sh;
-    T_CHECK(store_shard_get(s, id, N, &sh) == -1);
+    T_CHECK(store_shard_get(s, id, N, &sh) == 1);
     T_EQ_U64(count_in(s, id, 1u << NQ_SHARD_PENDING), N);
     T_EQ_U64(count_in(s, id, (1u << NQ_SHARD_PENDING) | (1u << NQ_SHARD_LEASED)), N);
     T_EQ_U64(count_in(s, id, 1u << NQ_SHARD_DONE), 0);
@@ -566,23 +566,23 @@ T_TEST(test_shard_transitions)
     nq_shard_row_t sh;
     int failed = -1;
 
-    T_CHECK(store_shard_lease(s, job, 0, 101, "wA") == 0);
+    T_CHECK(store_shard_lease(s, job, 0, 101, "wA", 0) == 0);
     T_CHECK(store_shard_get(s, job, 0, &sh) == 0 && sh.state == NQ_SHARD_LEASED && sh.lease == 101);
-    T_CHECK(store_shard_lease(s, job, 99, 102, "wA") == 1);          /* no such shard */
+    T_CHECK(store_shard_lease(s, job, 99, 102, "wA", 0) == 1);          /* no such shard */
     /* Lost lease, counted: attempts 1 of 2, back to pending. */
     T_CHECK(store_shard_release(s, job, 0, 1, &failed) == 0 && failed == 0);
     T_CHECK(store_shard_get(s, job, 0, &sh) == 0 && sh.state == NQ_SHARD_PENDING && sh.attempts == 1);
     T_CHECK(store_shard_release(s, job, 0, 1, &failed) == 1);         /* not leased: no change */
     T_CHECK(store_shard_get(s, job, 0, &sh) == 0 && sh.attempts == 1);
     /* Released without counting (a clean BYE): attempts unchanged. */
-    T_CHECK(store_shard_lease(s, job, 0, 103, "wB") == 0);
+    T_CHECK(store_shard_lease(s, job, 0, 103, "wB", 0) == 0);
     T_CHECK(store_shard_release(s, job, 0, 0, &failed) == 0 && failed == 0);
     T_CHECK(store_shard_get(s, job, 0, &sh) == 0 && sh.attempts == 1 && sh.state == NQ_SHARD_PENDING);
     /* Second counted loss reaches max_attempts = 2: FAILED, and not leasable. */
-    T_CHECK(store_shard_lease(s, job, 0, 104, "wB") == 0);
+    T_CHECK(store_shard_lease(s, job, 0, 104, "wB", 0) == 0);
     T_CHECK(store_shard_release(s, job, 0, 1, &failed) == 0 && failed == 1);
     T_EQ_STR(shard_state(s, job, 0), "failed");
-    T_CHECK(store_shard_lease(s, job, 0, 105, "wB") == 1);
+    T_CHECK(store_shard_lease(s, job, 0, 105, "wB", 0) == 1);
     nq_job_row_t row;
     T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_failed == 1);
 
@@ -593,14 +593,14 @@ T_TEST(test_shard_transitions)
 
     /* Cancel: pending and leased -> cancelled; a done shard stays done. */
     nq_result_t r = count_result(job, 1, 200, 92);
-    T_CHECK(store_shard_lease(s, job, 1, 200, "wA") == 0);
+    T_CHECK(store_shard_lease(s, job, 1, 200, "wA", 0) == 0);
     T_CHECK(store_result_put(s, &r, "wA", NULL, NULL) == NQ_PUT_NEW);
-    T_CHECK(store_shard_lease(s, job, 2, 201, "wA") == 0);
+    T_CHECK(store_shard_lease(s, job, 2, 201, "wA", 0) == 0);
     T_CHECK(store_shards_cancel_pending(s, job) == 0);
     T_EQ_STR(shard_state(s, job, 1), "done");
     T_EQ_STR(shard_state(s, job, 2), "cancelled");
     T_EQ_U64(count_in(s, job, 1u << NQ_SHARD_CANCELLED), 5);
-    T_CHECK(store_shard_lease(s, job, 3, 202, "wA") == 1);
+    T_CHECK(store_shard_lease(s, job, 3, 202, "wA", 0) == 1);
 
     /* Job states and their times. */
     T_CHECK(store_job_set_state(s, job, NQ_JOB_RUNNING) == 0);
@@ -664,7 +664,7 @@ T_TEST(test_result_put)
     nq_job_row_t row;
 
     /* First result wins. */
-    T_CHECK(store_shard_lease(s, job, 0, 11, "wA") == 0);
+    T_CHECK(store_shard_lease(s, job, 0, 11, "wA", 0) == 0);
     T_CHECK(store_result_put(s, &r, "wA", NULL, NULL) == NQ_PUT_NEW);
     T_EQ_STR(shard_state(s, job, 0), "done");
     T_CHECK(store_job_get(s, job, &row) == 0);
@@ -719,7 +719,7 @@ T_TEST(test_result_put)
 
     /* A failed shard accepts a late result as its first. */
     int failed = 0;
-    T_CHECK(store_shard_lease(s, job, 2, 70, "wA") == 0);
+    T_CHECK(store_shard_lease(s, job, 2, 70, "wA", 0) == 0);
     T_CHECK(store_shard_release(s, job, 2, 1, &failed) == 0 && failed == 1);
     nq_result_t late = count_result(job, 2, 70, 40);
     T_CHECK(store_result_put(s, &late, "wA", NULL, NULL) == NQ_PUT_NEW);
@@ -863,6 +863,129 @@ T_TEST(test_totals_128bit)
     /* A worker's node counter saturates instead of wrapping. */
     T_CHECK((uint64_t)sql_int(s, "SELECT nodes FROM workers WHERE id = 'wOdd'") == UINT64_MAX);
     T_CHECK(store_job_totals(s, job + 1, &t) == -1);
+    store_destroy(&s);
+}
+
+/* The job row's counts and sums against a recount of its rows (what `nq check` compares). */
+static void aggregates_agree(nq_store_t *s, uint64_t job)
+{
+    nq_job_totals_t a, b;
+    nq_job_row_t row;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    T_CHECK(store_job_sums(store_db(s), job, &a) == SQLITE_DONE);
+    T_CHECK(store_job_recount(store_db(s), job, &b) == SQLITE_DONE);
+    T_CHECK(store_job_get(s, job, &row) == 0);
+    T_EQ_U64(a.shards_done, b.shards_done);
+    T_EQ_U64(row.shards_failed, b.shards_failed);
+    T_EQ_U64(row.shards_conflict, b.shards_conflict);
+    T_CHECK(a.total == b.total && a.unique == b.unique && a.nodes == b.nodes);
+    T_EQ_U64(a.res13, b.res13);
+    T_EQ_U64(a.res15, b.res15);
+    T_CHECK(a.core_seconds > b.core_seconds - 1e-6 && a.core_seconds < b.core_seconds + 1e-6);
+    T_EQ_U64(b.residues_bad, 0);
+}
+
+/*
+ * A job created without rows (004_campaign.sql): a lease makes the shard's row and moves the
+ * frontier; a result for a shard with no row makes it; done, conflict, failed and a late result
+ * after FAILED all move the job's counts and sums in step with the rows; a retry clears them.
+ */
+T_TEST(test_lazy_job_aggregates)
+{
+    const char *path = db_path("lazy");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    nq_job_spec_t spec = job_spec(NQ_KIND_COUNT, 27);
+    uint64_t job = 0;
+    char err[256] = "";
+    T_CHECK(store_job_create(s, &spec, 13529636, NULL, NULL, &job, err, sizeof err) == 0);
+    nq_job_row_t row;
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.frontier == 0 && row.shards_total == 13529636);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM shards") == 0);
+    T_CHECK(store_shard_lease(s, job, 5, 11, "wA", 1) == 0);
+    T_CHECK(store_shard_lease(s, job, 13529636, 12, "wA", 2) == 1);     /* not a shard of the job */
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.frontier == 1);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM shards") == 1);
+    T_EQ_STR(shard_state(s, job, 5), "leased");
+    T_EQ_STR(shard_state(s, job, 6), "(none)");
+
+    nq_result_t r7 = count_result(job, 7, 99, 1000), r5 = count_result(job, 5, 11, 500);
+    T_CHECK(store_result_put(s, &r7, "wB", NULL, NULL) == NQ_PUT_NEW);    /* no row: made now */
+    T_CHECK(store_result_put(s, &r5, "wA", NULL, NULL) == NQ_PUT_NEW);
+    nq_result_t bad = count_result(job, 13529636, 1, 3);
+    T_CHECK(store_result_put(s, &bad, "wA", NULL, NULL) == NQ_PUT_IGNORED);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 2);
+    aggregates_agree(s, job);
+
+    nq_result_t other = count_result(job, 5, 12, 501);
+    T_CHECK(store_result_put(s, &other, "wC", NULL, NULL) == NQ_PUT_CONFLICT);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 1 && row.shards_conflict == 1);
+    nq_job_totals_t t;
+    T_CHECK(store_job_totals(s, job, &t) == 0);
+    T_CHECK(t.total == 1000 && t.res13 == 1000 % 13 && t.res15 == 1000 % 15);
+    aggregates_agree(s, job);
+
+    int failed = 0;
+    for (int i = 0; i < 3; i++) {
+        T_CHECK(store_shard_lease(s, job, 9, 20 + (uint64_t)i, "wD", 0) == 0);
+        T_CHECK(store_shard_release(s, job, 9, 1, &failed) == 0);
+    }
+    T_CHECK(failed == 1);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_failed == 1);
+    aggregates_agree(s, job);
+    nq_result_t late = count_result(job, 9, 22, 9);
+    T_CHECK(store_result_put(s, &late, "wD", NULL, NULL) == NQ_PUT_NEW);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_failed == 0 && row.shards_done == 2);
+    aggregates_agree(s, job);
+
+    T_CHECK(store_shards_retry(s, job) == 0);                    /* the conflict goes back to pending */
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_conflict == 0 && row.shards_done == 2);
+    aggregates_agree(s, job);
+    T_EQ_U64(sql_int(s, "SELECT count(*) FROM job_workers WHERE job = 1"), 3);
+    store_destroy(&s);
+}
+
+/* A store written by schema 3 (every shard a row, no sums in the job row) is migrated forward:
+   its sums are computed once from its rows and its frontier is the end of the list. */
+T_TEST(test_migrate_from_schema_3)
+{
+    const char *path = db_path("schema3");
+    sqlite3 *db;
+    T_CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    for (int i = 0; i < nq_migrations_count && nq_migrations[i].version <= 3; i++) {
+        T_CHECK(sqlite3_exec(db, nq_migrations[i].sql, NULL, NULL, NULL) == SQLITE_OK);
+        char q[200];
+        snprintf(q, sizeof q, "INSERT INTO schema_version VALUES (%d, '%s', 0)", nq_migrations[i].version,
+                 nq_migrations[i].name);
+        T_CHECK(sqlite3_exec(db, q, NULL, NULL, NULL) == SQLITE_OK);
+    }
+    const char *fill =
+        "PRAGMA application_id = 1852920132;"
+        "INSERT INTO jobs (id, kind, n, state, depth, encoding, shards_total, shards_done, created_at)"
+        " VALUES (1, 'count', 12, 'running', 2, 1, 4, 2, 0);"
+        "INSERT INTO shards (job, idx, spec, state, total, uniq, nodes, res13, res15, elapsed, worker)"
+        " VALUES (1, 0, x'01', 'done', -1, 5, 7, 5, 0, 1.5, 'w1'),"   /* 2^64-1 (its bit pattern): res13 is 2, not 5 */
+        " (1, 1, x'01', 'done', 40, 5, 7, 40 % 13, 40 % 15, 2.5, 'w2'),"
+        " (1, 2, x'01', 'failed', NULL, NULL, NULL, NULL, NULL, NULL, NULL),"
+        " (1, 3, x'01', 'pending', NULL, NULL, NULL, NULL, NULL, NULL, NULL);";
+    T_CHECK(sqlite3_exec(db, fill, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    nq_job_row_t row;
+    nq_job_totals_t t;
+    T_CHECK(store_job_get(s, 1, &row) == 0 && row.frontier == 4 && row.shards_done == 2 && row.shards_failed == 1);
+    T_CHECK(store_job_totals(s, 1, &t) == 0);
+    T_CHECK(t.total == (unsigned __int128)UINT64_MAX + 40);
+    T_EQ_U64(t.workers, 2);
+    T_CHECK(t.core_seconds > 3.99 && t.core_seconds < 4.01);
+    nq_job_totals_t rc;
+    memset(&rc, 0, sizeof rc);
+    T_CHECK(store_job_recount(store_db(s), 1, &rc) == SQLITE_DONE && rc.total == t.total);
+    T_EQ_U64(rc.residues_bad, 1);    /* the first row's residues were written wrong on purpose */
     store_destroy(&s);
 }
 
