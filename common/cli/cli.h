@@ -65,6 +65,8 @@ int cmd_bench_solve(int argc, char **argv);   /* bench_solve.c */
 int cmd_estimate(int argc, char **argv);   /* cmd_estimate.c */
 int cmd_verify(int argc, char **argv);     /* cmd_verify.c */
 int cmd_keygen(int argc, char **argv);     /* cmd_keygen.c */
+int cmd_check(int argc, char **argv);      /* cmd_store.c */
+int cmd_backup(int argc, char **argv);     /* cmd_store.c */
 int cmd_run(int argc, char **argv);        /* cmd_run.c */
 int cmd_broker(int argc, char **argv);     /* cmd_broker.c */
 int cmd_worker(int argc, char **argv);     /* cmd_worker.c */

@@ -39,6 +39,8 @@
     "  --timeout S        seconds to wait for the broker (default 10)\n"
 #define NQ_JOB_OPTS \
     "  --depth D          count/enumerate: shard depth (default: chosen from N)\n" \
+    "  --shard-seconds S  count: the depth whose shards take about S seconds on one\n" \
+    "                     AVX-512 core (by the model in 'nq estimate'), instead of --depth\n" \
     "  --priority P       higher runs first (default 0)\n" \
     "  --max-attempts A   a shard that fails A times is FAILED (default 5)\n" \
     "  --quorum Q         results per shard that must agree (default 1)\n" \
@@ -108,6 +110,19 @@
       "usage: nq export JOB [--format csv|json] [--unique] [--db PATH] [connection options]\n" \
       "  count: one row per shard; solve: one row per seed; enumerate: one row per solution\n" \
       "  --unique           enumerate: one representative per symmetry class\n" NQ_CLIENT_OPTS }, \
+    { "check", cmd_check, "check a store: every page, every job's sums against its shards", \
+      "usage: nq check [JOB] --db PATH\n" \
+      "\n" \
+      "The auditor's check, on the DB file (the broker may be running): SQLite's page check,\n" \
+      "then for every job (or JOB) the counts and 128-bit sums kept in its row recomputed\n" \
+      "from its shard rows, and each done shard's residues against its total.\n" \
+      "Exit 0 all agree, 1 a disagreement or a damaged page (printed), 2 usage, 3 I/O.\n" }, \
+    { "backup", cmd_backup, "copy a store while the broker runs", \
+      "usage: nq backup --db PATH OUT\n" \
+      "\n" \
+      "Writes a compact, consistent copy of the store to OUT (which must not exist) in one\n" \
+      "read transaction (VACUUM INTO): the broker keeps writing meanwhile. The copy is\n" \
+      "page-checked before it is reported. Restore: stop the broker, put OUT in place.\n" }, \
     { "keygen", cmd_keygen, "make a CURVE key pair", \
       "usage: nq keygen NAME\n\nWrites NAME.key (secret, mode 0600) and NAME.pub (public, Z85).\n" },
 

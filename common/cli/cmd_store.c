@@ -1,0 +1,174 @@
+/*
+ * The store's own commands, run on the DB file (no broker needed):
+ *   nq check [JOB] --db PATH   the auditor's check: every page, and every job's running
+ *                              aggregates (004_campaign.sql) recomputed from its rows
+ *   nq backup --db PATH OUT    a consistent copy while the broker keeps writing
+ */
+#include "cli.h"
+#include "store.h"
+#include "u128.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* --db PATH and at most `maxpos` positional arguments; -1 after --help. */
+static int store_args(const char *cmd, int argc, char **argv, const char **db, const char **pos, int maxpos,
+                      int *npos)
+{
+    static const struct option longopts[] = { { "db", required_argument, NULL, 'd' },
+                                               { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 } };
+    int c;
+    *db = NULL;
+    *npos = 0;
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c == 'd')
+            *db = optarg;
+        else if (c == 'h')
+            return cli_help(cmd), -1;
+        else
+            return cli_usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+    }
+    for (; optind < argc; optind++) {
+        if (*npos == maxpos)
+            return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+        pos[(*npos)++] = argv[optind];
+    }
+    if (!*db)
+        return cli_usage_error(cmd, "--db PATH is required");
+    return 0;
+}
+
+/* One job: 0 its row agrees with its shards, 1 it does not (printed), -1 DB error. */
+static int check_job(sqlite3 *db, uint64_t id)
+{
+    nq_job_totals_t row, rows;
+    char a[48], b[48];
+    memset(&row, 0, sizeof row);
+    memset(&rows, 0, sizeof rows);
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(db, "SELECT shards_failed, shards_conflict FROM jobs WHERE id = ?1", -1, &q, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
+    if (sqlite3_step(q) == SQLITE_ROW) {
+        row.shards_failed = (uint64_t)sqlite3_column_int64(q, 0);
+        row.shards_conflict = (uint64_t)sqlite3_column_int64(q, 1);
+    }
+    sqlite3_finalize(q);
+    if (store_job_sums(db, id, &row) != SQLITE_DONE || store_job_recount(db, id, &rows) != SQLITE_DONE)
+        return -1;
+    int bad = 0;
+#define SAME(what, x, y) \
+    if ((x) != (y)) { \
+        printf("job %llu: %s: job row %s, its shards %s\n", (unsigned long long)id, what, \
+               u128_to_str((x), a), u128_to_str((y), b)); \
+        bad = 1; \
+    }
+    SAME("done shards", row.shards_done, rows.shards_done)
+    SAME("failed shards", row.shards_failed, rows.shards_failed)
+    SAME("conflict shards", row.shards_conflict, rows.shards_conflict)
+    SAME("total", row.total, rows.total)
+    SAME("unique", row.unique, rows.unique)
+    SAME("nodes", row.nodes, rows.nodes)
+    SAME("residue sum mod 13", row.res13, rows.res13)
+    SAME("residue sum mod 15", row.res15, rows.res15)
+#undef SAME
+    if (fabs(row.core_seconds - rows.core_seconds) > 1e-6 * (1 + rows.core_seconds)) {
+        printf("job %llu: core seconds: job row %.3f, its shards %.3f\n", (unsigned long long)id, row.core_seconds,
+               rows.core_seconds);
+        bad = 1;
+    }
+    if (rows.residues_bad) {
+        printf("job %llu: %llu done shard(s) whose residues disagree with their total\n", (unsigned long long)id,
+               (unsigned long long)rows.residues_bad);
+        bad = 1;
+    }
+    if (!bad)
+        printf("job %llu: ok (%llu done shards, total %s)\n", (unsigned long long)id,
+               (unsigned long long)rows.shards_done, u128_to_str(rows.total, a));
+    return bad;
+}
+
+int cmd_check(int argc, char **argv)
+{
+    const char *path, *pos[1];
+    char err[512];
+    int npos, rc = store_args("check", argc, argv, &path, pos, 1, &npos);
+    if (rc)
+        return rc < 0 ? NQ_EXIT_OK : rc;
+    uint64_t only = 0;
+    if (npos && (rc = cli_parse_u64("check", "JOB", pos[0], 1, INT64_MAX, &only)))
+        return rc;
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return cli_error("check", "%s: %s", path, strerror(errno));
+    if (store_check_file(path, err, sizeof err) != 0) {
+        printf("%s\n", err);
+        return NQ_EXIT_NO;
+    }
+    nq_store_t *st = store_open(path, 1, err, sizeof err);
+    if (!st)
+        return cli_error("check", "%s", err);
+    sqlite3 *db = store_db(st);
+    sqlite3_stmt *q;
+    int bad = 0, found = 0;
+    rc = sqlite3_prepare_v2(db, "SELECT id FROM jobs WHERE ?1 = 0 OR id = ?1 ORDER BY id", -1, &q, NULL);
+    if (rc == SQLITE_OK && sqlite3_exec(db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK) {   /* one snapshot */
+        sqlite3_bind_int64(q, 1, (sqlite3_int64)only);
+        while (bad >= 0 && sqlite3_step(q) == SQLITE_ROW) {
+            int r = check_job(db, (uint64_t)sqlite3_column_int64(q, 0));
+            bad = r < 0 ? -1 : bad | r;
+            found++;
+        }
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+    }
+    sqlite3_finalize(q);
+    if (bad < 0 || rc != SQLITE_OK)
+        rc = cli_error("check", "%s: %s", path, sqlite3_errmsg(db));
+    else if (only && !found)
+        rc = cli_usage_error("check", "no job %llu", (unsigned long long)only);
+    else
+        rc = bad ? NQ_EXIT_NO : NQ_EXIT_OK;
+    store_destroy(&st);
+    return rc;
+}
+
+/* VACUUM INTO runs in one read transaction: a consistent snapshot, and in WAL mode the broker's
+   writes go on meanwhile. The copy is compact and is checked before it is called a backup. */
+int cmd_backup(int argc, char **argv)
+{
+    const char *path, *pos[1];
+    char err[512];
+    struct stat sb;
+    int npos, rc = store_args("backup", argc, argv, &path, pos, 1, &npos);
+    if (rc)
+        return rc < 0 ? NQ_EXIT_OK : rc;
+    if (npos != 1)
+        return cli_usage_error("backup", "expected the output file: nq backup --db PATH OUT");
+    if (stat(pos[0], &sb) == 0)
+        return cli_usage_error("backup", "%s exists: a backup never overwrites a file", pos[0]);
+    nq_store_t *st = store_open(path, 1, err, sizeof err);
+    if (!st)
+        return cli_error("backup", "%s", err);
+    sqlite3_stmt *q;
+    rc = sqlite3_prepare_v2(store_db(st), "VACUUM INTO ?1", -1, &q, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, pos[0], -1, SQLITE_STATIC);
+        rc = sqlite3_step(q);
+    }
+    if (rc != SQLITE_DONE)
+        rc = cli_error("backup", "%s -> %s: %s", path, pos[0], sqlite3_errmsg(store_db(st)));
+    else if (store_check_file(pos[0], err, sizeof err) != 0)
+        rc = cli_error("backup", "the copy does not check: %s", err);
+    else
+        rc = (printf("%s: %lld bytes, checked\n", pos[0], stat(pos[0], &sb) == 0 ? (long long)sb.st_size : -1LL),
+              NQ_EXIT_OK);
+    sqlite3_finalize(q);
+    store_destroy(&st);
+    return rc;
+}

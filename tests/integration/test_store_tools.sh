@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The store at campaign scale (issue 14), from the outside: a count job keeps its
+# counts and 128-bit sums in its own row and shard rows only for shards that were
+# leased; `nq check` recomputes every aggregate from the rows (and catches a
+# changed sum, a changed residue, a damaged page); `nq backup` copies the store
+# while the broker writes, and the copy checks. Bad arguments: exit 2, nothing written.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
+
+"$NQ" run count 11 --db a.db --workers 2 >out 2>&1 || fail "nq run count 11: $(cat out)"
+grep -q "$(oeis_total 11)" out || fail "wrong count: $(cat out)"
+total=$(sql a.db "SELECT count(*) FROM shards")
+[ "$(sql a.db "SELECT shards_total FROM jobs")" = "$total" ] || fail "a finished job lacks shard rows"
+"$NQ" check --db a.db >out 2>&1 || fail "check of a good store: $(cat out)"
+grep -q "job 1: ok ($total done shards, total $(oeis_total 11))" out || fail "check said: $(cat out)"
+ok "nq check on a finished job: $(cat out)"
+
+cp a.db b.db
+sqlite3 b.db "UPDATE jobs SET total_lo = total_lo + 1"
+"$NQ" check --db b.db >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "job 1: total: job row" out || fail "a changed sum: exit $rc: $(cat out)"
+ok "a changed sum in the job row: exit 1, $(head -1 out)"
+cp a.db c.db
+sqlite3 c.db "UPDATE shards SET res13 = (res13 + 1) % 13 WHERE idx = 3"
+"$NQ" check --db c.db >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "1 done shard(s) whose residues disagree" out || fail "a changed residue: exit $rc: $(cat out)"
+ok "a changed residue in a shard row: nq check counts it"
+sqlite3 c.db "UPDATE jobs SET res13_sum = res13_sum + 1"
+"$NQ" result 1 --db c.db >out2 2>&1
+grep -q "DISAGREES" out2 || fail "nq result does not see the residue sum disagree: $(cat out2)"
+ok "a job row whose residue sum disagrees with its total: nq result says so (O(1))"
+cp a.db d.db
+size=$(stat -c %s d.db)
+printf 'garbage!' | dd of=d.db bs=1 seek=$((size - 3000)) conv=notrunc 2>/dev/null
+"$NQ" check --db d.db >out 2>&1; rc=$?
+[ $rc = 1 ] || [ $rc = 3 ] || fail "a damaged page: exit $rc: $(cat out)"
+ok "a damaged page: exit $rc: $(head -c 200 out)"
+
+"$NQ" check --db missing.db >out 2>&1; rc=$?
+[ $rc = 3 ] || fail "missing store: exit $rc: $(cat out)"
+"$NQ" check 7 --db a.db >out 2>&1; rc=$?
+[ $rc = 2 ] && grep -q "no job 7" out || fail "unknown job: exit $rc: $(cat out)"
+"$NQ" check >out 2>&1; rc=$?
+[ $rc = 2 ] || fail "no --db: exit $rc"
+"$NQ" backup --db a.db b.db >out 2>&1; rc=$?
+[ $rc = 2 ] && grep -q "exists" out || fail "backup over a file: exit $rc: $(cat out)"
+ok "bad arguments: exit 2 or 3 with a reason, nothing written"
+
+# a job running: its pending shards have no rows; a backup while the broker writes
+start_broker e.db
+n=$(long_count_n)
+"$NQ" submit count "$n" --depth 3 >/dev/null || fail "submit"
+rows=$(sql e.db "SELECT count(*) FROM shards")
+[ "$rows" = 0 ] || fail "a submit wrote $rows shard rows"
+start_worker w1 --threads 1
+progressed() { [ "$(job_field 1 shards_done)" -gt 10 ]; }
+wait_for 30 progressed || fail "no progress"
+"$NQ" backup --db e.db e-copy.db >out 2>&1 || fail "backup while running: $(cat out)"
+"$NQ" check --db e-copy.db >out 2>&1 || fail "the backup does not check: $(cat out)"
+[ "$(sql e-copy.db "SELECT count(*) FROM shards")" -lt "$(sql e-copy.db "SELECT shards_total FROM jobs")" ] ||
+    fail "every shard had a row mid-run"
+ok "backup while the broker runs: $(cat out)"
