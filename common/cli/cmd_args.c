@@ -17,6 +17,7 @@ static const arg_spec_t job_params[] = {
     { "max-attempts", 1, 1, 100, "max_attempts" }, { "quorum", 1, 1, 3, "quorum" },
     { "solutions", 1, 1, 100000000, "solutions" }, { "restarts", 1, 1, 100000000, "restarts" },
     { "seed", 1, 0, UINT64_MAX, "seed" },    { "max-steps", 1, 1, UINT64_MAX, "max_steps" },
+    { "shard-seconds", 1, 1, 7 * 86400, "shard_seconds" },
     { NULL, 0, 0, 0, NULL },
 };
 
@@ -27,7 +28,7 @@ static const struct option long_opts[] = {
     { "workers", 1, 0, 0 }, { "algo", 1, 0, 0 }, { "all", 0, 0, 0 }, { "log-level", 1, 0, 0 },
     { "depth", 1, 0, 0 }, { "priority", 1, 0, 0 }, { "max-attempts", 1, 0, 0 }, { "quorum", 1, 0, 0 },
     { "solutions", 1, 0, 0 }, { "restarts", 1, 0, 0 }, { "seed", 1, 0, 0 }, { "max-steps", 1, 0, 0 },
-    { 0, 0, 0, 0 },
+    { "shard-seconds", 1, 0, 0 }, { 0, 0, 0, 0 },
 };
 
 static int allowed_has(const char *allowed, const char *name)

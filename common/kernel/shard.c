@@ -166,6 +166,36 @@ int shard_border_root(int n, int a, int c, int d, board_t *p, nq_shard_desc_t *o
     return border_weights(n, a, c, d, p, o);
 }
 
+/*
+ * A count's work on one AVX-512 core, modelled from this kernel's measured times
+ * (n = 16..19: 0.10, 0.63, 4.6, 32.5 s, about 7.1x per n; encoding 2 makes it the same
+ * at every depth). A scalar core is about 10x slower; the model is for planning, never
+ * for an answer.
+ */
+double shard_count_core_seconds(int n)
+{
+    return 4.6 * pow(7.1, n - 18);
+}
+
+int shard_depth_for_seconds(int kind, int n, double seconds, char *err, size_t errlen)
+{
+    int lo, hi, best = 0;
+    if (kind != NQ_KIND_COUNT || shard_depth_range(kind, n, &lo, &hi) || hi < 1)
+        return nq_errf(err, errlen, "--shard-seconds applies to count jobs of N >= %d", NQ_SHARD_BORDER_MIN_N);
+    double total = shard_count_core_seconds(n);
+    for (int d = lo; d <= hi; d++) {
+        nq_shards_t *l = shards_new(kind, n, d, NULL, 0);
+        double mean = l ? total / (double)shards_count(l) : 0;
+        shards_destroy(&l);
+        if (d > lo && mean < seconds)
+            break;                    /* deeper only makes shards shorter */
+        best = d;
+        if (mean < seconds)
+            break;
+    }
+    return best;
+}
+
 /* ---- decoding ---- */
 
 static int decode_header(const uint8_t *b, size_t len, nq_shard_desc_t *o, char *err, size_t errlen)
