@@ -1,11 +1,14 @@
 /*
  * Load generator for the broker: K simulated workers on one DEALER socket
  * each, every one asking for C shards at a time and answering each TASK at
- * once with a RESULT (a solve seed "not found": valid, cheap, durable). It
- * stops when the job is done and prints the durable results per second as
- * seen by the broker (ACKs received: an ACK is sent only after the commit).
+ * once with a RESULT (a solve seed "not found", or a count shard with no
+ * solution: valid to the broker's checks, cheap, durable). It stops after
+ * EXPECTED ACKs (or SECONDS, when given) and prints the durable results per
+ * second as seen by the broker (an ACK is sent only after the commit).
  *
- *   nq_loadgen ENDPOINT WORKERS CREDIT EXPECTED
+ *   nq_loadgen ENDPOINT WORKERS CREDIT EXPECTED [SECONDS]
+ *
+ * WORKERS up to 20000 (a campaign's worker count): raise `ulimit -n` first.
  */
 #include "proto.h"
 
@@ -66,7 +69,7 @@ static uint64_t serve(void *s)
                 r.u.result.lease = m.u.task.lease;
                 r.u.result.proof = m.u.task.proof;
                 r.u.result.kind = m.u.task.kind;
-                r.u.result.status = NQ_RES_NOTFOUND;
+                r.u.result.status = m.u.task.kind == NQ_KIND_SOLVE ? NQ_RES_NOTFOUND : NQ_RES_OK;
                 r.u.result.nodes = 1;
                 r.u.result.elapsed_us = 1;
                 send_msg(s, &r);
@@ -84,16 +87,18 @@ static uint64_t serve(void *s)
 
 int main(int argc, char **argv)
 {
-    if (argc != 5) {
-        fprintf(stderr, "usage: nq_loadgen ENDPOINT WORKERS CREDIT EXPECTED\n");
+    if (argc != 5 && argc != 6) {
+        fprintf(stderr, "usage: nq_loadgen ENDPOINT WORKERS CREDIT EXPECTED [SECONDS]\n");
         return 2;
     }
     int k = atoi(argv[2]);
     uint32_t credit = (uint32_t)atoi(argv[3]);
     uint64_t expected = strtoull(argv[4], NULL, 10), acks = 0;
-    if (k < 1 || k > 1000)
+    double seconds = argc == 6 ? atof(argv[5]) : 600;
+    if (k < 1 || k > 20000 || seconds <= 0)
         return 2;
     void *ctx = zmq_ctx_new();
+    zmq_ctx_set(ctx, ZMQ_MAX_SOCKETS, k + 16);
     void **socks = calloc((size_t)k, sizeof *socks);
     zmq_pollitem_t *items = calloc((size_t)k, sizeof *items);
     for (int i = 0; i < k; i++) {
@@ -105,8 +110,8 @@ int main(int argc, char **argv)
         hello(socks[i], i, credit);
         items[i] = (zmq_pollitem_t){ socks[i], 0, ZMQ_POLLIN, 0 };
     }
-    double t0 = 0, last_hb = now(), deadline = now() + 600;
-    while (acks < expected && now() < deadline) {
+    double t0 = 0, last_hb = now(), deadline = now() + seconds;
+    while ((expected == 0 || acks < expected) && now() < deadline) {
         zmq_poll(items, k, 100);
         for (int i = 0; i < k; i++) {
             uint64_t a = serve(socks[i]);
@@ -121,12 +126,12 @@ int main(int argc, char **argv)
             last_hb = now();
         }
     }
-    double dt = now() - t0;
+    double dt = t0 > 0 ? now() - t0 : 0;
     printf("acks %llu seconds %.3f results_per_s %.0f\n", (unsigned long long)acks, dt, (double)acks / dt);
     for (int i = 0; i < k; i++)
         zmq_close(socks[i]);
     zmq_ctx_term(ctx);
     free(socks);
     free(items);
-    return acks >= expected ? 0 : 1;
+    return argc == 6 || acks >= expected ? 0 : 1;
 }
