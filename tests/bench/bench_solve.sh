@@ -7,12 +7,14 @@
 #
 #   NQ=build/nq tests/bench/bench_solve.sh                   # N = 1e6 1e7 1e8, R = 5
 #   SIZES="1e6 1e7" R=3 NQ=build/nq tests/bench/bench_solve.sh
+#   SIZES="1e8 1e9" R=3 R_BIG=1 BASELINE=construct ...      # N >= 1e9 runs R_BIG times (~2 min each)
 #   ALGO=qs4 BASELINE=qs4-classic SEED=1 OUTDIR=/tmp         # the defaults
 # Run it on a quiet machine: other load makes the numbers meaningless.
 set -eu
 NQ=${NQ:-build/nq}
 SIZES=${SIZES:-"1e6 1e7 1e8"}
 R=${R:-5}
+R_BIG=${R_BIG:-1}
 ALGO=${ALGO:-qs4}
 BASELINE=${BASELINE:-qs4-classic}
 SEED=${SEED:-1}
@@ -24,11 +26,11 @@ field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; }
 
 to_int() { awk -v x="$1" 'BEGIN { if (x ~ /e/) { split(x, p, "e"); printf "%d", p[1] * 10 ^ p[2] } else print x }'; }
 
-# run ALGO N [extra args]: R runs; sets WALL SOLVE (median seconds) and RSS (median MB); 1 if one failed
+# run ALGO N [extra args]: REPS runs; sets WALL SOLVE (median seconds) and RSS (median MB); 1 if one failed
 run() {
     local algo=$1 n=$2; shift 2
     local walls="" solves="" rsss="" i t0 t1 out
-    for i in $(seq "$R"); do
+    for i in $(seq "$REPS"); do
         t0=$(date +%s.%N)
         out=$("$NQ" bench solve "$n" --algo "$algo" --seed "$SEED" --json "$@" 2>/dev/null) || return 1
         t1=$(date +%s.%N)
@@ -56,9 +58,11 @@ row() {
         "$(echo "$RSS * 1000000 / $(to_int "$n")" | bc -l)" "$ratio"
 }
 
-echo "nq bench solve: median of R=$R runs, seed $SEED, $(nproc) cores, $(date -u +%FT%TZ)"
+echo "nq bench solve: median of R=$R runs (R_BIG=$R_BIG from N=1e9), seed $SEED, $(nproc) cores, $(date -u +%FT%TZ)"
 printf '%-8s %-13s %-10s %9s %9s %8s %8s %10s\n' N method run wall_s solve_s rss_MB B/queen vs_base
 for n in $SIZES; do
+    REPS=$R
+    [ "$(to_int "$n")" -ge 1000000000 ] && REPS=$R_BIG
     BASE=""
     row "$n" "$BASELINE" baseline
     row "$n" "$ALGO" solve

@@ -60,6 +60,43 @@ T_TEST(test_qs4_deterministic)
     free(a); free(b);
 }
 
+/* FNV-1a over the columns: a short fingerprint of a whole solution. */
+static uint64_t cols_hash(const uint32_t *cols, uint64_t n)
+{
+    uint64_t h = 1469598103934665603ULL;
+    for (uint64_t i = 0; cols && i < n; i++) {
+        h ^= cols[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+/*
+ * "Same seed, same solution, on any machine" across releases too: a job re-run
+ * after an upgrade must find the board it stored. The fingerprints were taken
+ * from qs4 as of 748a2db, before pass 1's stream moved out of the hot loop into
+ * chunks; 1048676 crosses a chunk boundary (2^20) within the look-ahead, and
+ * 17 goes through restarts.
+ */
+T_TEST(test_qs4_same_boards_as_before)
+{
+    static const struct { uint64_t n, seed, hash; } pin[] = {
+        { 17, 2, 0x5f918e8d66c31351ULL },
+        { 1000, 7, 0xb82d765da1fe11a9ULL },
+        { 1048676, 7, 0x880fbe5c2bbd40a3ULL },
+        { 3000017, 7, 0x9636f2d8be0d3aadULL },
+    };
+    for (size_t i = 0; i < sizeof pin / sizeof pin[0]; i++) {
+        uint32_t *cols = solve_ok(&nq_solver_qs4, pin[i].n, pin[i].seed);
+        uint64_t h = cols_hash(cols, pin[i].n);
+        if (h != pin[i].hash)
+            fprintf(stderr, "  n=%" PRIu64 " seed=%" PRIu64 ": hash %016" PRIx64 "\n", pin[i].n,
+                    pin[i].seed, h);
+        T_CHECK(h == pin[i].hash);
+        free(cols);
+    }
+}
+
 T_TEST(test_minconflicts)
 {
     check_range(&nq_solver_minconflicts, 4, 60, 2);

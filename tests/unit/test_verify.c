@@ -40,6 +40,38 @@ T_TEST(test_rejects)
     T_CHECK(clash_is(rng, 4, 2, 2, "range"));
 }
 
+/*
+ * Clashes whose line index sits on either side of a 64-bit word boundary of the
+ * bitmaps (63|64, 127|128, ...): an off-by-one in the word or bit split would
+ * miss them or blame the neighbouring line. Rows 0 and 1 share the line; the
+ * other rows hold the remaining columns and are never reached.
+ */
+T_TEST(test_rejects_at_word_boundaries)
+{
+    enum { N = 260 };
+    static const uint64_t idx[] = { 63, 64, 127, 128, 191, 192, 255, 256 };
+    uint32_t cols[N];
+    for (size_t i = 0; i < sizeof idx / sizeof idx[0]; i++) {
+        uint64_t x = idx[i];
+        for (uint32_t r = 0; r < N; r++)
+            cols[r] = r;
+        if (x < N - 1) {          /* column x in both rows */
+            cols[0] = cols[1] = (uint32_t)x;
+            T_CHECK(clash_is(cols, N, 0, 1, "column"));
+        }
+        if (x <= N - 1) {         /* diagonal r-c+N-1 = x: columns N-1-x, N-x */
+            cols[0] = (uint32_t)(N - 1 - x);
+            cols[1] = (uint32_t)(N - x);
+            T_CHECK(clash_is(cols, N, 0, 1, "diagonal"));
+        }
+        if (x >= 1 && x < N) {    /* anti-diagonal r+c = x: columns x, x-1 */
+            cols[0] = (uint32_t)x;
+            cols[1] = (uint32_t)(x - 1);
+            T_CHECK(clash_is(cols, N, 0, 1, "anti-diagonal"));
+        }
+    }
+}
+
 T_TEST(test_board)
 {
     static const uint32_t q4[] = { 1, 3, 0, 2 };
