@@ -222,7 +222,8 @@ static int job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t e
 static int job_scan(sqlite3 *db, qjob_t *j, char *err, size_t errlen)
 {
     sqlite3_stmt *st = prep(db, "SELECT shards_failed, shards_conflict,"
-                                " (SELECT count(*) FROM shards WHERE job = ?1 AND state = 'leased')"
+                                " (SELECT count(*) FROM shards WHERE job = ?1 AND state = 'leased'"
+                                "  AND state <> 'done')"   /* the partial index's own condition */
                                 " FROM jobs WHERE id = ?1", err, errlen);
     if (!st)
         return -2;

@@ -87,10 +87,11 @@ static const char *const sql_text[Q_COUNT] = {
     [Q_SHARD_GET] =
         "SELECT job, idx, state, attempts, lease, spec, seed, algo, cost FROM shards"
         " WHERE job = ?1 AND idx = ?2",
-    /* One state: the (job, state) index yields rows already by idx. */
+    /* One state: the (job, state) index yields rows already by idx. The partial index (004)
+       leaves done rows out; SQLite uses it only when the query repeats its condition. */
     [Q_SHARDS_ONE_STATE] =
         "SELECT job, idx, state, attempts, lease, spec, seed, algo, cost FROM shards"
-        " WHERE job = ?1 AND state = ?2 AND idx >= ?3 ORDER BY idx LIMIT ?4",
+        " WHERE job = ?1 AND state = ?2 AND state <> 'done' AND idx >= ?3 ORDER BY idx LIMIT ?4",
     /* Several states: walk the primary key (a sort per chunk over the index would be quadratic). */
     [Q_SHARDS_STATES] =
         "SELECT job, idx, state, attempts, lease, spec, seed, algo, cost FROM shards"
@@ -109,16 +110,16 @@ static const char *const sql_text[Q_COUNT] = {
         " WHERE job = ?1 AND idx = ?2 AND state = 'leased' RETURNING state",
     [Q_SHARDS_CANCEL] =
         "UPDATE shards SET state = 'cancelled', lease = NULL, worker = NULL, leased_at = NULL"
-        " WHERE job = ?1 AND state IN ('pending', 'leased')",
+        " WHERE job = ?1 AND state IN ('pending', 'leased') AND state <> 'done'",
     [Q_ENUM_RETRY_DELETE] =
         "DELETE FROM enum_solutions WHERE job = ?1 AND shard IN"
-        " (SELECT idx FROM shards WHERE job = ?1 AND state IN ('failed', 'conflict'))",
+        " (SELECT idx FROM shards WHERE job = ?1 AND state IN ('failed', 'conflict') AND state <> 'done')",
     /* A retried conflict forgets both results: the next one is a fresh first result. */
     [Q_SHARDS_RETRY] =
         "UPDATE shards SET state = 'pending', attempts = 0, lease = NULL, worker = NULL,"
         " leased_at = NULL, status = NULL, total = NULL, uniq = NULL, nodes = NULL, res13 = NULL,"
         " res15 = NULL, elapsed = NULL, confirmations = 0, conflict_with = NULL, done_at = NULL"
-        " WHERE job = ?1 AND state IN ('failed', 'conflict', 'cancelled')",
+        " WHERE job = ?1 AND state IN ('failed', 'conflict', 'cancelled') AND state <> 'done'",
     /* no shard row (s.state NULL): a pending shard beyond the frontier, when idx < shards_total */
     [Q_PUT_LOOKUP] =
         "SELECT s.state, s.done_at IS NOT NULL, s.status, s.total, s.uniq, s.nodes, s.res13,"

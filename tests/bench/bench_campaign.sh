@@ -30,10 +30,18 @@ ms() { echo "($2 - $1) * 1000" | bc -l; }
 db=$tmp/c.db; WP=$(port); CP=$(port); export NQ_BROKER=tcp://127.0.0.1:$CP
 bytes() { local t=0 f; for f in "$db" "$db-wal"; do [ -f "$f" ] && t=$((t + $(stat -c %s "$f"))); done; echo $t; }
 
-broker_start() {
-    "$NQ" broker --db "$db" --bind "tcp://127.0.0.1:$WP" --control "tcp://127.0.0.1:$CP" --log-level warn \
-        --max-job-shards 100000000 --max-store-shards 100000000 2>>"$tmp/broker.log" &
-    bp=$!
+broker_start() {    # on the same ports; a first start may draw new ones if another process took them
+    local try
+    for try in 1 2 3 4 5; do
+        "$NQ" broker --db "$db" --bind "tcp://127.0.0.1:$WP" --control "tcp://127.0.0.1:$CP" --log-level warn \
+            --max-job-shards 100000000 --max-store-shards 100000000 2>>"$tmp/broker.log" &
+        bp=$!
+        sleep 0.2
+        kill -0 "$bp" 2>/dev/null && return 0
+        [ "${1:-}" = fixed ] && break
+        WP=$(port); CP=$(port); export NQ_BROKER=tcp://127.0.0.1:$CP
+    done
+    echo "bench_campaign: the broker did not start: $(tail -1 "$tmp/broker.log")" >&2; exit 1
 }
 until_answers() {   # waits until `nq status 1` answers; prints the seconds it took from $1
     local t0=$1
@@ -70,6 +78,7 @@ sleep 1.5   # heartbeats miss: the loadgen's leases come back
 row "job 1 shards done" "$(sed -n 's/.*"shards_done":\([0-9]*\).*/\1/p' "$tmp/s1")" "$DONE"
 row "store growth per done shard" \
     "$(printf '%.0f bytes' "$(echo "($(bytes) - $before) / $DONE" | bc -l)")" "<= 100 bytes"
+row "nq --help: the floor of any nq process here (median of $R)" "$(printf '%.1f ms' "$(time_cmd "$NQ" --help)")" ""
 row "nq status 1 (median of $R)" "$(printf '%.1f ms' "$(time_cmd "$NQ" status 1)")" "<= 20 ms"
 row "nq list (median of $R)" "$(printf '%.1f ms' "$(time_cmd "$NQ" list)")" "<= 20 ms"
 row "nq result 1 (median of $R)" "$(printf '%.1f ms' "$(time_cmd "$NQ" result 1)")" "<= 20 ms"
@@ -87,7 +96,7 @@ row "  ... their results during those 12 s" "$(awk '{print $2}' "$tmp/lg2") resu
 
 # restart: kill -9, start, first status answered
 kill -9 "$bp"; wait "$bp" 2>/dev/null || true
-t0=$(now); broker_start
+t0=$(now); broker_start fixed
 row "restart: kill -9, start, first nq status answered" "$(printf '%.2f s' "$(until_answers "$t0")")" "<= 2 s"
 row "broker RSS after the restart" "$(printf '%.0f MB' "$(rss_mb VmRSS)")" "<= 100 MB"
 
