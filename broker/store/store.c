@@ -1030,7 +1030,8 @@ int store_shard_get(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_row_t *o
 static int shards_chunk(nq_store_t *s, uint64_t job, unsigned mask, uint64_t from,
                         nq_shard_row_t *rows, size_t *n)
 {
-    int single = (mask & (mask - 1)) == 0;
+    /* one open state: its range of the open-state index; done rows are not in it (004) */
+    int single = (mask & (mask - 1)) == 0 && !(mask & (1u << NQ_SHARD_DONE));
     sqlite3_stmt *q = stmt(s, single ? Q_SHARDS_ONE_STATE : Q_SHARDS_STATES);
     if (!q)
         return -1;
