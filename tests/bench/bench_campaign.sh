@@ -82,6 +82,12 @@ row "nq --help: the floor of any nq process here (median of $R)" "$(printf '%.1f
 row "nq status 1 (median of $R)" "$(printf '%.1f ms' "$(time_cmd "$NQ" status 1)")" "<= 20 ms"
 row "nq list (median of $R)" "$(printf '%.1f ms' "$(time_cmd "$NQ" list)")" "<= 20 ms"
 row "nq result 1 (median of $R)" "$(printf '%.1f ms' "$(time_cmd "$NQ" result 1)")" "<= 20 ms"
+if /usr/bin/python3 -c 'import zmq, msgpack' 2>/dev/null; then   # the broker's part, without process start
+    /usr/bin/python3 "$(dirname "$0")/../tools/ctl_latency.py" "$NQ_BROKER" 50 status:1 list result:1 >"$tmp/lat"
+    while read -r op med p95; do
+        row "  $op round trip on one connection (median of 50; p95)" "$(printf '%.2f ms (%.2f ms)' "$med" "$p95")" "<= 20 ms"
+    done <"$tmp/lat"
+fi
 row "nq status 1 --db (broker's store read directly, median of $R)" \
     "$(printf '%.1f ms' "$(time_cmd "$NQ" status 1 --db "$db")")" ""
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zmq.h>
 
 static double now(void)
@@ -34,14 +35,16 @@ static void send_msg(void *s, const nq_msg_t *m)
     msgpack_sbuffer_destroy(&sb);
 }
 
+/* Each run is new workers, as real worker processes are: ids and nonces of their own. A run
+   that reused the last run's session would find its leases still held by "itself". */
 static void hello(void *s, int i, uint32_t credit)
 {
     nq_msg_t m = { .type = NQ_MSG_HELLO };
-    snprintf(m.u.hello.worker_id, sizeof m.u.hello.worker_id, "loadgen-%d", i);
+    snprintf(m.u.hello.worker_id, sizeof m.u.hello.worker_id, "loadgen-%d-%d", (int)getpid(), i);
     snprintf(m.u.hello.host, sizeof m.u.hello.host, "loadgen");
     snprintf(m.u.hello.build, sizeof m.u.hello.build, "loadgen");
     m.u.hello.threads = credit;
-    m.u.hello.nonce = (uint64_t)i + 1;
+    m.u.hello.nonce = ((uint64_t)getpid() << 32) ^ (uint64_t)now() ^ ((uint64_t)i + 1);
     send_msg(s, &m);
     nq_msg_t c = { .type = NQ_MSG_CREDIT };
     c.u.credit.credit = credit;
@@ -103,7 +106,7 @@ int main(int argc, char **argv)
     zmq_pollitem_t *items = calloc((size_t)k, sizeof *items);
     for (int i = 0; i < k; i++) {
         char id[32];
-        snprintf(id, sizeof id, "loadgen-%d", i);
+        snprintf(id, sizeof id, "loadgen-%d-%d", (int)getpid(), i);
         socks[i] = zmq_socket(ctx, ZMQ_DEALER);
         zmq_setsockopt(socks[i], ZMQ_ROUTING_ID, id, strlen(id));
         zmq_connect(socks[i], argv[1]);
