@@ -110,7 +110,7 @@ row "broker RSS after the restart" "$(printf '%.0f MB' "$(rss_mb VmRSS)")" "<= 1
 plain=(); loaded=()
 for i in $(seq 3); do
     plain+=("$("$LOADGEN" "tcp://127.0.0.1:$WP" 64 16 "$TPUT" | awk '{print $6}')")
-    ( while true; do "$NQ" status 1 >/dev/null 2>&1; done ) &
+    ( while true; do "$NQ" status 1 >/dev/null 2>&1; sleep 0.05; done ) &   # ~15 status a second
     sp=$!
     loaded+=("$("$LOADGEN" "tcp://127.0.0.1:$WP" 64 16 "$TPUT" | awk '{print $6}')")
     kill "$sp"; wait "$sp" 2>/dev/null || true; sp=""

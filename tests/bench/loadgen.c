@@ -108,6 +108,8 @@ int main(int argc, char **argv)
         char id[32];
         snprintf(id, sizeof id, "loadgen-%d-%d", (int)getpid(), i);
         socks[i] = zmq_socket(ctx, ZMQ_DEALER);
+        int linger = 0;                 /* at exit, queued frames to a gone broker are dropped */
+        zmq_setsockopt(socks[i], ZMQ_LINGER, &linger, sizeof linger);
         zmq_setsockopt(socks[i], ZMQ_ROUTING_ID, id, strlen(id));
         zmq_connect(socks[i], argv[1]);
         hello(socks[i], i, credit);
