@@ -2,6 +2,13 @@
  * `nq estimate count N`: times a seeded uniform random sample of K shards
  * (without replacement) and extrapolates the core-hours of the whole count.
  *
+ * When shards are too long to time K of them (N >= 20 at the default depth:
+ * seconds to minutes each), each sample is a Knuth probe instead: a uniform
+ * random shard, then E more levels each chosen uniformly among its open cells
+ * (shard_probe), timed; that time times the number of choices on the path is
+ * an unbiased estimate of the shard's time (Knuth 1975). E is the smallest
+ * that brings a probe to ~20 ms, so K = 200 probes take seconds at any N.
+ *
  * Interval: with S shards, sample mean m and sample standard deviation sd of
  * the K per-shard CPU times, the total is S*m and its 95% interval is
  * S * (m +- 1.96 * sd/sqrt(K) * sqrt((S-K)/(S-1))) (normal approximation with
@@ -83,6 +90,74 @@ static int est_time_sample(const nq_shards_t *sh, size_t k, uint64_t seed, doubl
     return 0;
 }
 
+static uint64_t pick_uniform(void *ud, uint64_t bound)
+{
+    return rng_below(ud, bound);
+}
+
+/* One probe E levels below a uniform random shard: its estimate of that shard's CPU seconds. */
+static int probe_once(const nq_shards_t *sh, int extra, nq_rng_t *rng, double *est, double *t, uint64_t *nodes)
+{
+    char err[256];
+    uint8_t b[NQ_MAX_SPEC], deep[NQ_MAX_SPEC];
+    uint64_t i = rng_below(rng, shards_count(sh));
+    size_t len = shards_get(sh, i, b);
+    double w;
+    int dl = shard_probe(b, len, extra, pick_uniform, rng, deep, &w);
+    if (dl < 0)
+        return cli_error(CMD, "shard %llu cannot be probed", (unsigned long long)i);
+    *est = *t = 0;
+    if (dl == 0)
+        return 0;                       /* the path died: nothing below it */
+    nq_count_result_t r;
+    double t0 = cpu_now();
+    if (count_shard(deep, (size_t)dl, &r, NULL, err, sizeof err) != 0)
+        return cli_error(CMD, "probe below shard %llu: %s", (unsigned long long)i, err);
+    *t = cpu_now() - t0;
+    *est = w * *t;
+    *nodes += r.nodes;
+    return 0;
+}
+
+/* The levels a probe adds: from the planning model, then corrected by a few pilot probes. */
+static int probe_depth(const nq_shards_t *sh, int n, nq_rng_t *rng, int *extra)
+{
+    double mean = shard_count_core_seconds(n) / (double)shards_count(sh), target = 0.02;
+    int e = 0, room = n - 2 - shards_depth(sh);
+    uint64_t nodes = 0;
+    while (e < room && mean > target * 4) {
+        mean /= n / 2.5;                /* a level of these depths divides the work by about n/2.5 */
+        e++;
+    }
+    for (int pass = 0; pass < 3; pass++) {
+        double t[6], est;
+        for (int i = 0; i < 6; i++)
+            if (probe_once(sh, e, rng, &est, &t[i], &nodes) != 0)
+                return NQ_EXIT_ERROR;
+        double worst = 0;
+        for (int i = 0; i < 6; i++)
+            worst = t[i] > worst ? t[i] : worst;
+        if (worst > 10 * target && e < room) e++;
+        else if (worst < target / 20 && e > 0) e--;
+        else break;
+    }
+    *extra = e;
+    return 0;
+}
+
+static int est_probe_sample(const nq_shards_t *sh, int n, size_t k, uint64_t seed, double *secs, uint64_t *nodes,
+                            int *extra)
+{
+    nq_rng_t rng;
+    rng_init(&rng, seed, 0x70726f6265);   /* stream "probe" */
+    int rc = probe_depth(sh, n, &rng, extra);
+    for (size_t i = 0; rc == 0 && i < k; i++) {
+        double t;
+        rc = probe_once(sh, *extra, &rng, &secs[i], &t, nodes);
+    }
+    return rc;
+}
+
 int cmd_estimate(int argc, char **argv)
 {
     est_opts_t o;
@@ -93,14 +168,19 @@ int cmd_estimate(int argc, char **argv)
     nq_shards_t *sh = shards_new(NQ_KIND_COUNT, (int)o.n, (int)o.depth, err, sizeof err);
     if (!sh)
         return cli_usage_error(CMD, "%s", err);
-    size_t s = shards_count(sh), k = o.sample < s ? (size_t)o.sample : s;
+    /* whole shards when K of them take seconds by the model; probes otherwise */
+    int probes = shard_count_core_seconds((int)o.n) / (double)shards_count(sh) * (double)o.sample > 30, extra = 0;
+    size_t s = shards_count(sh), k = probes || o.sample < s ? (size_t)o.sample : s;
     double *secs = calloc(k ? k : 1, sizeof *secs);
     uint64_t nodes = 0;
     if (!secs) {
         shards_destroy(&sh);
         return cli_error(CMD, "out of memory");
     }
-    rc = k ? est_time_sample(sh, k, o.seed, secs, &nodes) : 0;
+    if (probes)
+        rc = est_probe_sample(sh, (int)o.n, k, o.seed, secs, &nodes, &extra);
+    else
+        rc = k ? est_time_sample(sh, k, o.seed, secs, &nodes) : 0;
     if (rc == 0) {
         double sum = 0, ss = 0;
         for (size_t i = 0; i < k; i++)
@@ -109,23 +189,28 @@ int cmd_estimate(int argc, char **argv)
         for (size_t i = 0; i < k; i++)
             ss += (secs[i] - mean) * (secs[i] - mean);
         double sd = k > 1 ? sqrt(ss / (double)(k - 1)) : 0;
-        double fpc = s > 1 ? sqrt((double)(s - k) / (double)(s - 1)) : 0;
+        double fpc = probes ? 1 : s > 1 ? sqrt((double)(s - k) / (double)(s - 1)) : 0;   /* probes: with replacement */
         double half = 1.96 * sd / sqrt(k ? (double)k : 1) * fpc;
         double hours = (double)s * mean / 3600, lo = (double)s * (mean - half) / 3600,
                hi = (double)s * (mean + half) / 3600;
-        if (lo < sum / 3600)   /* the sampled shards alone took this long */
+        if (!probes && lo < sum / 3600)   /* the sampled shards alone took this long */
             lo = sum / 3600;
+        if (lo < 0)
+            lo = 0;
         if (o.json)
             printf("{\"n\":%d,\"depth\":%d,\"shards\":%zu,\"sampled\":%zu,\"seed\":%llu,\"mean_shard_s\":%.6g,"
                    "\"sd_shard_s\":%.6g,\"core_hours\":%.6g,\"ci95_low\":%.6g,\"ci95_high\":%.6g,"
-                   "\"sample_nodes\":%llu}\n", (int)o.n, shards_depth(sh), s, k, (unsigned long long)o.seed,
-                   mean, sd, hours, lo, hi, (unsigned long long)nodes);
+                   "\"sample_nodes\":%llu,\"method\":\"%s\",\"probe_levels\":%d,\"core_years\":%.6g}\n",
+                   (int)o.n, shards_depth(sh), s, k, (unsigned long long)o.seed, mean, sd, hours, lo, hi,
+                   (unsigned long long)nodes, probes ? "probes" : "shards", extra, hours / (24 * 365.25));
         else
-            printf("count N=%d  depth %d  shards %zu  sampled %zu (seed %llu)\n"
+            printf("count N=%d  depth %d  shards %zu  %s %zu (seed %llu)\n"
                    "shard CPU seconds: mean %.4g  sd %.4g\n"
-                   "core-hours %.4g  95%% interval %.4g .. %.4g\n"
-                   "(interval: shards x (mean +- 1.96 sd/sqrt(sampled) x finite-population correction))\n",
-                   (int)o.n, shards_depth(sh), s, k, (unsigned long long)o.seed, mean, sd, hours, lo, hi);
+                   "core-hours %.4g  95%% interval %.4g .. %.4g  (%.3g core-years; on 1000 cores %.3g days)\n"
+                   "(interval: shards x (mean +- 1.96 sd/sqrt(sampled)%s))\n",
+                   (int)o.n, shards_depth(sh), s, probes ? "probes" : "sampled", k, (unsigned long long)o.seed,
+                   mean, sd, hours, lo, hi, hours / (24 * 365.25), hours / 1000 / 24,
+                   probes ? "; Knuth probes, levels below each shard" : " x finite-population correction");
     }
     free(secs);
     shards_destroy(&sh);

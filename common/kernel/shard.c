@@ -196,6 +196,39 @@ int shard_depth_for_seconds(int kind, int n, double seconds, char *err, size_t e
     return best;
 }
 
+int shard_probe(const uint8_t *spec, size_t len, int extra, uint64_t (*pick)(void *ud, uint64_t bound), void *ud,
+                uint8_t *out, double *weight)
+{
+    nq_shard_desc_t d;
+    board_t p;
+    uint8_t rows[NQ_SHARD_MAX_N];
+    *weight = 1;
+    if (shard_decode(spec, len, &d, NULL, 0) || d.version != NQ_SHARD_ENCODING || d.mode != NQ_SHARD_BORDER ||
+        d.k + extra > d.n - 2 || extra < 0)
+        return -1;
+    board_init(&p, d.n);
+    for (int r = 0; r < d.n; r++)
+        if (d.row_col[r] >= 0)
+            board_put(&p, r, d.row_col[r]);
+    int L = shard_level_rows(d.version, d.mode, d.n, d.k + extra, d.c, d.d, d.flip, rows);
+    uint32_t b_allowed = d.bmask8 | d.bmaskx;
+    for (int lv = d.k - 1; lv < L; lv++) {
+        int r = rows[lv];
+        uint32_t cand = board_open(&p, r) & (r == d.n - 1 ? b_allowed : p.full);
+        if (!cand)
+            return 0;                 /* a dead prefix: its subtree is empty */
+        uint64_t k = pick(ud, (uint64_t)__builtin_popcount(cand));
+        for (; k > 0; k--)
+            cand &= cand - 1;
+        int c = __builtin_ctz(cand);
+        *weight *= __builtin_popcount(board_open(&p, r) & (r == d.n - 1 ? b_allowed : p.full));
+        board_put(&p, r, c);
+        d.top[lv + 1] = (uint8_t)c;
+    }
+    d.k += extra;
+    return (int)shard_encode(&d, out);
+}
+
 /* ---- decoding ---- */
 
 static int decode_header(const uint8_t *b, size_t len, nq_shard_desc_t *o, char *err, size_t errlen)

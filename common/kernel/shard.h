@@ -111,6 +111,15 @@ size_t shard_encode(const nq_shard_desc_t *d, uint8_t *out);
 /* The depth shards_new uses for depth 0, and the allowed range of depths. */
 int shard_auto_depth(int kind, int n);
 int shard_depth_range(int kind, int n, int *min, int *max);
+/*
+ * Knuth's random probe one step further: extends a count shard (encoding 2) by `extra` levels,
+ * each a column picked uniformly among its open cells (pick(ud, m) returns 0..m-1), into out
+ * (NQ_MAX_SPEC bytes); *weight = the product of the numbers of choices. Summing weight x (the
+ * work of the deeper shard) estimates the shard's work without bias. Returns the deeper
+ * descriptor's length; 0 when the path died (no work below it); -1 not a shard this can extend.
+ */
+int shard_probe(const uint8_t *spec, size_t len, int extra, uint64_t (*pick)(void *ud, uint64_t bound), void *ud,
+                uint8_t *out, double *weight);
 /* The planning model: a count of n on one AVX-512 core, in seconds (see shard.c). */
 double shard_count_core_seconds(int n);
 /* The deepest count depth whose shards still take `seconds` on average by that model (the
