@@ -21,15 +21,7 @@ _Static_assert(JSON_EXT_U128 == QUERY_EXT_U128, "json.c and query.c must name a 
 
 const msgpack_object *render_get(const msgpack_object *map, const char *key)
 {
-    if (!map || map->type != MSGPACK_OBJECT_MAP)
-        return NULL;
-    size_t len = strlen(key);
-    for (uint32_t i = 0; i < map->via.map.size; i++) {
-        const msgpack_object *k = &map->via.map.ptr[i].key;
-        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == len && memcmp(k->via.str.ptr, key, len) == 0)
-            return &map->via.map.ptr[i].val;
-    }
-    return NULL;
+    return json_map_get(map, key);
 }
 
 int render_u128(const msgpack_object *o, unsigned __int128 *v)

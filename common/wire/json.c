@@ -9,6 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+const msgpack_object *json_map_get(const msgpack_object *map, const char *key)
+{
+    if (!map || map->type != MSGPACK_OBJECT_MAP)
+        return NULL;
+    size_t len = strlen(key);
+    for (uint32_t i = 0; i < map->via.map.size; i++) {
+        const msgpack_object *k = &map->via.map.ptr[i].key;
+        if (k->type == MSGPACK_OBJECT_STR && k->via.str.size == len && memcmp(k->via.str.ptr, key, len) == 0)
+            return &map->via.map.ptr[i].val;
+    }
+    return NULL;
+}
+
 int json_u128(const msgpack_object *o, unsigned __int128 *v)
 {
     if (!o)

@@ -16,6 +16,9 @@
 
 #define JSON_EXT_U128 1
 
+/* The value of key in a msgpack map, or NULL (not a map, or no such string key). */
+const msgpack_object *json_map_get(const msgpack_object *map, const char *key);
+
 /* Compact JSON of o, no newline. */
 void json_write(FILE *f, const msgpack_object *o);
 
