@@ -303,6 +303,17 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     nq_log(NQ_LOG_WARN, "http.mhd", "msg=%s dropped=%llu", nq_log_qs(q, sizeof q, msg), was_dropped);
 }
 
+/*
+ * No percent-decoding, of the path or of the query: every path served is plain ASCII and a
+ * token is made of URL-unreserved characters, so an escape can only be an attempt to get
+ * something past the parsing ("/jobs/1%00" would decode to "/jobs/1" in a C string).
+ */
+static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+    (void)cls; (void)c;
+    return strlen(s);
+}
+
 static struct MHD_Daemon *daemon_start(nq_http_t *h, const http_addr_t *a)
 {
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
@@ -318,6 +329,7 @@ static struct MHD_Daemon *daemon_start(nq_http_t *h, const http_addr_t *a)
                             MHD_OPTION_CONNECTION_MEMORY_LIMIT, HX_MEMORY,
                             MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+                            MHD_OPTION_UNESCAPE_CALLBACK, no_unescape, NULL,
                             MHD_OPTION_END);
 }
 
