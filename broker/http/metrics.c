@@ -113,7 +113,7 @@ static void put_job_series(FILE *f, const nq_metrics_snapshot_t *s, const char *
     for (size_t i = 0; i < s->njobs; i++) {
         uint64_t v;
         memcpy(&v, (const char *)&s->jobs[i] + field, sizeof v);
-        fprintf(f, "%s{job=\"%llu\"} %llu\n", name, (unsigned long long)s->jobs[i].id,
+        fprintf(f, "%s{job_id=\"%llu\"} %llu\n", name, (unsigned long long)s->jobs[i].id,
                 (unsigned long long)v);
     }
 }
@@ -123,13 +123,13 @@ static void put_jobs(FILE *f, const nq_metrics_snapshot_t *s)
     put_family(f, "nq_job_info", "gauge", "One series per active job: its kind, N and state.");
     for (size_t i = 0; i < s->njobs; i++) {
         const nq_metrics_job_t *j = &s->jobs[i];
-        fprintf(f, "nq_job_info{job=\"%llu\",kind=\"", (unsigned long long)j->id);
+        fprintf(f, "nq_job_info{job_id=\"%llu\",kind=\"", (unsigned long long)j->id);
         put_label_value(f, j->kind);
         fprintf(f, "\",n=\"%llu\",state=\"", (unsigned long long)j->n);
         put_label_value(f, j->state);
         fputs("\"} 1\n", f);
     }
-    put_job_series(f, s, "nq_job_shards_total", "Shards of each active job.",
+    put_job_series(f, s, "nq_job_shards", "Shards of each active job, in all (not _total: a gauge).",
                    offsetof(nq_metrics_job_t, shards_total));
     put_job_series(f, s, "nq_job_shards_done", "Shards of each active job with an accepted result.",
                    offsetof(nq_metrics_job_t, shards_done));

@@ -5,9 +5,10 @@
  * The broker owns the numbers; the HTTP thread renders the last snapshot it was given,
  * so a scrape never touches the broker's sockets or its store.
  *
- * Per-job series (nq_job_*{job="ID"}) cover only the jobs the snapshot lists, which
- * the broker fills with its active (pending or running) jobs: a campaign's history
- * does not grow the label set. Worker ids come from the wire and are escaped.
+ * Per-job series (nq_job_*{job_id="ID"}: not "job", which Prometheus gives the scrape
+ * job) cover only the jobs the snapshot lists, which the broker fills with its active
+ * (pending or running) jobs: a campaign's history does not grow the label set. Worker
+ * ids come from the wire and are escaped.
  */
 #ifndef NQ_METRICS_H
 #define NQ_METRICS_H
