@@ -51,7 +51,7 @@ int http_addr_parse(const char *addr, int has_token, http_addr_t *out, char *err
     memset(out, 0, sizeof *out);
     if (!addr || addr_split(addr, host, sizeof host, &port_s) != 0 ||
         nq_parse_u64(port_s, 0, 65535, &port) != 0) {
-        return nq_errf(err, errlen, "the --http address must be HOST:PORT, e.g. 127.0.0.1:9555 or "
+        return nq_errf(err, errlen, "the address must be HOST:PORT, e.g. 127.0.0.1:9555 or "
                        "[::1]:9555, with PORT from 0 to 65535 (got '%s')", addr ? addr : "");
     }
     struct sockaddr_in *in = (struct sockaddr_in *)&out->sa;
@@ -65,7 +65,7 @@ int http_addr_parse(const char *addr, int has_token, http_addr_t *out, char *err
         out->family = in6->sin6_family = AF_INET6;
         in6->sin6_port = htons((uint16_t)port);
     } else {
-        return nq_errf(err, errlen, "the --http host must be an IP address or 'localhost' (got '%s')",
+        return nq_errf(err, errlen, "the host must be an IP address or 'localhost' (got '%s')",
                        host);
     }
     if (!has_token && !addr_is_loopback(out)) {
