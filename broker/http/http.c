@@ -171,10 +171,15 @@ static mhd_result_t reply(struct MHD_Connection *c, unsigned status, char *body,
     return ret;
 }
 
-static char *text(const char *s, size_t *len)
+/* A short plain-text answer. (Its length is taken here, not beside the strdup in one call's
+   arguments: their order is unspecified, and a length read before it was set once sent the
+   heap beyond the body to a client.) */
+static mhd_result_t reply_text(struct MHD_Connection *c, unsigned status, const char *msg)
 {
-    *len = strlen(s);
-    return strdup(s);
+    char *body = strdup(msg);
+    if (!body)
+        return MHD_NO;
+    return reply(c, status, body, strlen(msg), "text/plain; charset=utf-8", NULL);
 }
 
 /* The answer to a GET of url: its status, body in f, and content type. */
@@ -246,14 +251,13 @@ static mhd_result_t on_request(void *cls, struct MHD_Connection *c, const char *
     (void)version; (void)upload; (void)upload_size; (void)con_cls;
     http_reaper_deadline(h->reaper, c, HX_RESPONSE_MS);   /* the head arrived: now the answer */
     size_t len;
-    const char *plain = "text/plain; charset=utf-8", *ctype = plain;
+    const char *ctype = "text/plain; charset=utf-8";
     int via_query;
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
-        return reply(c, MHD_HTTP_METHOD_NOT_ALLOWED, text("read-only: GET or HEAD\n", &len), len,
-                     plain, NULL);
+        return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only: GET or HEAD\n");
     if (!authorized(h, c, &via_query))
-        return reply(c, MHD_HTTP_UNAUTHORIZED, text("token required: Authorization: Bearer "
-                     "TOKEN, or ?token=TOKEN\n", &len), len, plain, NULL);
+        return reply_text(c, MHD_HTTP_UNAUTHORIZED, "token required: Authorization: Bearer TOKEN, "
+                          "or ?token=TOKEN\n");
     char cookie[HTTP_TOKEN_MAX + 96], *body = NULL;
     snprintf(cookie, sizeof cookie, HX_REFRESH_COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict", h->token);
     unsigned status;
