@@ -3,7 +3,7 @@
 #include "errf.h"
 #include "clock.h"
 #include "log.h"
-#include "metrics.h"
+#include "http.h"
 #include "security.h"
 #include "wake.h"
 
@@ -86,7 +86,7 @@ static int broker_check_config(const nq_broker_cfg_t *c, char *err, size_t errle
         return -1;
     if (c->key_file && !sec[0])
         return nq_errf(err, errlen, "%s has no secret key: give the broker its .key file", c->key_file);
-    if (c->metrics && metrics_addr_check(c->metrics, err, errlen) != 0)
+    if (c->metrics && http_addr_check(c->metrics, c->http_token && c->http_token[0], err, errlen) != 0)
         return -1;
     return 0;
 }

@@ -29,7 +29,8 @@ typedef struct {
     uint32_t group_ms;           /* a result waits at most this long for its commit */
     const char *key_file;        /* CURVE secret key of the broker (issue: trust) */
     const char *authorized;      /* allow-list of worker public keys */
-    const char *metrics;         /* host:port for /metrics, or NULL */
+    const char *metrics;         /* host:port for the HTTP listener (/metrics, the web view), or NULL */
+    const char *http_token;      /* its token (read from --http-token-file); needed off loopback */
     int insecure;                /* allow a non-loopback bind without keys */
     uint64_t max_job_shards;     /* a submit creating more shards is refused; 0 = default (20M, submit.c) */
     uint64_t max_store_shards;   /* ... or taking the active jobs' shards past this; 0 = default (50M) */
@@ -54,6 +55,9 @@ int broker_db_lock(const char *db_path, int *created, char *err, size_t errlen);
 void broker_db_unlock(int fd, const char *db_path, int remove);
 /* The endpoint really bound (resolves tcp://HOST:* to its port): which = 0 workers, 1 control. */
 int broker_endpoint(nq_broker_t *b, int which, char *buf, size_t len);
+
+/* The port of the HTTP listener (--http), 0 when there is none (broker_metrics.c). */
+uint16_t broker_http_port(const nq_broker_t *b);
 
 /* Checks a job request, cuts it into shards and stores it, in one transaction
    (submit.c; also used by `nq run` before the broker starts). 0, or -1 with err. */

@@ -8,7 +8,7 @@
  *   quorum.c          votes of independent workers under --quorum
  *   submit.c          turning a submit request into a job and its shards
  *   control.c         the client endpoint's operations
- *   broker_metrics.c  the figures behind /metrics
+ *   broker_metrics.c  the snapshot it hands the HTTP listener (broker/http/) once a second
  */
 #ifndef NQ_BROKER_IMPL_H
 #define NQ_BROKER_IMPL_H
@@ -250,7 +250,7 @@ void results_free_all(nq_broker_t *b);
 int results_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t whylen);
 const char *results_error_text(const nq_result_t *r, char *buf, size_t len);
 
-/* broker_metrics.c: the /metrics endpoint's figures, refreshed once a second */
+/* broker_metrics.c: the HTTP listener (/metrics, the web view) and its snapshot, once a second */
 int broker_metrics_start(nq_broker_t *b, char *err, size_t errlen);
 void broker_metrics_tick(nq_broker_t *b, double now);
 void broker_metrics_stop(nq_broker_t *b);

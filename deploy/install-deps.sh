@@ -3,7 +3,8 @@
 # Idempotent: packages already present are skipped. Uses sudo when not root.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libsqlite3-dev libmicrohttpd-dev python3-zmq python3-msgpack
-      sqlite3 iproute2 clang libclang-rt-dev shellcheck yamllint procps dpkg-dev file bc)
+      sqlite3 iproute2 clang libclang-rt-dev shellcheck yamllint procps dpkg-dev file bc
+      curl chromium prometheus)   # the web view is tested in Chromium, /metrics against Prometheus
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

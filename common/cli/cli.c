@@ -1,6 +1,7 @@
 /* Argument helpers shared by every command: strict numbers, uniform refusals. */
 #include "cli.h"
 #include "errf.h"
+#include "http.h"
 #include "log.h"
 
 #include <ctype.h>
@@ -109,4 +110,18 @@ int cli_parse_u64(const char *cmd, const char *what, const char *s,
         return 0;
     return cli_usage_error(cmd, "%s must be an integer from %llu to %llu (got '%s')", what,
                            (unsigned long long)min, (unsigned long long)max, s ? s : "");
+}
+
+int cli_http_options(const char *cmd, const char *flag, const char *addr, const char *token_file,
+                     char *token, size_t len)
+{
+    char err[512];
+    token[0] = '\0';
+    if (token_file && !addr)
+        return cli_usage_error(cmd, "--http-token-file needs %s ADDR", flag);
+    if (token_file && http_token_load(token_file, token, len, err, sizeof err) != 0)
+        return cli_usage_error(cmd, "--http-token-file: %s", err);
+    if (addr && http_addr_check(addr, token[0] != '\0', err, sizeof err) != 0)
+        return cli_usage_error(cmd, "%s: %s", flag, err);
+    return 0;
 }

@@ -12,6 +12,7 @@ typedef struct {
     const char *out, *format;    /* result --out/--format, export --format */
     int watch, fresh, board, unique;
     uint32_t workers;            /* run: local worker threads, 0 = all cores */
+    const char *http, *http_token_file;   /* run: the web view's address and token file */
     int npos;
     char *pos[4];                /* positional arguments */
 } nq_cmd_args_t;

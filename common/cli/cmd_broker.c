@@ -1,7 +1,7 @@
 /* `nq broker`: the long-running broker. */
 #include "broker.h"
 #include "cli.h"
-#include "metrics.h"
+#include "http.h"
 #include "log.h"
 #include "signals.h"
 
@@ -13,12 +13,14 @@
 int cmd_broker(int argc, char **argv)
 {
     nq_broker_cfg_t cfg;
+    static char http_token[HTTP_TOKEN_MAX + 1];
     broker_cfg_defaults(&cfg);
     static const struct option opts[] = {
         { "bind", required_argument, 0, 'b' }, { "control", required_argument, 0, 'c' },
         { "db", required_argument, 0, 'd' }, { "key", required_argument, 0, 'k' },
         { "authorized-keys", required_argument, 0, 'a' }, { "insecure", no_argument, 0, 'I' },
-        { "metrics", required_argument, 0, 'm' }, { "heartbeat-ms", required_argument, 0, 'H' },
+        { "http", required_argument, 0, 'm' }, { "metrics", required_argument, 0, 'M' },
+        { "http-token-file", required_argument, 0, 'K' }, { "heartbeat-ms", required_argument, 0, 'H' },
         { "liveness", required_argument, 0, 'L' }, { "stall-timeout", required_argument, 0, 'S' },
         { "grace", required_argument, 0, 'G' }, { "log-format", required_argument, 0, 'F' },
         { "log-level", required_argument, 0, 'V' }, { "max-job-shards", required_argument, 0, 'J' },
@@ -26,6 +28,7 @@ int cmd_broker(int argc, char **argv)
     };
     uint64_t v;
     int c, rc;
+    const char *token_file = NULL, *http_flag = "--http";
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -36,7 +39,9 @@ int cmd_broker(int argc, char **argv)
         case 'k': cfg.key_file = optarg; break;
         case 'a': cfg.authorized = optarg; break;
         case 'I': cfg.insecure = 1; break;
-        case 'm': cfg.metrics = optarg; break;
+        case 'm': cfg.metrics = optarg; http_flag = "--http"; break;
+        case 'M': cfg.metrics = optarg; http_flag = "--metrics"; break;   /* the older name */
+        case 'K': token_file = optarg; break;
         case 'H': if ((rc = cli_parse_u64("broker", "--heartbeat-ms", optarg, 100, 60000, &v))) return rc;
                   cfg.heartbeat_ms = (uint32_t)v; break;
         case 'L': if ((rc = cli_parse_u64("broker", "--liveness", optarg, 1, 100, &v))) return rc;
@@ -59,8 +64,10 @@ int cmd_broker(int argc, char **argv)
     if (cfg.authorized && !cfg.key_file)
         return cli_usage_error("broker", "--authorized-keys needs --key (the broker's own key pair)");
     char err[512] = "";
-    if (cfg.metrics && metrics_addr_check(cfg.metrics, err, sizeof err) != 0)
-        return cli_usage_error("broker", "--metrics: %s", err);   /* before any file is touched */
+    if ((rc = cli_http_options("broker", http_flag, cfg.metrics, token_file, http_token,
+                               sizeof http_token)))
+        return rc;                      /* before any file is touched */
+    cfg.http_token = http_token;
     signals_install();
     nq_broker_t *b = broker_new(&cfg, err, sizeof err);
     if (!b)

@@ -9,6 +9,7 @@
 #include "clock.h"
 #include "cmd_args.h"
 #include "control.h"
+#include "http.h"
 #include "log.h"
 #include "render.h"
 #include "signals.h"
@@ -210,9 +211,20 @@ static int print_result(const char *db, uint64_t id, int json)
     return rc;
 }
 
-/* Broker and workers in threads of this process, until the job ends or we are told to stop. */
-static int run_embedded(const char *db, uint64_t id, uint32_t workers, const char **state)
+/* Where to watch the run: http://HOST:PORT/jobs/ID, with the port really bound (ADDR may say 0). */
+static void print_url(nq_broker_t *b, const char *addr, uint64_t id)
 {
+    const char *colon = strrchr(addr, ':');
+    int hostlen = colon ? (int)(colon - addr) : 0;
+    fprintf(stderr, "nq run: watch it at http://%.*s:%u/jobs/%llu\n", hostlen, addr,
+            (unsigned)broker_http_port(b), (unsigned long long)id);
+}
+
+/* Broker and workers in threads of this process, until the job ends or we are told to stop. */
+static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, const char *token,
+                        const char **state)
+{
+    uint32_t workers = a->workers;
     char err[512] = "";
     void *ctx = zmq_ctx_new();
     nq_broker_cfg_t bc;
@@ -222,6 +234,8 @@ static int run_embedded(const char *db, uint64_t id, uint32_t workers, const cha
     bc.db_path = db;
     bc.zmq_ctx = ctx;
     bc.grace_s = 0;                     /* no worker of an earlier run can come back */
+    bc.metrics = a->http;
+    bc.http_token = token;
     broker_thread_t bt = { .b = broker_new(&bc, err, sizeof err) };
     if (!bt.b) {
         zmq_ctx_term(ctx);
@@ -241,6 +255,8 @@ static int run_embedded(const char *db, uint64_t id, uint32_t workers, const cha
         zmq_ctx_term(ctx);
         return rc;
     }
+    if (a->http)
+        print_url(bt.b, a->http, id);
     pthread_create(&bth, NULL, broker_main, &bt);
     pthread_create(&wth, NULL, worker_main, &wt);
     *state = run_wait(ctx, id);
@@ -261,7 +277,8 @@ int cmd_run(int argc, char **argv)
     nq_cmd_args_t a;
     nq_log_set_level(NQ_LOG_WARN);      /* a local run talks in its progress bar; --log-level overrides */
     int rc = cmd_args_parse("run", "db,workers,json,fresh,algo,all,depth,priority,max-attempts,quorum,"
-                            "solutions,restarts,seed,max-steps,shard-seconds,log-level", argc, argv, &a);
+                            "solutions,restarts,seed,max-steps,shard-seconds,log-level,http,http-token-file",
+                            argc, argv, &a);
     if (rc || (rc = cmd_args_job("run", &a)))
         return rc;
     const char *db = a.client.db ? a.client.db : "nq.db";
@@ -271,6 +288,9 @@ int cmd_run(int argc, char **argv)
         return cli_usage_error("run", "%s", err);
     if ((rc = run_check_spec(&spec)))
         return rc;
+    static char token[HTTP_TOKEN_MAX + 1];
+    if ((rc = cli_http_options("run", "--http", a.http, a.http_token_file, token, sizeof token)))
+        return rc;
     uint64_t id;
     int done = 0;
     if ((rc = run_prepare(db, &spec, a.fresh, &id, &done)))
@@ -278,7 +298,7 @@ int cmd_run(int argc, char **argv)
     if (!done) {
         const char *state = "";
         signals_install();
-        if ((rc = run_embedded(db, id, a.workers, &state)))
+        if ((rc = run_embedded(db, id, &a, token, &state)))
             return rc;
         if (!state[0]) {
             fprintf(stderr, "nq run: interrupted; run the same command again to resume job %llu\n",

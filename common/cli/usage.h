@@ -54,15 +54,18 @@
 #define NQ_COMMAND_TABLE_DIST \
     { "run", cmd_run, "one machine: embedded broker + local workers", \
       "usage: nq run count|solve|enumerate N [--db PATH] [--workers K] [--json] [--fresh] [job options]\n" \
+      "              [--http ADDR [--http-token-file F]]\n" \
       "\n" \
       "Runs the job on this machine: the broker and K local worker threads (default: all\n" \
       "cores) in one process, results in the DB (default ./nq.db). A progress bar on stderr\n" \
       "when it is a terminal; the result on stdout. Ctrl-C, then the same command again,\n" \
       "resumes; for a finished job it prints the stored result at once (--fresh recomputes).\n" \
+      "--http ADDR serves the web view while it runs (as nq broker does) and prints its URL.\n" \
       "Exit 0 done, 1 failed, 130 interrupted.\n\njob options:\n" NQ_JOB_OPTS }, \
     { "broker", cmd_broker, "the long-running broker", \
       "usage: nq broker [--bind EP] [--control EP] [--db PATH] [--key F --authorized-keys F|DIR]\n" \
-      "                 [--insecure] [--metrics ADDR] [--heartbeat-ms MS] [--liveness K]\n" \
+      "                 [--insecure] [--http ADDR [--http-token-file F]] [--heartbeat-ms MS]\n" \
+      "                 [--liveness K]\n" \
       "                 [--stall-timeout S] [--grace S] [--max-job-shards K] [--max-store-shards K]\n" \
       "                 [--log-format text|json] [--log-level L]\n" \
       "\n" \
@@ -72,7 +75,11 @@
       "  --key F            the broker's key pair (nq keygen): CURVE on the worker endpoint\n" \
       "  --authorized-keys  allow-list: a file of public keys or a folder of *.pub\n" \
       "  --insecure         allow a non-loopback --bind without keys\n" \
-      "  --metrics ADDR     serve Prometheus metrics at http://ADDR/metrics (loopback)\n" \
+      "  --http ADDR        the web view at http://ADDR/ (jobs, workers, /api/...) and Prometheus\n" \
+      "                     metrics at /metrics; loopback only, unless a token guards it\n" \
+      "                     (--metrics ADDR is the same)\n" \
+      "  --http-token-file F  every request must carry this token (Authorization: Bearer, or\n" \
+      "                     ?token= once in a browser); required for a non-loopback ADDR\n" \
       "  --heartbeat-ms MS  heartbeat interval (default 1000); --liveness K: dead after K missed (4)\n" \
       "  --stall-timeout S  a shard whose progress stops for S seconds is re-leased (120; 0 = off)\n" \
       "  --grace S          after a restart, leased shards wait S seconds for their worker (10)\n" \

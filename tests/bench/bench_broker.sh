@@ -5,14 +5,16 @@
 # inserting rows in 100-row transactions. And the broker's peak memory with
 # 10^6 pending shards.
 #   tests/bench/bench_broker.sh [--nq PATH] [--loadgen PATH] [--shards K] [--runs R]
+# WEB=1: the broker also serves --http, and a loop fetches /, /jobs/1 and /metrics once a
+# second during each run (a browser refreshing the web view), to see what the page costs.
 set -euo pipefail
 NQ=${NQ:-build/nq}; LOADGEN=${LOADGEN:-build/tests/nq_loadgen}; K=200000; R=3; WORKERS=16; CREDIT=256
 while [ $# -gt 0 ]; do
     case $1 in --nq) NQ=$2; shift 2 ;; --loadgen) LOADGEN=$2; shift 2 ;; --shards) K=$2; shift 2 ;;
                --runs) R=$2; shift 2 ;; *) echo "usage: $0 [--nq P] [--loadgen P] [--shards K] [--runs R]" >&2; exit 2 ;; esac
 done
-tmp=$(mktemp -d); bp=""
-trap '[ -n "$bp" ] && kill -9 "$bp" 2>/dev/null; rm -rf "$tmp"' EXIT
+tmp=$(mktemp -d); bp=""; lp=""
+trap '[ -n "$bp" ] && kill -9 "$bp" 2>/dev/null; [ -n "$lp" ] && kill "$lp" 2>/dev/null; rm -rf "$tmp"' EXIT
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 port() { echo $((20000 + RANDOM % 30000)); }
 
@@ -30,14 +32,21 @@ sqlite_baseline() {   # rows/s, 100-row transactions, WAL + FULL, like a careful
 
 broker_run() {        # results/s for K shards; also prints the broker's peak RSS (kB) on fd 3
     rm -f "$tmp"/b.db*
-    local wp cp
-    wp=$(port); cp=$(port)
+    local wp cp hp web=()
+    wp=$(port); cp=$(port); hp=$(port)
+    [ "${WEB:-0}" = 1 ] && web=(--http "127.0.0.1:$hp")
     "$NQ" broker --db "$tmp/b.db" --bind "tcp://127.0.0.1:$wp" --control "tcp://127.0.0.1:$cp" --log-level warn \
-        2>"$tmp/broker.log" &
+        "${web[@]}" 2>"$tmp/broker.log" &
     bp=$!
     sleep 0.3
     NQ_BROKER=tcp://127.0.0.1:$cp "$NQ" submit solve 1000 --restarts "$K" --all --timeout 300 >/dev/null
+    if [ "${WEB:-0}" = 1 ]; then
+        (while :; do for p in / /jobs/1 /metrics; do curl -s -o /dev/null "http://127.0.0.1:$hp$p"; done
+                     sleep 1; done) &
+        lp=$!
+    fi
     "$LOADGEN" "tcp://127.0.0.1:$wp" "$WORKERS" "$CREDIT" "$K" | awk '{print $6}'
+    [ -n "$lp" ] && { kill "$lp"; wait "$lp" 2>/dev/null || true; lp=""; }
     grep VmHWM "/proc/$bp/status" | awk '{print $2}' >&3
     kill "$bp"; wait "$bp" 2>/dev/null || true; bp=""
 }

@@ -84,5 +84,5 @@ EOF
 [ "$refused" -ge 8 ] || fail "only $refused of 40 connections from 127.0.0.2 refused (per-address cap)"
 awk -v m="$max_close" 'BEGIN { exit !(m <= 6) }' || fail "slow clients held up to $max_close s"
 kill -0 "$BROKER_PID" || fail "broker died"
-grep -q 'event=metrics.slow_client' "$T/broker.log" || fail "no metrics.slow_client in the broker log"
-ok "surplus from 127.0.0.2 refused at once ($refused); every trickler closed within $max_close s though it sent a byte a second ($max_sent sent); broker logged metrics.slow_client"
+grep -q 'event=http.slow_client' "$T/broker.log" || fail "no http.slow_client in the broker log"
+ok "surplus from 127.0.0.2 refused at once ($refused); every trickler closed within $max_close s though it sent a byte a second ($max_sent sent); broker logged http.slow_client"

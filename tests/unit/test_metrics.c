@@ -5,7 +5,17 @@
  */
 #include "t.h"
 
+#include "http.h"
 #include "metrics.h"
+
+#define T_TOKEN "0123456789abcdef-token"
+
+/* The listener with /metrics only (no DB), as the tests of the exposition want it. */
+static nq_http_t *t_http_new(const char *addr, const char *token, char *err, size_t errlen)
+{
+    nq_http_cfg_t c = { .addr = addr, .token = token };
+    return http_new(&c, err, errlen);
+}
 
 #include <arpa/inet.h>
 #include <math.h>
@@ -100,7 +110,7 @@ static nq_metrics_snapshot_t sample_snapshot(const nq_metrics_worker_t *w, size_
 
 T_TEST(test_render_families)
 {
-    nq_metrics_worker_t w[] = { { "w-a", 1e6, 3 } };
+    nq_metrics_worker_t w[] = { { "w-a", 1e6, 3, 0, "" } };
     nq_metrics_snapshot_t s = sample_snapshot(w, 1);
     char *t = metrics_render(&s);
     T_CHECK(t != NULL);
@@ -137,9 +147,9 @@ T_TEST(test_render_families)
 T_TEST(test_render_escapes_and_special_floats)
 {
     nq_metrics_worker_t w[] = {
-        { "host\"a\\b\nc", NAN, 0 },
-        { NULL, INFINITY, 1 },
-        { "neg", -INFINITY, 2 },
+        { "host\"a\\b\nc", NAN, 0, 0, "" },
+        { NULL, INFINITY, 1, 0, "" },
+        { "neg", -INFINITY, 2, 0, "" },
     };
     nq_metrics_snapshot_t s = sample_snapshot(w, 3);
     char *t = metrics_render(&s);
@@ -242,13 +252,13 @@ static int exposition_bad_line(const char *t)
 T_TEST(test_render_label_values_stay_valid_utf8)
 {
     nq_metrics_worker_t w[] = {
-        { "\xff\xfe", 1, 1 },
-        { "a\x01" "b\x1b[2J\x7f" "c", 2, 2 },
-        { "caf\xc3\xa9-\xe2\x82\xac", 3, 3 },       /* valid UTF-8 is kept */
-        { "\xc2\x9b" "31m", 4, 4 },                  /* C1 control (CSI) */
-        { "t\tr\rn\nq\"b\\", 5, 5 },
-        { "\xed\xa0\x80|\xc0\xaf|\xe2\x82", 6, 6 },   /* surrogate, overlong, truncated */
-        { "} 1\nnq_workers_alive 99\n# x", 7, 7 },   /* a forged sample */
+        { "\xff\xfe", 1, 1, 0, "" },
+        { "a\x01" "b\x1b[2J\x7f" "c", 2, 2, 0, "" },
+        { "caf\xc3\xa9-\xe2\x82\xac", 3, 3, 0, "" },       /* valid UTF-8 is kept */
+        { "\xc2\x9b" "31m", 4, 4, 0, "" },                  /* C1 control (CSI) */
+        { "t\tr\rn\nq\"b\\", 5, 5, 0, "" },
+        { "\xed\xa0\x80|\xc0\xaf|\xe2\x82", 6, 6, 0, "" },   /* surrogate, overlong, truncated */
+        { "} 1\nnq_workers_alive 99\n# x", 7, 7, 0, "" },   /* a forged sample */
     };
     nq_metrics_snapshot_t s = sample_snapshot(w, sizeof w / sizeof w[0]);
     char *t = metrics_render(&s);
@@ -276,13 +286,13 @@ T_TEST(test_render_label_values_stay_valid_utf8)
 T_TEST(test_http_serves_snapshot)
 {
     char err[256] = "";
-    nq_metrics_t *m = metrics_new("127.0.0.1:0", err, sizeof err);
+    nq_http_t *m = t_http_new("127.0.0.1:0", NULL, err, sizeof err);
     T_CHECK(m != NULL);
     if (!m) {
         fprintf(stderr, "  metrics_new: %s\n", err);
         return;
     }
-    uint16_t port = metrics_port(m);
+    uint16_t port = http_port(m);
     T_CHECK(port != 0);
 
     char *r = http_get(port, "/metrics");   /* before any update: zeros, still valid */
@@ -292,9 +302,9 @@ T_TEST(test_http_serves_snapshot)
     free(r);
 
     char id[] = "worker-1";
-    nq_metrics_worker_t w[] = { { id, 2.5e7, 4 } };
+    nq_metrics_worker_t w[] = { { id, 2.5e7, 4, 0, "" } };
     nq_metrics_snapshot_t s = sample_snapshot(w, 1);
-    metrics_update(m, &s);
+    http_update(m, &s);
     id[0] = 'X';   /* the endpoint must have copied the id */
     r = http_get(port, "/metrics");
     T_CHECK(r && has_line(r, "nq_results_total 45"));
@@ -316,12 +326,12 @@ T_TEST(test_http_serves_snapshot)
     r = http_get(port, "/metrics");
     T_CHECK(http_status(r) == 200);
     free(r);
-    metrics_destroy(&m);
+    http_destroy(&m);
     T_CHECK(m == NULL);
-    metrics_destroy(&m);   /* twice is harmless */
+    http_destroy(&m);   /* twice is harmless */
 }
 
-typedef struct { nq_metrics_t *m; int rounds; } updater_t;
+typedef struct { nq_http_t *m; int rounds; } updater_t;
 
 static void *update_loop(void *arg)
 {
@@ -332,11 +342,11 @@ static void *update_loop(void *arg)
         size_t nw = (size_t)(i % 8);
         for (size_t k = 0; k < nw; k++) {
             snprintf(ids[k], sizeof ids[k], "w%d-%zu", i, k);
-            w[k] = (nq_metrics_worker_t){ ids[k], (double)i, (uint32_t)k };
+            w[k] = (nq_metrics_worker_t){ ids[k], (double)i, (uint32_t)k, 0, "" };
         }
         nq_metrics_snapshot_t s = sample_snapshot(w, nw);
         s.results_total = (uint64_t)i;
-        metrics_update(u->m, &s);
+        http_update(u->m, &s);
     }
     return NULL;
 }
@@ -345,7 +355,7 @@ static void *update_loop(void *arg)
 T_TEST(test_http_concurrent_updates)
 {
     char err[256] = "";
-    updater_t u = { metrics_new("localhost:0", err, sizeof err), 3000 };
+    updater_t u = { t_http_new("localhost:0", NULL, err, sizeof err), 3000 };
     T_CHECK(u.m != NULL);
     if (!u.m)
         return;
@@ -353,16 +363,16 @@ T_TEST(test_http_concurrent_updates)
     pthread_create(&th, NULL, update_loop, &u);
     int ok = 0;
     for (int i = 0; i < 20; i++) {
-        char *r = http_get(metrics_port(u.m), "/metrics");
+        char *r = http_get(http_port(u.m), "/metrics");
         ok += r && strstr(r, "# TYPE nq_worker_leases gauge") != NULL;
         free(r);
     }
     pthread_join(th, NULL);
     T_EQ_U64(ok, 20);
-    char *r = http_get(metrics_port(u.m), "/metrics");
+    char *r = http_get(http_port(u.m), "/metrics");
     T_CHECK(r && has_line(r, "nq_results_total 2999"));
     free(r);
-    metrics_destroy(&u.m);
+    http_destroy(&u.m);
 }
 
 
@@ -400,11 +410,11 @@ static int closed_by_server(int fd)
 T_TEST(test_http_slow_clients_do_not_starve)
 {
     char err[256] = "";
-    nq_metrics_t *m = metrics_new("127.0.0.1:0", err, sizeof err);
+    nq_http_t *m = t_http_new("127.0.0.1:0", NULL, err, sizeof err);
     T_CHECK(m != NULL);
     if (!m)
         return;
-    uint16_t port = metrics_port(m);
+    uint16_t port = http_port(m);
     int fds[60], nfd = 0;
     for (int i = 0; i < 60; i++) {
         int fd = connect_from(i < 20 ? "127.0.0.1" : "127.0.0.2", port);
@@ -428,7 +438,7 @@ T_TEST(test_http_slow_clients_do_not_starve)
             open_a, open_b);
     T_EQ_U64(open_a, 20);
     T_CHECK(open_b >= 16 && open_b <= 32);   /* capped per address */
-    metrics_destroy(&m);   /* with the slow clients still connected */
+    http_destroy(&m);   /* with the slow clients still connected */
     T_CHECK(m == NULL);
     for (int i = 0; i < nfd; i++)
         close(fds[i]);
@@ -438,7 +448,7 @@ T_TEST(test_http_slow_clients_do_not_starve)
 T_TEST(test_http_request_head_capped)
 {
     char err[256] = "";
-    nq_metrics_t *m = metrics_new("127.0.0.1:0", err, sizeof err);
+    nq_http_t *m = t_http_new("127.0.0.1:0", NULL, err, sizeof err);
     T_CHECK(m != NULL);
     if (!m)
         return;
@@ -447,51 +457,51 @@ T_TEST(test_http_request_head_capped)
     int n = sprintf(req, "GET /metrics HTTP/1.0\r\nX-Big: ");
     memset(req + n, 'a', big);
     strcpy(req + n + big, "\r\n\r\n");
-    char *r = http_raw(metrics_port(m), req);
+    char *r = http_raw(http_port(m), req);
     int st = http_status(r);
     fprintf(stderr, "  24 KiB request head: status %d\n", st);
     T_CHECK(st != 200 && (st == 0 || st == 431 || st == 413 || st == 414 || st == 400));
     free(r);
     free(req);
-    r = http_get(metrics_port(m), "/metrics");   /* and the endpoint still serves */
+    r = http_get(http_port(m), "/metrics");   /* and the endpoint still serves */
     T_CHECK(http_status(r) == 200);
     free(r);
-    metrics_destroy(&m);
+    http_destroy(&m);
 }
 
 T_TEST(test_port_in_use_refused)
 {
     char err[256] = "";
-    nq_metrics_t *a = metrics_new("127.0.0.1:0", err, sizeof err);
+    nq_http_t *a = t_http_new("127.0.0.1:0", NULL, err, sizeof err);
     T_CHECK(a != NULL);
     if (!a)
         return;
     char addr[64];
-    snprintf(addr, sizeof addr, "127.0.0.1:%u", metrics_port(a));
-    nq_metrics_t *b = metrics_new(addr, err, sizeof err);
+    snprintf(addr, sizeof addr, "127.0.0.1:%u", http_port(a));
+    nq_http_t *b = t_http_new(addr, NULL, err, sizeof err);
     T_CHECK(b == NULL);
-    T_CHECK(strstr(err, "cannot serve metrics on") != NULL);
-    metrics_destroy(&b);
-    metrics_destroy(&a);
+    T_CHECK(strstr(err, "cannot serve http on") != NULL);
+    http_destroy(&b);
+    http_destroy(&a);
 }
 
 T_TEST(test_ipv6_loopback)
 {
     char err[256] = "";
-    nq_metrics_t *m = metrics_new("[::1]:0", err, sizeof err);
+    nq_http_t *m = t_http_new("[::1]:0", NULL, err, sizeof err);
     if (!m) {   /* hosts without IPv6 (some containers): only the reason may differ */
         fprintf(stderr, "  skipped: no IPv6 loopback here (%s)\n", err);
-        T_CHECK(strstr(err, "cannot serve metrics on") != NULL);
+        T_CHECK(strstr(err, "cannot serve http on") != NULL);
         return;
     }
-    T_CHECK(metrics_port(m) != 0);
-    metrics_destroy(&m);
+    T_CHECK(http_port(m) != 0);
+    http_destroy(&m);
 }
 #else
 T_TEST(test_built_without_mhd)
 {
     char err[256] = "";
-    T_CHECK(metrics_new("127.0.0.1:0", err, sizeof err) == NULL);
+    T_CHECK(t_http_new("127.0.0.1:0", NULL, err, sizeof err) == NULL);
     T_CHECK(strstr(err, "built without libmicrohttpd") != NULL);
 }
 #endif
@@ -505,48 +515,48 @@ T_TEST(test_bad_addresses_refused)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char err[256] = "";
-        nq_metrics_t *m = metrics_new(bad[i], err, sizeof err);
+        nq_http_t *m = t_http_new(bad[i], NULL, err, sizeof err);
         if (m) {
             fprintf(stderr, "  accepted bad address '%s'\n", bad[i]);
-            metrics_destroy(&m);
+            http_destroy(&m);
         }
         T_CHECK(m == NULL);
-        T_CHECK(strstr(err, "metrics") != NULL);
+        T_CHECK(strstr(err, "HOST:PORT") != NULL || strstr(err, "host must be") != NULL);
         T_CHECK(strstr(err, "cannot serve") == NULL);   /* refused before any bind */
     }
     char err[256] = "";
-    T_CHECK(metrics_new(NULL, err, sizeof err) == NULL);
+    T_CHECK(t_http_new(NULL, NULL, err, sizeof err) == NULL);
 }
 
-T_TEST(test_non_loopback_needs_allow_remote)
+T_TEST(test_non_loopback_needs_a_token)
 {
     static const char *const remote[] = { "0.0.0.0:0", "10.1.2.3:9555", "[::]:0", "[2001:db8::1]:9555" };
     for (size_t i = 0; i < sizeof remote / sizeof remote[0]; i++) {
         char err[256] = "";
-        T_CHECK(metrics_new(remote[i], err, sizeof err) == NULL);
-        T_CHECK(strstr(err, "not loopback") != NULL);
+        T_CHECK(t_http_new(remote[i], NULL, err, sizeof err) == NULL);
+        T_CHECK(strstr(err, "without a token") != NULL);
     }
-    /* 127.x.y.z is all loopback, and allow_remote opens the wildcard address. */
+    /* 127.x.y.z is all loopback, and a token opens the wildcard address. */
     char err[256] = "";
-    nq_metrics_t *m = metrics_new("127.0.0.2:0", err, sizeof err);
+    nq_http_t *m = t_http_new("127.0.0.2:0", NULL, err, sizeof err);
 #ifdef NQ_HAVE_MHD
     T_CHECK(m != NULL);
-    metrics_destroy(&m);
-    m = metrics_new_ex("0.0.0.0:0", 1, err, sizeof err);
+    http_destroy(&m);
+    m = t_http_new("0.0.0.0:0", T_TOKEN, err, sizeof err);
     T_CHECK(m != NULL);
-    T_CHECK(metrics_port(m) != 0);
+    T_CHECK(http_port(m) != 0);
 #endif
-    metrics_destroy(&m);
+    http_destroy(&m);
 }
 
 T_TEST(test_update_null_is_noop)
 {
     nq_metrics_snapshot_t s = sample_snapshot(NULL, 0);
-    metrics_update(NULL, &s);
-    nq_metrics_t *m = NULL;
-    metrics_destroy(&m);
-    metrics_destroy(NULL);
-    T_CHECK(metrics_port(NULL) == 0);
+    http_update(NULL, &s);
+    nq_http_t *m = NULL;
+    http_destroy(&m);
+    http_destroy(NULL);
+    T_CHECK(http_port(NULL) == 0);
 }
 
 T_RUN_ALL()

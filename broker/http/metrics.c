@@ -1,0 +1,249 @@
+/* The broker's snapshot (see metrics.h): its deep copy and its Prometheus text exposition. */
+#define _GNU_SOURCE   /* open_memstream */
+#include "metrics.h"
+
+#include "log.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Prometheus floats: Go's ParseFloat syntax, so inf/nan need their own spelling. */
+static void put_double(FILE *f, double v)
+{
+    if (isnan(v))
+        fputs("NaN", f);
+    else if (isinf(v))
+        fputs(v > 0 ? "+Inf" : "-Inf", f);
+    else
+        fprintf(f, "%.17g", v);
+}
+
+/*
+ * Label values escape backslash, double quote and newline (exposition format 0.0.4). They
+ * come from the wire (worker ids), so the renderer also keeps the exposition valid UTF-8
+ * on its own: every byte that is not part of valid UTF-8, every other control character
+ * (C0, DEL, C1) becomes U+FFFD (one per stray byte or control character).
+ */
+static void put_label_value(FILE *f, const char *s)
+{
+    static const char repl[] = "\xef\xbf\xbd";   /* U+FFFD REPLACEMENT CHARACTER */
+    size_t n = s ? strlen(s) : 0;
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        size_t k = c < 0x80 ? 1 : nq_utf8_len(s + i, n - i);
+        if (c == '\\')
+            fputs("\\\\", f);
+        else if (c == '"')
+            fputs("\\\"", f);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else if (c < 0x20 || c == 0x7f || k == 0 ||
+                 (k == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0))
+            fputs(repl, f);
+        else
+            fwrite(s + i, 1, k, f);
+        i += k ? k : 1;
+    }
+}
+
+static void put_family(FILE *f, const char *name, const char *type, const char *help)
+{
+    fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void put_u64(FILE *f, const char *name, const char *type, const char *help, uint64_t v)
+{
+    put_family(f, name, type, help);
+    fprintf(f, "%s %llu\n", name, (unsigned long long)v);
+}
+
+static void put_shards(FILE *f, const nq_metrics_snapshot_t *s)
+{
+    static const char *const states[6] = {
+        "pending", "leased", "done", "failed", "conflict", "cancelled"
+    };
+    put_family(f, "nq_shards", "gauge", "Shards of all jobs by state.");
+    for (int i = 0; i < 6; i++)
+        fprintf(f, "nq_shards{state=\"%s\"} %llu\n", states[i],
+                (unsigned long long)s->shards_by_state[i]);
+}
+
+static void put_commits(FILE *f, const nq_metrics_snapshot_t *s)
+{
+    /* A summary without quantiles: _sum/_count give the mean over any window. */
+    put_family(f, "nq_store_commit_seconds", "summary",
+               "Latency of store commits (one commit holds many results).");
+    fputs("nq_store_commit_seconds_sum ", f);
+    put_double(f, s->commit_seconds_sum);
+    fprintf(f, "\nnq_store_commit_seconds_count %llu\n", (unsigned long long)s->commits);
+    put_family(f, "nq_store_commit_max_seconds", "gauge",
+               "Slowest store commit since the broker started.");
+    fputs("nq_store_commit_max_seconds ", f);
+    put_double(f, s->commit_seconds_max);
+    fputc('\n', f);
+}
+
+static void put_workers(FILE *f, const nq_metrics_snapshot_t *s)
+{
+    put_family(f, "nq_worker_nodes_per_second", "gauge",
+               "Search nodes per second reported by each connected worker.");
+    for (size_t i = 0; i < s->nworkers; i++) {
+        fputs("nq_worker_nodes_per_second{worker=\"", f);
+        put_label_value(f, s->workers[i].id);
+        fputs("\"} ", f);
+        put_double(f, s->workers[i].nodes_per_s);
+        fputc('\n', f);
+    }
+    put_family(f, "nq_worker_leases", "gauge", "Shards leased to each connected worker.");
+    for (size_t i = 0; i < s->nworkers; i++) {
+        fputs("nq_worker_leases{worker=\"", f);
+        put_label_value(f, s->workers[i].id);
+        fprintf(f, "\"} %u\n", s->workers[i].leases);
+    }
+}
+
+/* One gauge per active job; `nq_job_info` carries the labels that never change value. */
+static void put_job_series(FILE *f, const nq_metrics_snapshot_t *s, const char *name,
+                           const char *help, size_t field)
+{
+    put_family(f, name, "gauge", help);
+    for (size_t i = 0; i < s->njobs; i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)&s->jobs[i] + field, sizeof v);
+        fprintf(f, "%s{job_id=\"%llu\"} %llu\n", name, (unsigned long long)s->jobs[i].id,
+                (unsigned long long)v);
+    }
+}
+
+static void put_jobs(FILE *f, const nq_metrics_snapshot_t *s)
+{
+    put_family(f, "nq_job_info", "gauge", "One series per active job: its kind, N and state.");
+    for (size_t i = 0; i < s->njobs; i++) {
+        const nq_metrics_job_t *j = &s->jobs[i];
+        fprintf(f, "nq_job_info{job_id=\"%llu\",kind=\"", (unsigned long long)j->id);
+        put_label_value(f, j->kind);
+        fprintf(f, "\",n=\"%llu\",state=\"", (unsigned long long)j->n);
+        put_label_value(f, j->state);
+        fputs("\"} 1\n", f);
+    }
+    put_job_series(f, s, "nq_job_shards", "Shards of each active job, in all (not _total: a gauge).",
+                   offsetof(nq_metrics_job_t, shards_total));
+    put_job_series(f, s, "nq_job_shards_done", "Shards of each active job with an accepted result.",
+                   offsetof(nq_metrics_job_t, shards_done));
+    put_job_series(f, s, "nq_job_shards_failed", "Shards of each active job that ran out of attempts.",
+                   offsetof(nq_metrics_job_t, shards_failed));
+    put_job_series(f, s, "nq_job_shards_conflict", "Shards of each active job whose results disagreed.",
+                   offsetof(nq_metrics_job_t, shards_conflict));
+    put_job_series(f, s, "nq_job_shards_leased", "Shards of each active job out on workers.",
+                   offsetof(nq_metrics_job_t, shards_leased));
+}
+
+static void put_store(FILE *f, const nq_metrics_snapshot_t *s)
+{
+    put_u64(f, "nq_store_writable", "gauge",
+            "1 while store commits succeed; 0 after one failed (disk full?): no leasing, no ACKs.",
+            s->store_ok ? 1 : 0);
+    if (s->disk_size_bytes == 0)
+        return;                     /* statvfs failed: no figure is better than a wrong one */
+    put_u64(f, "nq_store_disk_free_bytes", "gauge",
+            "Bytes free to the broker on the file system of its DB.", s->disk_free_bytes);
+    put_u64(f, "nq_store_disk_size_bytes", "gauge",
+            "Size of the file system of the broker's DB.", s->disk_size_bytes);
+}
+
+char *metrics_render(const nq_metrics_snapshot_t *s)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    put_family(f, "nq_build_info", "gauge", "Version of the running nq broker.");
+    fputs("nq_build_info{version=\"", f);
+    put_label_value(f, NQ_VERSION);
+    fputs("\"} 1\n", f);
+    put_shards(f, s);
+    put_u64(f, "nq_results_total", "counter", "Shard results received.", s->results_total);
+    put_u64(f, "nq_results_duplicate_total", "counter",
+            "Results for a shard that already had an equal result.", s->results_duplicate);
+    put_u64(f, "nq_results_conflict_total", "counter",
+            "Results that disagreed with the stored result of their shard.", s->results_conflict);
+    put_u64(f, "nq_results_rejected_total", "counter",
+            "Results that failed the broker's checks (wrong lease, proof or answer).",
+            s->results_rejected);
+    put_u64(f, "nq_messages_bad_total", "counter",
+            "Malformed or unexpected messages dropped.", s->messages_bad);
+    put_family(f, "nq_results_per_second", "gauge", "Recent rate of shard results.");
+    fputs("nq_results_per_second ", f);
+    put_double(f, s->results_per_s);
+    fputc('\n', f);
+    put_u64(f, "nq_workers_alive", "gauge", "Workers currently connected and alive.",
+            s->workers_alive);
+    put_u64(f, "nq_jobs_active", "gauge", "Jobs pending or running.", s->jobs_active);
+    put_commits(f, s);
+    put_store(f, s);
+    put_workers(f, s);
+    put_jobs(f, s);
+    if (fclose(f) != 0) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* ---- the snapshot's deep copy ------------------------------------------------------------ */
+
+void metrics_snapshot_free(nq_metrics_snapshot_t *s)
+{
+    for (size_t i = 0; i < s->nworkers; i++)
+        free((char *)s->workers[i].id);
+    free((nq_metrics_worker_t *)s->workers);
+    free((nq_metrics_job_t *)s->jobs);
+    s->workers = NULL;
+    s->nworkers = 0;
+    s->jobs = NULL;
+    s->njobs = 0;
+}
+
+static int copy_workers(nq_metrics_snapshot_t *c, const nq_metrics_snapshot_t *src)
+{
+    if (!src->nworkers)
+        return 0;
+    nq_metrics_worker_t *w = calloc(src->nworkers, sizeof *w);
+    if (!w)
+        return -1;
+    c->workers = w;
+    for (size_t i = 0; i < src->nworkers; i++, c->nworkers++) {
+        w[i] = src->workers[i];
+        w[i].id = strdup(src->workers[i].id ? src->workers[i].id : "");
+        if (!w[i].id)
+            return -1;
+    }
+    return 0;
+}
+
+int metrics_snapshot_copy(nq_metrics_snapshot_t *dst, const nq_metrics_snapshot_t *src)
+{
+    nq_metrics_snapshot_t c = *src;
+    c.workers = NULL;
+    c.nworkers = 0;
+    c.jobs = NULL;
+    c.njobs = 0;
+    if (src->njobs) {
+        nq_metrics_job_t *j = malloc(src->njobs * sizeof *j);   /* njobs: the broker's own list */
+        if (!j)
+            return -1;
+        memcpy(j, src->jobs, src->njobs * sizeof *j);
+        c.jobs = j;
+        c.njobs = src->njobs;
+    }
+    if (copy_workers(&c, src) != 0) {
+        metrics_snapshot_free(&c);
+        return -1;
+    }
+    *dst = c;
+    return 0;
+}

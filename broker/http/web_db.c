@@ -1,0 +1,124 @@
+/*
+ * The web view's own read-only connection to the broker's DB, and the query documents
+ * (broker/store/query.h) read through it: the same documents as `nq status/list/workers/
+ * result --json`. The broker's store runs in WAL mode, so this reader never blocks its
+ * writer; each query is one short read transaction. One query at a time (db_lock): the
+ * queries open their own transaction on the connection, and two threads must not share one.
+ */
+#include "http_impl.h"
+
+#include "errf.h"
+#include "query.h"
+
+#include <string.h>
+
+/* How long a read waits for a lock: WAL readers only wait during a checkpoint's restart. */
+#define WEB_BUSY_MS 2000
+
+static int db_open(nq_http_t *h, char *err, size_t errlen)
+{
+    if (h->db)
+        return 0;
+    int rc = sqlite3_open_v2(h->db_path, &h->db, SQLITE_OPEN_READONLY, NULL);
+    if (rc != SQLITE_OK) {
+        nq_errf(err, errlen, "cannot open %s read-only: %s", h->db_path,
+                h->db ? sqlite3_errmsg(h->db) : sqlite3_errstr(rc));
+        sqlite3_close(h->db);
+        h->db = NULL;
+        return -2;
+    }
+    sqlite3_busy_timeout(h->db, WEB_BUSY_MS);
+    return 0;
+}
+
+void web_db_close(nq_http_t *h)
+{
+    sqlite3_close(h->db);
+    h->db = NULL;
+}
+
+/* The broker's live view of a worker, from the last snapshot (query_live_t). */
+static int live_lookup(void *ud, const char *id, int *alive, double *nodes_per_s, uint32_t *leases)
+{
+    nq_http_t *h = ud;
+    int rc = -1;
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < h->snap.nworkers; i++) {
+        const nq_metrics_worker_t *w = &h->snap.workers[i];
+        if (strcmp(w->id, id) == 0) {
+            *alive = 1;
+            *nodes_per_s = w->nodes_per_s;
+            *leases = w->leases;
+            rc = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
+static int run_query(nq_http_t *h, web_doc_kind_t kind, uint64_t job, msgpack_packer *pk,
+                     char *err, size_t errlen)
+{
+    query_live_t live = { live_lookup, h };
+    switch (kind) {
+    case WEB_DOC_JOB: return query_job(h->db, job, pk, err, errlen);
+    case WEB_DOC_LIST: return query_list(h->db, pk, err, errlen);
+    case WEB_DOC_WORKERS: return query_workers(h->db, &live, pk, err, errlen);
+    case WEB_DOC_RESULT: return query_result(h->db, job, pk, err, errlen);
+    }
+    return nq_errf(err, errlen, "unknown document");
+}
+
+static int unpack(web_doc_t *d, int rc, char *err, size_t errlen)
+{
+    size_t off = 0;
+    if (rc == 0 && msgpack_unpack_next(&d->u, d->sb.data, d->sb.size, &off) != MSGPACK_UNPACK_SUCCESS) {
+        nq_errf(err, errlen, "a query document did not unpack");
+        return -2;
+    }
+    if (rc == 0)
+        d->doc = &d->u.data;
+    return rc;
+}
+
+static void doc_init(web_doc_t *d)
+{
+    msgpack_sbuffer_init(&d->sb);
+    msgpack_unpacked_init(&d->u);
+    d->doc = NULL;
+}
+
+int web_doc(nq_http_t *h, web_doc_kind_t kind, uint64_t job, web_doc_t *d, char *err, size_t errlen)
+{
+    msgpack_packer pk;
+    doc_init(d);
+    msgpack_packer_init(&pk, &d->sb, msgpack_sbuffer_write);
+    pthread_mutex_lock(&h->db_lock);
+    int rc = db_open(h, err, errlen);
+    if (rc == 0)
+        rc = run_query(h, kind, job, &pk, err, errlen);
+    pthread_mutex_unlock(&h->db_lock);
+    return unpack(d, rc, err, errlen);
+}
+
+int web_doc_export(nq_http_t *h, uint64_t job, uint64_t cursor, uint32_t rows, web_doc_t *d,
+                   char *err, size_t errlen)
+{
+    msgpack_packer pk;
+    doc_init(d);
+    msgpack_packer_init(&pk, &d->sb, msgpack_sbuffer_write);
+    pthread_mutex_lock(&h->db_lock);
+    int rc = db_open(h, err, errlen);
+    if (rc == 0)
+        rc = query_export(h->db, job, cursor, rows, 0, &pk, err, errlen);
+    pthread_mutex_unlock(&h->db_lock);
+    return unpack(d, rc, err, errlen);
+}
+
+void web_doc_free(web_doc_t *d)
+{
+    msgpack_unpacked_destroy(&d->u);
+    msgpack_sbuffer_destroy(&d->sb);
+    d->doc = NULL;
+}

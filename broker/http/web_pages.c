@@ -1,0 +1,233 @@
+/*
+ * The web view's pages for the whole broker: / (every job, the workers alive) and
+ * /workers (every worker seen), and the 404 page. Server-rendered HTML from the query
+ * documents that `nq list --json` and `nq workers --json` print; they refresh themselves.
+ */
+#include "http_impl.h"
+
+#include <string.h>
+
+/* Seconds between a page's own refreshes: the bar moves, the broker hardly notices. */
+#define WEB_REFRESH_S 2
+/* Jobs listed on /: a campaign of many jobs shows its newest; `nq list` has them all. */
+#define WEB_JOBS_LISTED 200
+
+static void cell(FILE *f, const msgpack_object *doc, const char *key)
+{
+    fputs("<td>", f);
+    html_esc_obj(f, doc_get(doc, key));
+    fputs("</td>", f);
+}
+
+static void cell_duration(FILE *f, const msgpack_object *doc, const char *key)
+{
+    double d;
+    fputs("<td>", f);
+    if (doc_double(doc, key, &d) == 0)
+        html_duration(f, d);
+    else
+        fputs("-", f);
+    fputs("</td>", f);
+}
+
+/* What a job has found so far, in the words of `nq list`: total and unique for a count. */
+static void job_answer(FILE *f, const msgpack_object *j)
+{
+    if (doc_str_is(j, "kind", "count")) {
+        cell(f, j, "total");
+        cell(f, j, "unique");
+    } else if (doc_str_is(j, "kind", "solve")) {
+        fputs("<td colspan=\"2\" class=\"l\">", f);
+        html_esc_obj(f, doc_get(j, "solutions_found"));
+        fputs(" solution(s) found</td>", f);
+    } else {
+        fputs("<td colspan=\"2\" class=\"l\">", f);
+        html_esc_obj(f, doc_get(j, "solutions"));
+        fputs(" solutions</td>", f);
+    }
+}
+
+static void job_row(FILE *f, const msgpack_object *j)
+{
+    uint64_t id = 0, done = 0, total = 0;
+    double rate;
+    doc_u64(j, "id", &id);
+    doc_u64(j, "shards_done", &done);
+    doc_u64(j, "shards_total", &total);
+    fprintf(f, "<tr id=\"job-%llu\"><td><a href=\"/jobs/%llu\">%llu</a></td>", (unsigned long long)id,
+            (unsigned long long)id, (unsigned long long)id);
+    fputs("<td class=\"l\">", f);
+    html_esc_obj(f, doc_get(j, "kind"));
+    fputs("</td>", f);
+    cell(f, j, "n");
+    fputs("<td class=\"l\">", f);
+    html_esc_obj(f, doc_get(j, "state"));
+    fputs("</td><td class=\"l\">", f);
+    html_progress(f, done, total);
+    fprintf(f, "</td><td>%llu/%llu</td><td>", (unsigned long long)done, (unsigned long long)total);
+    if (doc_double(j, "rate", &rate) == 0)
+        html_rate(f, rate);
+    else
+        fputs("-", f);
+    fputs("</td>", f);
+    cell_duration(f, j, "eta");
+    job_answer(f, j);
+    fputs("</tr>\n", f);
+}
+
+static void jobs_table(FILE *f, const msgpack_object *list)
+{
+    uint32_t n = list && list->type == MSGPACK_OBJECT_ARRAY ? list->via.array.size : 0;
+    if (n == 0) {
+        fputs("<p>No jobs yet: <code>nq submit count 16</code>.</p>\n", f);
+        return;
+    }
+    fputs("<table id=\"jobs\"><tr><th>id</th><th class=\"l\">kind</th><th>N</th><th class=\"l\">state"
+          "</th><th class=\"l\">progress</th><th>shards done/total</th><th>rate (shards/s)</th>"
+          "<th>ETA</th><th>total</th><th>unique</th></tr>\n", f);
+    for (uint32_t i = 0; i < n && i < WEB_JOBS_LISTED; i++)
+        job_row(f, &list->via.array.ptr[i]);
+    fputs("</table>\n", f);
+    if (n > WEB_JOBS_LISTED)
+        fprintf(f, "<p class=\"muted\">%u older jobs not shown: <code>nq list</code>.</p>\n",
+                n - WEB_JOBS_LISTED);
+}
+
+/* The workers alive now, from the broker's last snapshot. */
+static void workers_alive(nq_http_t *h, FILE *f)
+{
+    pthread_mutex_lock(&h->lock);
+    const nq_metrics_snapshot_t *s = &h->snap;
+    fprintf(f, "<h2>workers alive: <span id=\"workers-alive\">%zu</span></h2>\n", s->nworkers);
+    if (s->nworkers)
+        fputs("<table id=\"alive\"><tr><th class=\"l\">worker</th><th>leases</th><th>nodes/s</th>"
+              "<th class=\"l\"></th></tr>\n", f);
+    for (size_t i = 0; i < s->nworkers; i++) {
+        const nq_metrics_worker_t *w = &s->workers[i];
+        fputs("<tr><td class=\"l worker\">", f);
+        html_esc(f, w->id, strlen(w->id));
+        fprintf(f, "</td><td>%u</td><td>", w->leases);
+        html_rate(f, w->nodes_per_s);
+        fprintf(f, "</td><td class=\"l\">%s</td></tr>\n", w->flagged ? "<span class=\"flag\">flagged"
+                "</span>" : "");
+    }
+    if (s->nworkers)
+        fputs("</table>\n", f);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void db_error(FILE *f, const char *err)
+{
+    fputs("<p class=\"err\">The store cannot be read: ", f);
+    html_esc(f, err, strlen(err));
+    fputs("</p>\n", f);
+}
+
+unsigned web_page_index(nq_http_t *h, FILE *f)
+{
+    web_doc_t d;
+    char err[256] = "";
+    int rc = web_doc(h, WEB_DOC_LIST, 0, &d, err, sizeof err);
+    html_head(f, "jobs", WEB_REFRESH_S);
+    if (rc == 0)
+        jobs_table(f, d.doc);
+    else
+        db_error(f, err);
+    workers_alive(h, f);
+    html_foot(f);
+    web_doc_free(&d);
+    return rc == 0 ? 200 : 503;
+}
+
+static void cell_time(FILE *f, const msgpack_object *w, const char *key)
+{
+    double t;
+    fputs("<td>", f);
+    if (doc_double(w, key, &t) == 0)
+        html_time(f, t);
+    else
+        fputs("-", f);
+    fputs("</td>", f);
+}
+
+/* The kernel build a live worker named in its HELLO (not stored in the DB). */
+static void cell_kernel(nq_http_t *h, FILE *f, const msgpack_object *w)
+{
+    const msgpack_object *id = doc_get(w, "id");
+    fputs("<td class=\"l\">", f);
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; id && id->type == MSGPACK_OBJECT_STR && i < h->snap.nworkers; i++) {
+        const nq_metrics_worker_t *k = &h->snap.workers[i];
+        if (strlen(k->id) == id->via.str.size && memcmp(k->id, id->via.str.ptr, id->via.str.size) == 0) {
+            html_esc(f, k->kernel, strnlen(k->kernel, sizeof k->kernel));
+            break;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    fputs("</td>", f);
+}
+
+static void worker_row(nq_http_t *h, FILE *f, const msgpack_object *w)
+{
+    double nps;
+    fputs("<tr><td class=\"l worker\">", f);
+    html_esc_obj(f, doc_get(w, "id"));
+    fputs("</td><td class=\"l\">", f);
+    html_esc_obj(f, doc_get(w, "host"));
+    fputs("</td>", f);
+    cell_time(f, w, "last_seen");
+    cell(f, w, "threads");
+    cell_kernel(h, f, w);
+    fputs("<td class=\"l\">", f);
+    html_esc_obj(f, doc_get(w, "alive"));
+    fputs("</td>", f);
+    cell(f, w, "leases");
+    cell(f, w, "shards_done");
+    fputs("<td>", f);
+    if (doc_double(w, "nodes_per_s", &nps) == 0)
+        html_rate(f, nps);
+    else
+        fputs("-", f);
+    fputs("</td>", f);
+    cell(f, w, "conflicts");
+    fprintf(f, "<td class=\"l\">%s</td></tr>\n", doc_bool(w, "flagged") ? "<span class=\"flag\">"
+            "flagged</span>" : "");
+}
+
+unsigned web_page_workers(nq_http_t *h, FILE *f)
+{
+    web_doc_t d;
+    char err[256] = "";
+    int rc = web_doc(h, WEB_DOC_WORKERS, 0, &d, err, sizeof err);
+    html_head(f, "workers", WEB_REFRESH_S);
+    if (rc != 0) {
+        db_error(f, err);
+    } else if (d.doc->type != MSGPACK_OBJECT_ARRAY || d.doc->via.array.size == 0) {
+        fputs("<p>No worker has connected yet: <code>nq worker --connect tcp://BROKER:7555</code>.</p>\n", f);
+    } else {
+        fputs("<p class=\"muted\">Every worker this DB has seen. Kernel and leases are known for the "
+              "workers alive; nodes/s is live for them, an average over their work for the others.</p>\n", f);
+        fputs("<table id=\"workers\"><tr><th class=\"l\">worker</th><th class=\"l\">host</th><th>last seen"
+              "</th><th>threads</th><th class=\"l\">kernel</th><th class=\"l\">alive</th><th>leases</th>"
+              "<th>shards done</th>"
+              "<th>nodes/s</th><th>conflicts</th><th class=\"l\"></th></tr>\n", f);
+        for (uint32_t i = 0; i < d.doc->via.array.size; i++)
+            worker_row(h, f, &d.doc->via.array.ptr[i]);
+        fputs("</table>\n", f);
+    }
+    html_foot(f);
+    web_doc_free(&d);
+    return rc == 0 ? 200 : 503;
+}
+
+unsigned web_page_not_found(FILE *f, const char *what)
+{
+    size_t n = strlen(what);
+    html_head(f, "not found", 0);
+    fputs("<p id=\"not-found\">Nothing here: <code>", f);
+    html_esc(f, what, n > 200 ? 200 : n);   /* echoes the path, escaped and cut short */
+    fputs(n > 200 ? "...</code>" : "</code>", f);
+    fputs(". Jobs are at <a href=\"/\">/</a>, one job at /jobs/ID.</p>\n", f);
+    html_foot(f);
+    return 404;
+}
