@@ -139,10 +139,14 @@ typedef struct {
     int have_workers;                      /* the job's rows name workers (not enumerate) */
 } web_share_t;
 
-/* Reads every export row of a count or solve job (enumerate rows are solutions: nothing is
-   read, have_workers = 0). 0, -1 no such job, -2 DB error. It costs a pass over the job's
-   rows: the page that shows it is cached for 20 times as long (http_cache.h). */
+/* Who did a count or solve job's work (the store's job_workers: per job and worker, first
+   results, nodes, seconds) and its first failed and conflicting shards (the open-state index):
+   O(workers + listed shards), never a pass over the job's rows. Enumerate: nothing is read,
+   have_workers = 0. 0, -2 DB error. */
 int web_share_get(nq_http_t *h, uint64_t job, int enumerate, web_share_t *out, char *err, size_t errlen);
+/* The web view's DB connection, held (locked, opened) for direct reads: 0, or -2 with err. */
+int web_db_hold(nq_http_t *h, char *err, size_t errlen);
+void web_db_release(nq_http_t *h);
 
 /* Parses a job id from a URL: 1 to 20 digits, no sign, no leading zero, fits 64 bits, >= 1.
    0 ok, -1 otherwise. */

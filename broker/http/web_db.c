@@ -31,6 +31,20 @@ static int db_open(nq_http_t *h, char *err, size_t errlen)
     return 0;
 }
 
+int web_db_hold(nq_http_t *h, char *err, size_t errlen)
+{
+    pthread_mutex_lock(&h->db_lock);
+    int rc = db_open(h, err, errlen);
+    if (rc != 0)
+        pthread_mutex_unlock(&h->db_lock);
+    return rc;
+}
+
+void web_db_release(nq_http_t *h)
+{
+    pthread_mutex_unlock(&h->db_lock);
+}
+
 void web_db_close(nq_http_t *h)
 {
     sqlite3_close(h->db);
