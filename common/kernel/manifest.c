@@ -57,7 +57,7 @@ static int dec_parse(const char *p, size_t len, size_t max_digits, nq_u128 max, 
         if (p[i] < '0' || p[i] > '9')
             return -1;
         unsigned d = (unsigned)(p[i] - '0');
-        if (v > (max - d) / 10)
+        if (v > max / 10 || (v == max / 10 && d > max % 10))   /* v * 10 + d > max, without wrapping */
             return -1;
         v = v * 10 + d;
     }
