@@ -2,8 +2,8 @@
 # Installs what nq needs to build, test and run, from Debian's packages.
 # Idempotent: packages already present are skipped. Uses sudo when not root.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libsqlite3-dev libmicrohttpd-dev python3-zmq python3-msgpack
-      sqlite3 iproute2 clang libclang-rt-dev shellcheck yamllint procps dpkg-dev file bc
+pkgs=(build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libsqlite3-dev libmicrohttpd-dev libsodium-dev
+      python3-zmq python3-msgpack sqlite3 iproute2 clang libclang-rt-dev shellcheck yamllint procps dpkg-dev file bc
       curl chromium prometheus)   # the web view is tested in Chromium, /metrics against Prometheus
 missing=()
 for p in "${pkgs[@]}"; do

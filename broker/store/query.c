@@ -686,6 +686,23 @@ static int result_study(sqlite3 *db, const qjob_t *j, msgpack_packer *pk, char *
     return rc == SQLITE_DONE ? 0 : db_fail(db, "study", err, errlen);
 }
 
+/* The root kept by the last `nq export --manifest` (005_manifest.sql), or nil. */
+static int result_manifest_root(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = prep(db, "SELECT root FROM manifests WHERE job = ?", err, errlen);
+    if (!st)
+        return -2;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) == SQLITE_TEXT)
+        pk_col_text(pk, st, 0);
+    else if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+        msgpack_pack_nil(pk);
+    rc = rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : db_fail(db, "manifests", err, errlen);
+    sqlite3_finalize(st);
+    return rc;
+}
+
 static int result_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_t errlen)
 {
     qjob_t j;
@@ -697,7 +714,7 @@ static int result_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, si
        does not is `nq check`'s question (every row) */
     int residues_ok = (unsigned)(j.total % 13) == j.res13 && (unsigned)(j.total % 15) == j.res15;
     /* count documents already carry nodes */
-    uint32_t extra = 2 + (is_count ? 1 : 1) + (is_solve ? 3 : 0);
+    uint32_t extra = 2 + (is_count ? 2 : 1) + (is_solve ? 3 : 0);
     msgpack_pack_map(pk, job_npairs(&j) + extra);
     pk_job_pairs(pk, &j);
     pk_str(pk, "core_seconds"); msgpack_pack_double(pk, j.core_seconds);
@@ -709,6 +726,9 @@ static int result_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, si
         return rc;
     if (is_count) {
         pk_str(pk, "residues_ok"); if (residues_ok) msgpack_pack_true(pk); else msgpack_pack_false(pk);
+        pk_str(pk, "manifest_root");
+        if ((rc = result_manifest_root(db, j.id, pk, err, errlen)) != 0)
+            return rc;
     }
     if (is_solve) {
         pk_str(pk, "solutions_total"); msgpack_pack_uint64(pk, j.solutions_found);

@@ -66,7 +66,8 @@ int query_workers(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, cha
  * The job document plus core_seconds, nodes, workers (ids that delivered a
  * first result, from job_workers); count: residues_ok (the job's total agrees
  * mod 13 and mod 15 with the sum of its done shards' residues: O(1); `nq check`
- * finds the shard); solve: solutions
+ * finds the shard), manifest_root (hex of the root the last `nq export --manifest` kept, or
+ * nil); solve: solutions
  * (the first QUERY_RESULT_MAX_SOLUTIONS by found_at, each {seed, hash, shard, n,
  * steps, seconds, where: "inline" or the file name}), solutions_total, and
  * study: one entry per method {algo, seeds, solved, rate, ci_low, ci_high (95%

@@ -86,5 +86,6 @@ int cmd_cancel(int argc, char **argv);
 int cmd_retry(int argc, char **argv);
 int cmd_result(int argc, char **argv);     /* cmd_result.c, with export */
 int cmd_export(int argc, char **argv);
+int cmd_audit(int argc, char **argv);      /* cmd_audit.c */
 
 #endif

@@ -28,7 +28,8 @@ static const struct option long_opts[] = {
     { "workers", 1, 0, 0 }, { "algo", 1, 0, 0 }, { "all", 0, 0, 0 }, { "log-level", 1, 0, 0 },
     { "depth", 1, 0, 0 }, { "priority", 1, 0, 0 }, { "max-attempts", 1, 0, 0 }, { "quorum", 1, 0, 0 },
     { "solutions", 1, 0, 0 }, { "restarts", 1, 0, 0 }, { "seed", 1, 0, 0 }, { "max-steps", 1, 0, 0 },
-    { "shard-seconds", 1, 0, 0 }, { "http", 1, 0, 0 }, { "http-token-file", 1, 0, 0 }, { 0, 0, 0, 0 },
+    { "shard-seconds", 1, 0, 0 }, { "http", 1, 0, 0 }, { "http-token-file", 1, 0, 0 }, { "manifest", 1, 0, 0 },
+    { 0, 0, 0, 0 },
 };
 
 static int allowed_has(const char *allowed, const char *name)
@@ -61,6 +62,7 @@ static int set_option(const char *cmd, const char *name, const char *val, nq_cmd
     else if (!strcmp(name, "broker-key")) a->client.broker_key_file = val;
     else if (!strcmp(name, "watch")) a->watch = 1;
     else if (!strcmp(name, "out")) a->out = val;
+    else if (!strcmp(name, "manifest")) a->manifest = val;
     else if (!strcmp(name, "unique")) a->unique = 1;
     else if (!strcmp(name, "board")) a->board = 1;
     else if (!strcmp(name, "fresh")) a->fresh = 1;

@@ -10,6 +10,7 @@ typedef struct {
     nq_client_opts_t client;
     nq_ctl_req_t req;            /* op, job, and the job parameters (submit/run) */
     const char *out, *format;    /* result --out/--format, export --format */
+    const char *manifest;        /* export --manifest FILE */
     int watch, fresh, board, unique;
     uint32_t workers;            /* run: local worker threads, 0 = all cores */
     const char *http, *http_token_file;   /* run: the web view's address and token file */

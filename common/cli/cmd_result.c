@@ -2,6 +2,7 @@
 #include "board.h"
 #include "cli.h"
 #include "cmd_args.h"
+#include "export_manifest.h"
 #include "render.h"
 #include "solfile.h"
 #include "solstore.h"
@@ -131,9 +132,11 @@ int cmd_result(int argc, char **argv)
 int cmd_export(int argc, char **argv)
 {
     nq_cmd_args_t a;
-    int rc = cmd_args_parse("export", CONN ",db,format,unique", argc, argv, &a);
+    int rc = cmd_args_parse("export", CONN ",db,format,unique,manifest", argc, argv, &a);
     if (rc || (rc = cmd_args_jobid("export", &a, 1)))
         return rc;
+    if (a.manifest)
+        return export_manifest(&a);
     int csv = !a.format || !strcmp(a.format, "csv");
     if (a.format && strcmp(a.format, "csv") && strcmp(a.format, "json"))
         return cli_usage_error("export", "--format is csv or json");

@@ -315,6 +315,10 @@ void render_result(FILE *f, const msgpack_object *res)
         if (get_bool(res, "residues_ok")) fprintf(f, "  %-9s the total agrees with its shards' residues (mod 13, 15)\n", "residues");
         else fprintf(f, "  %-9s the total DISAGREES with its shards' residues: run 'nq check JOB'\n", "residues");
     }
+    const msgpack_object *root = render_get(res, "manifest_root");
+    char hex[80];
+    if (root && root->type == MSGPACK_OBJECT_STR)    /* a kept manifest's hash-tree root: nq audit checks it */
+        fprintf(f, "  %-9s root %s\n", "manifest", get_str(res, "manifest_root", hex, sizeof hex));
     result_solutions(f, res);
     result_study(f, res);
 }

@@ -115,7 +115,10 @@
       "usage: nq retry JOB [connection options]\n" NQ_CLIENT_OPTS }, \
     { "export", cmd_export, "stream a job's rows", \
       "usage: nq export JOB [--format csv|json] [--unique] [--db PATH] [connection options]\n" \
+      "       nq export JOB --manifest FILE --db PATH\n" \
       "  count: one row per shard; solve: one row per seed; enumerate: one row per solution\n" \
+      "  --manifest FILE    a done count job: every subtotal with a hash tree (nq audit FILE\n" \
+      "                     checks it); its root is kept in the DB and shown by nq result\n" \
       "  --unique           enumerate: one representative per symmetry class\n" NQ_CLIENT_OPTS }, \
     { "check", cmd_check, "check a store: every page, every job's sums against its shards", \
       "usage: nq check [JOB] --db PATH\n" \
@@ -130,6 +133,19 @@
       "Writes a compact, consistent copy of the store to OUT (which must not exist) in one\n" \
       "read transaction (VACUUM INTO): the broker keeps writing meanwhile. The copy is\n" \
       "page-checked before it is reported. Restore: stop the broker, put OUT in place.\n" }, \
+    { "audit", cmd_audit, "check a job's manifest and count some of its shards again", \
+      "usage: nq audit FILE [--sample K] [--seed S] [--shards A-B] [--threads T]\n" \
+      "\n" \
+      "Checks a manifest (nq export JOB --manifest FILE) with only the file and this program:\n" \
+      "its hash tree against its root line, every descriptor against the job's shard list,\n" \
+      "every shard's residues against its total, the 128-bit sums against the header; then\n" \
+      "counts shards again with the kernel and says which agree.\n" \
+      "  --sample K         count K shards drawn at random (default 10; 0 = none)\n" \
+      "  --seed S           the draw's seed (default 1): the same seed, the same shards\n" \
+      "  --shards A-B       count shards A to B instead (0-based, as in the file)\n" \
+      "  --threads T        counting threads (default: all cores)\n" \
+      "Exit 0 all agree, 1 a disagreement or a malformed file (named by line), 2 usage,\n" \
+      "3 the file cannot be read.\n" }, \
     { "keygen", cmd_keygen, "make a CURVE key pair", \
       "usage: nq keygen NAME\n\nWrites NAME.key (secret, mode 0600) and NAME.pub (public, Z85).\n" },
 

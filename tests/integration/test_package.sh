@@ -64,7 +64,7 @@ ver=$(sed -n 's/^project(nq VERSION \([0-9.]*\).*/\1/p' "$SRC/CMakeLists.txt")
 [[ -n $(field Maintainer) ]] || fail "no Maintainer"
 [[ -n $(field Description) ]] || fail "no Description"
 deps=$(field Depends)
-for lib in libzmq5 libsqlite3-0 libmsgpackc2 libc6; do
+for lib in libzmq5 libsqlite3-0 libmsgpackc2 libsodium23 libc6; do
     grep -q "$lib" <<<"$deps" || fail "Depends lacks $lib: $deps"
 done
 if pkg-config --exists libmicrohttpd; then

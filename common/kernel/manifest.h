@@ -1,0 +1,111 @@
+/*
+ * Manifests: the verifiable record of every subtotal of a done count job
+ * (`nq export JOB --manifest FILE`, checked by `nq audit FILE`).
+ *
+ * A manifest is ASCII text, one record per line, each line ended by "\n"; fields are
+ * separated by exactly one space; numbers are decimal without sign or leading zeros
+ * ("0" is zero); hex is lowercase. Nothing else is accepted: a line has exactly one
+ * spelling, so its bytes are what the hash tree commits to.
+ *
+ *   line 1        nq-manifest 1 count n=N depth=D encoding=E shards=S total=T unique=U nodes=X
+ *                 the job's parameters (its shard list is shards_new_ex(count, N, D, E)),
+ *                 its number of shards and the claimed 128-bit sums of the lines below
+ *   lines 2..S+1  IDX SPEC TOTAL UNIQUE NODES RES13 RES15 WORKER CONFIRMATIONS
+ *                 shard IDX = 0..S-1 in order: its descriptor (hex of shards_get's bytes),
+ *                 its total, unique and nodes (64-bit), its residues mod 13 and mod 15 as the
+ *                 kernel counted them, the worker whose result was stored ("-" when the store
+ *                 does not know it) and how many later results agreed with it
+ *   line S+2      root HEX
+ *                 the hash tree (common/core/merkle.h, BLAKE2b-256) over S+1 leaves: the
+ *                 header line's bytes, then each shard line's bytes, without the "\n"
+ *
+ * The root commits to the parameters, the claimed count and every subtotal: publishing the
+ * root with the count lets anyone holding the file check that it is the one meant.
+ */
+#ifndef NQ_MANIFEST_H
+#define NQ_MANIFEST_H
+
+#include "nq.h"
+#include "u128.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NQ_MANIFEST_VERSION 1
+#define NQ_MANIFEST_WORKER_MAX 255      /* a worker id's bytes (proto_check_worker_id) */
+/* Longest valid line: 20-digit index, 512 hex digits, three 20-digit numbers, two residues,
+   a 255-byte worker id, a 20-digit count and 8 spaces come to 881; header and root are shorter. */
+#define NQ_MANIFEST_LINE_MAX 1024
+
+typedef struct {
+    int n, depth, encoding;
+    uint64_t shards;
+    nq_u128 total, unique, nodes;
+} nq_manifest_head_t;
+
+typedef struct {
+    uint64_t idx;
+    uint8_t spec[NQ_MAX_SPEC];
+    size_t spec_len;
+    uint64_t total, unique, nodes;
+    unsigned res13, res15;
+    char worker[NQ_MANIFEST_WORKER_MAX + 1];
+    uint64_t confirmations;
+} nq_manifest_line_t;
+
+/* Each writes one line without its "\n" into buf and returns its length; 0 when it does not fit
+   in cap, or the record cannot be written (a worker id with a space or control byte, an empty
+   descriptor, a residue out of range). */
+size_t manifest_head_format(const nq_manifest_head_t *h, char *buf, size_t cap);
+size_t manifest_line_format(const nq_manifest_line_t *l, char *buf, size_t cap);
+size_t manifest_root_format(const uint8_t root[32], char *buf, size_t cap);
+
+/* Each parses one line (without its "\n") strictly: 0, or -1 with the field at fault in err.
+   manifest_head_parse refuses any kind but count ("manifest: count jobs only"). */
+int manifest_head_parse(const char *s, size_t len, nq_manifest_head_t *h, char *err, size_t errlen);
+int manifest_line_parse(const char *s, size_t len, nq_manifest_line_t *l, char *err, size_t errlen);
+int manifest_root_parse(const char *s, size_t len, uint8_t root[32], char *err, size_t errlen);
+
+#endif
+
+#ifndef NQ_MANIFEST_SCAN_H
+#define NQ_MANIFEST_SCAN_H
+#include <stdio.h>
+#include "merkle.h"
+#include "shard.h"
+
+/*
+ * Reading a whole manifest in one pass (what `nq audit` does before it counts anything):
+ * manifest_scan_head reads line 1 and makes the job's shard list from it; manifest_scan_rest
+ * reads every shard line and the root line. Format errors stop the scan (the lines after
+ * one cannot be trusted to be where they claim); disagreements (a descriptor that is not
+ * the list's, residues that disagree with a total, sums that disagree with the header, a
+ * root that disagrees with the lines) are each reported through `problem` and the scan
+ * goes on, so one run names them all. Memory: one line and the tree's stack.
+ */
+typedef void (*manifest_problem_fn)(void *ud, uint64_t line, const char *what);
+/* Called for each well-formed shard line; nonzero stops the scan (-1 returned, err set). */
+typedef int (*manifest_line_fn)(void *ud, const nq_manifest_line_t *l, char *err, size_t errlen);
+
+typedef struct {
+    FILE *f;
+    manifest_problem_fn problem;       /* may be NULL */
+    manifest_line_fn on_line;          /* may be NULL */
+    void *ud;
+    /* filled by the scan */
+    uint64_t line;                     /* lines read so far */
+    uint64_t problems;
+    nq_manifest_head_t head;
+    nq_shards_t *list;                 /* the job's list, from the header; freed by manifest_scan_free */
+    nq_merkle_t tree;
+    nq_u128 total, unique, nodes;      /* sums of the shard lines read */
+    uint8_t root[NQ_MERKLE_BYTES];     /* as the root line says */
+    char buf[NQ_MANIFEST_LINE_MAX + 1];
+} nq_manifest_scan_t;
+
+/* 0; -1 the file is not a valid manifest (err: "line L: ..."); -2 a read error (err). */
+int manifest_scan_head(nq_manifest_scan_t *s, char *err, size_t errlen);
+int manifest_scan_rest(nq_manifest_scan_t *s, char *err, size_t errlen);
+void manifest_scan_free(nq_manifest_scan_t *s);
+
+#endif

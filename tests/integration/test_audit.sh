@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Manifests and nq audit (issue 16), from the outside: a done count job's manifest, its root
+# kept by the store and shown by nq result and equal to the root an independent hasher
+# (tests/tools/manifest_edit.py, hashlib.blake2b) computes; nq audit passes it; then forged
+# manifests, each made consistent with one more check than the last, are each caught by the
+# check that remains; hostile bytes are refused with line numbers; exit codes 0/1/2/3.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
+ED="python3 $SRC/tests/tools/manifest_edit.py"
+
+"$NQ" run count 10 --db a.db --workers 2 >out 2>&1 || fail "nq run count 10: $(cat out)"
+"$NQ" export 1 --db a.db --manifest m.txt >out 2>&1 || fail "export --manifest: $(cat out)"
+shards=$(sql a.db "SELECT shards_total FROM jobs WHERE id = 1")
+[ "$(wc -l <m.txt)" = $((shards + 2)) ] || fail "manifest has $(wc -l <m.txt) lines for $shards shards"
+head -1 m.txt | grep -qx "nq-manifest 1 count n=10 depth=[0-9]* encoding=2 shards=$shards total=$(oeis_total 10) unique=92 nodes=[0-9]*" \
+    || fail "header: $(head -1 m.txt)"
+root=$(tail -1 m.txt | sed -n 's/^root \([0-9a-f]\{64\}\)$/\1/p')
+[ -n "$root" ] || fail "root line: $(tail -1 m.txt)"
+[ "$($ED root m.txt)" = "$root" ] || fail "an independent hasher gets $($ED root m.txt), the file says $root"
+grep -q "root $root" out || fail "export did not print the root: $(cat out)"
+"$NQ" result 1 --db a.db >out 2>&1 || fail "result: $(cat out)"
+grep -q "manifest  root $root" out || fail "nq result does not show the root: $(cat out)"
+[ "$(sql a.db "SELECT root FROM manifests WHERE job = 1")" = "$root" ] || fail "the store does not keep the root"
+ok "export: $shards shard lines, root $root, kept in the store, shown by nq result, equal to hashlib's"
+
+"$NQ" audit m.txt --sample 20 --seed 1 --threads 2 >out 2>&1 || fail "audit of a good manifest: $(cat out)"
+[ "$(grep -c ': agrees' out)" = 20 ] && grep -q "^audit: OK: N=10, $shards shards, total $(oeis_total 10)" out \
+    || fail "audit said: $(cat out)"
+"$NQ" audit m.txt --sample 20 --seed 1 --threads 1 >out2 2>&1
+[ "$(grep agrees out)" = "$(grep agrees out2)" ] || fail "the same seed drew other shards"
+"$NQ" audit m.txt --shards 0-$((shards - 1)) >out 2>&1 || fail "audit of every shard: $(cat out)"
+ok "audit: 20 sampled shards agree (the same 20 for the same seed, any threads); every shard agrees"
+
+# Shard 1 of N=10 depth 1 has a total; +195 keeps both residues (195 = 13 * 15).
+t1=$(sed -n 3p m.txt | cut -d' ' -f3)
+forged=$((t1 + 195))
+$ED edit m.txt f1.txt 1 total $forged
+"$NQ" audit f1.txt --sample 0 >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "root: the lines hash to" out || fail "a changed subtotal under the old root: exit $rc: $(cat out)"
+ok "a changed subtotal, root left: exit 1, $(grep 'root:' out | cut -c1-60)..."
+
+$ED edit m.txt f2.txt 1 total $forged --reroot
+"$NQ" audit f2.txt --sample 0 >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "header: total=$(oeis_total 10), but the shard lines sum to $(($(oeis_total 10) + 195))" out \
+    && ! grep -q "root:" out || fail "re-rooted, header left: exit $rc: $(cat out)"
+ok "the same with the root recomputed: the sum check catches it"
+
+$ED edit m.txt f3.txt 1 total $forged --header --reroot
+"$NQ" audit f3.txt --shards 2-9 >out 2>&1 || fail "a consistent forgery away from the counted shards should pass: $(cat out)"
+"$NQ" audit f3.txt --shards 1-1 >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "^line 3: shard 1: DISAGREES: the manifest says total $forged" out \
+    || fail "a consistent forgery of shard 1, counted: exit $rc: $(cat out)"
+hit=
+for seed in 1 2 3 4 5 6 7 8; do
+    "$NQ" audit f3.txt --sample 20 --seed $seed >out 2>&1 && continue
+    grep -q "shard 1: DISAGREES" out && hit=$seed && break
+done
+[ -n "$hit" ] || fail "20 of $shards shards with 8 seeds never drew shard 1"
+ok "header and root made consistent too: only counting shard 1 catches it (--shards 1-1, --sample 20 --seed $hit)"
+
+$ED edit m.txt f4.txt 4 res13 $(( ($(sed -n 6p m.txt | cut -d' ' -f6) + 1) % 13 )) --reroot
+"$NQ" audit f4.txt --sample 0 >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "^line 6: shard 4: residues .* disagree with total" out || fail "a changed residue: exit $rc: $(cat out)"
+$ED edit m.txt f5.txt 5 spec "$(sed -n 8p m.txt | cut -d' ' -f2)" --reroot
+"$NQ" audit f5.txt --sample 0 >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "^line 7: shard 5: the descriptor is not shard 5 of the job's list" out \
+    || fail "shard 6's descriptor on shard 5's line: exit $rc: $(cat out)"
+ok "a residue or a descriptor changed (re-rooted): named by line and shard"
+
+bad() {   # bad NAME EXPECTED-RC PATTERN: audit of NAME must exit so, saying PATTERN
+    "$NQ" audit "$1" --sample 3 >out 2>&1; local rc=$?
+    [ $rc = "$2" ] && grep -q "$3" out || fail "$1: exit $rc (want $2, '$3'): $(cat out)"
+}
+head -n 10 m.txt >trunc.txt;                      bad trunc.txt 1 "line 11: the file ends where a shard line should be"
+head -c -30 m.txt >cut.txt;                        bad cut.txt 1 "the last line has no newline"
+sed '5s/ 0201/ 0A01/' m.txt >hex.txt;              bad hex.txt 1 "line 5: the descriptor has a character that is not lowercase hex"
+sed '6s/^\([0-9]*\) \([0-9a-f]*\) \([0-9]*\)/\1 \2 1x\3/' m.txt >digit.txt; bad digit.txt 1 "line 6: total is not a decimal"
+sed '4{h;d};5{G}' m.txt >order.txt;               bad order.txt 1 "line 4: shard 3 where shard 2 should be"
+sed '7s/^\([0-9]*\) \([0-9a-f]*\) /\1 \2 0/' m.txt >zero.txt; bad zero.txt 1 "line 7: total is not a decimal number from 0 to [0-9]* without leading zeros"
+sed '8s/ /  /' m.txt >space.txt;                   bad space.txt 1 "line 8: empty field"
+printf 'x\0y\n' >nul.txt;                           bad nul.txt 1 "line 1: control byte 0x00"
+{ cat m.txt; echo extra; } >after.txt;             bad after.txt 1 "text after the root line"
+head -c 5000 /dev/zero | tr '\0' 7 >long.txt; echo >>long.txt; bad long.txt 1 "line 1: longer than"
+sed '1s/count/solve/' m.txt >solve.txt;            bad solve.txt 1 "manifest: count jobs only"
+sed '1s/shards=[0-9]*/shards=7/' m.txt >nshards.txt; bad nshards.txt 1 "line 1: shards=7, but the list"
+: >empty.txt;                                       bad empty.txt 1 "line 1: the file ends where the header should be"
+bad missing.txt 3 "missing.txt"
+ok "truncated, bad hex, non-digits, out of order, leading zero, two spaces, NUL, trailing text, long line, other kind, wrong count, empty: exit 1 with the line; missing file: exit 3"
+
+for args in "" "m.txt --shards 5-2" "m.txt --sample x" "m.txt --shards 1-2 --sample 3" "m.txt --shards 0-$shards" \
+            "m.txt m.txt" "m.txt --bogus" "m.txt --threads 0"; do
+    "$NQ" audit $args >out 2>&1; rc=$?
+    [ $rc = 2 ] || fail "nq audit $args: exit $rc (want 2): $(cat out)"
+done
+ok "bad arguments: exit 2"
+
+"$NQ" export 1 --manifest x.txt >out 2>&1; rc=$?
+[ $rc = 2 ] && grep -q -- "--db" out || fail "--manifest without --db: exit $rc: $(cat out)"
+"$NQ" export 1 --db nosuch.db --manifest x.txt >out 2>&1; rc=$?
+[ $rc = 3 ] && [ ! -e nosuch.db ] || fail "a missing DB: exit $rc, or it was created: $(cat out)"
+cp a.db b.db
+sqlite3 b.db "UPDATE shards SET state = 'failed' WHERE job = 1 AND idx = 3"
+"$NQ" export 1 --db b.db --manifest x.txt >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "job not done: shard 3 is failed" out && [ ! -e x.txt ] || fail "a shard not done: exit $rc: $(cat out)"
+sqlite3 b.db "DELETE FROM shards WHERE job = 1 AND idx = 3"
+"$NQ" export 1 --db b.db --manifest x.txt >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "job not done: shard 3 has no row" out || fail "a shard without a row: exit $rc: $(cat out)"
+sqlite3 b.db "UPDATE jobs SET state = 'running' WHERE id = 1"
+"$NQ" export 1 --db b.db --manifest x.txt >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "job not done: job 1 is running" out || fail "a running job: exit $rc: $(cat out)"
+ls x.txt* >/dev/null 2>&1 && fail "a refused export left a file: $(ls x.txt*)"
+"$NQ" run solve 8 --db s.db --workers 1 >out 2>&1 || fail "nq run solve 8: $(cat out)"
+"$NQ" export 1 --db s.db --manifest x.txt >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "manifest: count jobs only" out || fail "a solve job: exit $rc: $(cat out)"
+ok "export refuses: no --db (2), missing DB (3, not created), a shard not done or missing, a running job, a solve job (1, no file)"
+
+"$NQ" export 1 --db a.db --manifest m2.txt >out 2>&1 && cmp -s m.txt m2.txt || fail "a second export differs: $(cat out)"
+ok "a second export of the same store is byte for byte the same"
