@@ -30,8 +30,10 @@ sqlite3 c.db "UPDATE jobs SET res13_sum = res13_sum + 1"
 grep -q "DISAGREES" out2 || fail "nq result does not see the residue sum disagree: $(cat out2)"
 ok "a job row whose residue sum disagrees with its total: nq result says so (O(1))"
 cp a.db d.db
-size=$(stat -c %s d.db)
-printf 'garbage!' | dd of=d.db bs=1 seek=$((size - 3000)) conv=notrunc 2>/dev/null
+page=$(sql d.db "SELECT rootpage FROM sqlite_schema WHERE name = 'shards'")
+psize=$(sql d.db "PRAGMA page_size")
+# the shards table's root page: its b-tree header (type, cell count, offsets) becomes garbage
+printf '\x0d\xff\xff\xff\xff\xff\xff\xff' | dd of=d.db bs=1 seek=$(((page - 1) * psize)) conv=notrunc 2>/dev/null
 "$NQ" check --db d.db >out 2>&1; rc=$?
 [ $rc = 1 ] || [ $rc = 3 ] || fail "a damaged page: exit $rc: $(cat out)"
 ok "a damaged page: exit $rc: $(head -c 200 out)"
