@@ -187,6 +187,8 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
         broker_db_unlock(b->lock_fd, cfg->db_path, lock_new);   /* a refused DB leaves nothing */
         b->lock_fd = -1;
     }
+    if (b->store && cfg->local)
+        store_set_local(b->store);
     if (!b->store || lease_id_init(b, err, errlen) != 0 || broker_open_sockets(b, err, errlen) != 0)
         goto fail;
     if (jobs_load(b, err, errlen) != 0)

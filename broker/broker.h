@@ -34,6 +34,7 @@ typedef struct {
     int insecure;                /* allow a non-loopback bind without keys */
     uint64_t max_job_shards;     /* a submit creating more shards is refused; 0 = default (20M, submit.c) */
     uint64_t max_store_shards;   /* ... or taking the active jobs' shards past this; 0 = default (50M) */
+    int local;                   /* `nq run`: its workers live and die with it (see store_set_local) */
     double (*clock)(void);       /* monotonic seconds; NULL = the real clock (tests pass a fake one) */
 } nq_broker_cfg_t;
 

@@ -604,6 +604,11 @@ nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen)
     return s;
 }
 
+int store_set_local(nq_store_t *s)
+{
+    return exec_sql(s->db, "PRAGMA synchronous = NORMAL") == SQLITE_OK ? 0 : -1;
+}
+
 int store_check_file(const char *path, char *err, size_t errlen)
 {
     int version = 0;

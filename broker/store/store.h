@@ -104,6 +104,15 @@ sqlite3 *store_db(nq_store_t *s);
 const char *store_path(nq_store_t *s);
 int store_schema_version(nq_store_t *s);
 
+/*
+ * For `nq run`, whose workers are threads of the same process: commits without an fsync each
+ * (WAL, synchronous = NORMAL). A killed process loses nothing it committed (the OS has it); a
+ * power loss may roll back the last commits, whose shards are then computed again on resume,
+ * and the store stays consistent. The broker proper keeps FULL: a worker drops a result once
+ * it is ACKed, and an ACK promises the result survives a power loss. 0, or -1.
+ */
+int store_set_local(nq_store_t *s);
+
 /* Transactions, for group commit. commit returns 0, or -1 with err (e.g. disk full: nothing changed). */
 int store_begin(nq_store_t *s);
 int store_commit(nq_store_t *s, char *err, size_t errlen);
