@@ -189,6 +189,12 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
     }
     if (b->store && cfg->local)
         store_set_local(b->store);
+    if (b->store && sqlite3_open_v2(cfg->db_path, &b->query_db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        sqlite3_close(b->query_db);     /* then queries flush and use the store's connection */
+        b->query_db = NULL;
+    }
+    if (b->query_db)
+        sqlite3_busy_timeout(b->query_db, 2000);
     if (!b->store || lease_id_init(b, err, errlen) != 0 || broker_open_sockets(b, err, errlen) != 0)
         goto fail;
     if (jobs_load(b, err, errlen) != 0)
@@ -528,6 +534,7 @@ void broker_destroy(nq_broker_t **bp)
     security_zap_stop(b->ctx);
     if (b->own_ctx && b->ctx)
         zmq_ctx_term(b->ctx);
+    sqlite3_close(b->query_db);
     store_destroy(&b->store);
     broker_db_unlock(b->lock_fd, b->cfg.db_path, 0);
     free(b->lease_tab);

@@ -127,6 +127,8 @@ typedef struct {
 struct nq_broker {
     nq_broker_cfg_t cfg;
     nq_store_t *store;
+    sqlite3 *query_db;                 /* read-only, for control queries: the last committed state,
+                                          so a `nq status` never forces a commit (control.c) */
     void *ctx;
     int own_ctx;
     void *workers_sock, *control_sock;

@@ -254,10 +254,17 @@ void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const n
     } else if (strcmp(req->op, "progress") == 0) {
         code = progress_op(b, req->job, &pk, err, sizeof err);
     } else {
-        if (b->txn_open)
-            results_flush(b);           /* answer from what is committed, and nothing held back */
+        /* answers come from what is committed: read through the broker's read-only connection
+           (WAL: the open group's writes are invisible to it, and it never waits for them), so a
+           status loop costs no commits; without one, commit the group first */
+        sqlite3 *db = b->query_db;
+        if (!db) {
+            if (b->txn_open)
+                results_flush(b);
+            db = store_db(b->store);
+        }
         query_live_t live = { live_lookup, b };
-        code = control_query(store_db(b->store), store_path(b->store), &live, req, &pk, err, sizeof err);
+        code = control_query(db, store_path(b->store), &live, req, &pk, err, sizeof err);
     }
     reply(b, rid, rid_len, code, code ? err : NULL, code ? NULL : &doc);
     msgpack_sbuffer_destroy(&doc);
