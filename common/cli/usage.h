@@ -23,6 +23,8 @@
       "Times a uniform random sample of K shards (default 64) on this machine and\n" \
       "extrapolates the core-hours the whole count of N needs, with a 95% interval\n" \
       "(shards x (mean +- 1.96 sd/sqrt(K) x finite-population correction), CPU time).\n" \
+      "Where K whole shards would take long (N >= 22 or so), each sample is a Knuth probe:\n" \
+      "a random shard and a few more random levels, its time times the choices made.\n" \
       "--seed S picks the sample (default 1); --depth D as for 'nq bench count'.\n" }, \
     { "verify", cmd_verify, "check a solution file", \
       "usage: nq verify FILE [--n N]\n" \
