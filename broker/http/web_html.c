@@ -5,6 +5,7 @@
  * stylesheet from anywhere (the page must work on an air-gapped cluster).
  */
 #include "http_impl.h"
+#include "errf.h"
 
 #include "json.h"
 #include "log.h"
@@ -180,17 +181,7 @@ void html_foot(FILE *f)
 
 int web_parse_id(const char *s, size_t n, uint64_t *id)
 {
-    uint64_t v = 0;
-    if (n == 0 || n > 20 || s[0] == '0')
+    if (n == 0 || s[0] == '0')        /* no leading zero: one spelling per job */
         return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        unsigned d = (unsigned)(s[i] - '0');
-        if (v > (UINT64_MAX - d) / 10)
-            return -1;
-        v = v * 10 + d;
-    }
-    *id = v;
-    return 0;
+    return nq_parse_digits(s, n, id);
 }

@@ -17,7 +17,7 @@ int nq_errf(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Digits only, overflow-checked. */
-static int parse_digits(const char *s, size_t len, uint64_t *out)
+int nq_parse_digits(const char *s, size_t len, uint64_t *out)
 {
     uint64_t v = 0;
     if (len == 0 || len > 20)
@@ -41,14 +41,14 @@ int nq_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
         return -1;
     const char *x = strpbrk(s, "eE");
     if (x) {
-        if (parse_digits(s, (size_t)(x - s), &v) || parse_digits(x + 1, strlen(x + 1), &e) || e > 19)
+        if (nq_parse_digits(s, (size_t)(x - s), &v) || nq_parse_digits(x + 1, strlen(x + 1), &e) || e > 19)
             return -1;
         while (e--) {
             if (v > UINT64_MAX / 10)
                 return -1;
             v *= 10;
         }
-    } else if (parse_digits(s, strlen(s), &v)) {
+    } else if (nq_parse_digits(s, strlen(s), &v)) {
         return -1;
     }
     if (v < min || v > max)
