@@ -181,7 +181,8 @@ int shard_depth_for_seconds(int kind, int n, double seconds, char *err, size_t e
 {
     int lo, hi, best = 0;
     if (kind != NQ_KIND_COUNT || shard_depth_range(kind, n, &lo, &hi) || hi < 1)
-        return nq_errf(err, errlen, "--shard-seconds applies to count jobs of N >= %d", NQ_SHARD_BORDER_MIN_N);
+        return nq_errf(err, errlen, "--shard-seconds applies to count jobs of N >= %d",
+                       NQ_SHARD_BORDER_MIN_N);
     double total = shard_count_core_seconds(n);
     for (int d = lo; d <= hi; d++) {
         nq_shards_t *l = shards_new(kind, n, d, NULL, 0);
@@ -196,8 +197,8 @@ int shard_depth_for_seconds(int kind, int n, double seconds, char *err, size_t e
     return best;
 }
 
-int shard_probe(const uint8_t *spec, size_t len, int extra, uint64_t (*pick)(void *ud, uint64_t bound), void *ud,
-                uint8_t *out, double *weight)
+int shard_probe(const uint8_t *spec, size_t len, int extra, uint64_t (*pick)(void *ud, uint64_t bound),
+                void *ud, uint8_t *out, double *weight)
 {
     nq_shard_desc_t d;
     board_t p;

@@ -88,7 +88,8 @@ static uint32_t level_viable(const board_t *p, int row, uint32_t cand, uint32_t 
         int dist = r > row ? r - row : row - r;
         for (uint32_t m = cand; m; m &= m - 1) {
             int c = __builtin_ctz(m);
-            uint32_t hit = 1u << c | (c + dist < n ? 1u << (c + dist) : 0) | (c >= dist ? 1u << (c - dist) : 0);
+            uint32_t hit = 1u << c | (c + dist < n ? 1u << (c + dist) : 0) |
+                           (c >= dist ? 1u << (c - dist) : 0);
             if (!(o & ~hit))
                 cand &= ~(1u << c);
         }
@@ -250,7 +251,8 @@ static int build_roots(builder_t *B)
                 nq_shard_desc_t o;
                 if (shard_border_root(n, a, c, d, &p, &o) == 0)
                     continue;
-                root_t rt = { (uint8_t)a, (uint8_t)c, (uint8_t)d, (uint8_t)shard_flip(n, c, d), o.bmask8 | o.bmaskx, 0 };
+                root_t rt = { (uint8_t)a, (uint8_t)c, (uint8_t)d, (uint8_t)shard_flip(n, c, d),
+                              o.bmask8 | o.bmaskx, 0 };
                 if (root_add(B, &rt))
                     return -1;
             }
@@ -344,7 +346,8 @@ static int check_args(int kind, int n, int *depth, int encoding, char *err, size
         return 0;
     if (hi == 0)
         return nq_errf(err, errlen, "N=%d has a single shard: leave the depth at auto (0)", n);
-    return nq_errf(err, errlen, "depth must be from %d to %d for N=%d (got %d)", lo > 0 ? lo : 1, hi, n, *depth);
+    return nq_errf(err, errlen, "depth must be from %d to %d for N=%d (got %d)", lo > 0 ? lo : 1, hi, n,
+                   *depth);
 }
 
 nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, size_t errlen)
@@ -406,7 +409,8 @@ size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out)
     if (!walk_nth(&w, &w.board, s->split, &j, cols))
         return 0;   /* cannot happen: the block's count came from the same walk */
     nq_shard_desc_t d = { .version = s->encoding, .kind = s->kind, .n = s->n, .mode = s->mode,
-                          .weight = s->mode == NQ_SHARD_BORDER ? 0 : 1, .k = s->depth, .c = rt->c, .d = rt->d };
+                          .weight = s->mode == NQ_SHARD_BORDER ? 0 : 1, .k = s->depth,
+                          .c = rt->c, .d = rt->d };
     int border = s->mode == NQ_SHARD_BORDER;
     d.top[0] = rt->a;
     for (int lv = 0; lv < w.L; lv++)
