@@ -7,6 +7,7 @@
 #   tests/bench/bench_broker.sh [--nq PATH] [--loadgen PATH] [--shards K] [--runs R]
 # WEB=1: the broker also serves --http, and a loop fetches /, /jobs/1 and /metrics once a
 # second during each run (a browser refreshing the web view), to see what the page costs.
+# WEB=ab: both, alternating run by run in this invocation, with the ratio of the medians.
 set -euo pipefail
 NQ=${NQ:-build/nq}; LOADGEN=${LOADGEN:-build/tests/nq_loadgen}; K=200000; R=3; WORKERS=16; CREDIT=256
 while [ $# -gt 0 ]; do
@@ -34,13 +35,13 @@ broker_run() {        # results/s for K shards; also prints the broker's peak RS
     rm -f "$tmp"/b.db*
     local wp cp hp web=()
     wp=$(port); cp=$(port); hp=$(port)
-    [ "${WEB:-0}" = 1 ] && web=(--http "127.0.0.1:$hp")
+    [ "${WEB:-0}" = 1 ] || [ "${1:-}" = web ] && web=(--http "127.0.0.1:$hp")
     "$NQ" broker --db "$tmp/b.db" --bind "tcp://127.0.0.1:$wp" --control "tcp://127.0.0.1:$cp" --log-level warn \
         "${web[@]}" 2>"$tmp/broker.log" &
     bp=$!
     sleep 0.3
     NQ_BROKER=tcp://127.0.0.1:$cp "$NQ" submit solve 1000 --restarts "$K" --all --timeout 300 >/dev/null
-    if [ "${WEB:-0}" = 1 ]; then
+    if [ ${#web[@]} -gt 0 ]; then
         (while :; do for p in / /jobs/1 /metrics; do curl -s -o /dev/null "http://127.0.0.1:$hp$p"; done
                      sleep 1; done) &
         lp=$!
@@ -51,6 +52,17 @@ broker_run() {        # results/s for K shards; also prints the broker's peak RS
     kill "$bp"; wait "$bp" 2>/dev/null || true; bp=""
 }
 
+if [ "${WEB:-0}" = ab ]; then       # the web view's cost: without and with, alternating
+    plain=(); paged=()
+    for i in $(seq "$R"); do
+        plain+=("$(broker_run 3>/dev/null)"); paged+=("$(broker_run web 3>/dev/null)")
+    done
+    p=$(printf '%s\n' "${plain[@]}" | median); w=$(printf '%s\n' "${paged[@]}" | median)
+    printf '| broker, %s shards, median of %s alternating runs | durable results/s | vs without |\n|---|---|---|\n' "$K" "$R"
+    printf '| without --http | %.0f | 1.00 |\n| with --http and /, /jobs/1, /metrics fetched every second | %.0f | %.3f |\n' \
+        "$p" "$w" "$(echo "$w / $p" | bc -l)"
+    exit 0
+fi
 base=$(for i in $(seq "$R"); do sqlite_baseline; done | median)
 rates=(); rss=()
 for i in $(seq "$R"); do
