@@ -67,19 +67,6 @@ uint64_t jobs_pending_count(const nq_job_t *j)
     return j->npending + fresh * (j->spec.quorum > 1 ? j->spec.quorum : 1);
 }
 
-/* Solve shard idx's method: the job's list is algorithm-major, restarts seeds each. */
-static void solve_method(const nq_job_t *j, uint64_t idx, char *out, size_t outlen)
-{
-    uint64_t k = j->spec.restarts ? idx / j->spec.restarts : 0;
-    const char *p = j->spec.algo[0] ? j->spec.algo : "qs4";
-    while (k > 0 && (p = strchr(p, ',')) != NULL) {
-        p++;
-        k--;
-    }
-    size_t len = p ? strcspn(p, ",") : 0;
-    snprintf(out, outlen, "%.*s", (int)(len < outlen ? len : outlen - 1), p ? p : "");
-}
-
 int jobs_shard_task(const nq_job_t *j, uint64_t idx, uint8_t *spec, size_t *spec_len, uint64_t *seed,
                     char *algo, size_t algolen)
 {
@@ -89,8 +76,8 @@ int jobs_shard_task(const nq_job_t *j, uint64_t idx, uint8_t *spec, size_t *spec
     if (idx >= j->shards_total)
         return -1;
     if (j->spec.kind == NQ_KIND_SOLVE) {
-        *seed = j->spec.seed0 + (j->spec.restarts ? idx % j->spec.restarts : 0);
-        solve_method(j, idx, algo, algolen);
+        *seed = store_solve_seed(j->spec.seed0, j->spec.restarts, idx);
+        store_solve_method(j->spec.algo, j->spec.restarts, idx, algo, algolen);
         return 0;
     }
     return j->list && (*spec_len = shards_get(j->list, idx, spec)) > 0 ? 0 : -1;

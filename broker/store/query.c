@@ -483,19 +483,6 @@ int query_workers(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, cha
     return doc_run(db, workers_doc, (void *)live, pk, err, errlen);
 }
 
-/* The method of solve shard idx: algorithm-major, restarts seeds each (see broker/submit.c). */
-static void solve_algo_of(const qjob_t *j, uint64_t idx, char *out, size_t outlen)
-{
-    uint64_t k = j->restarts ? idx / j->restarts : 0;
-    const char *p = j->algo[0] ? j->algo : "qs4";
-    while (k > 0 && (p = strchr(p, ',')) != NULL) {
-        p++;
-        k--;
-    }
-    size_t len = p ? strcspn(p, ",") : 0;
-    snprintf(out, outlen, "%.*s", (int)(len < outlen ? len : outlen - 1), p ? p : "");
-}
-
 /* ---- result: residues, workers, solutions, study ---- */
 
 static int result_workers(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
@@ -658,7 +645,7 @@ static int result_study(sqlite3 *db, const qjob_t *j, msgpack_packer *pk, char *
     qbuf_init(&items);
     while (!oom && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         char algo[64];
-        solve_algo_of(j, (uint64_t)sqlite3_column_int64(st, 0), algo, sizeof algo);
+        store_solve_method(j->algo, j->restarts, (uint64_t)sqlite3_column_int64(st, 0), algo, sizeof algo);
         if (acc.seeds && strcmp(algo, acc.algo) != 0) {
             study_flush(&items.pk, &acc);
             count++;
@@ -778,10 +765,10 @@ static void pk_rowless(msgpack_packer *r, const qjob_t *j, uint64_t idx, int sol
         return;
     }
     char algo[64];
-    solve_algo_of(j, idx, algo, sizeof algo);
+    store_solve_method(j->algo, j->restarts, idx, algo, sizeof algo);
     msgpack_pack_array(r, 7);
     msgpack_pack_uint64(r, idx);
-    msgpack_pack_uint64(r, j->seed0 + (j->restarts ? idx % j->restarts : 0));
+    msgpack_pack_uint64(r, store_solve_seed(j->seed0, j->restarts, idx));
     pk_str(r, algo);
     pk_str(r, state);
     msgpack_pack_nil(r); msgpack_pack_nil(r); msgpack_pack_nil(r);
@@ -799,10 +786,10 @@ static void pk_shard_row(msgpack_packer *r, sqlite3_stmt *st, const qjob_t *j, u
     const char *state = (const char *)sqlite3_column_text(st, 1);
     int status = sqlite3_column_int(st, 12);
     char algo[64];
-    solve_algo_of(j, idx, algo, sizeof algo);   /* seed and method: from the job, as leased */
+    store_solve_method(j->algo, j->restarts, idx, algo, sizeof algo);   /* as leased */
     msgpack_pack_array(r, 7);
     msgpack_pack_uint64(r, idx);
-    msgpack_pack_uint64(r, j->seed0 + (j->restarts ? idx % j->restarts : 0));
+    msgpack_pack_uint64(r, store_solve_seed(j->seed0, j->restarts, idx));
     pk_str(r, algo);
     if (!state || strcmp(state, "done") != 0) pk_col_text(r, st, 1);
     else pk_str(r, status == 0 ? "solved" : status == 1 ? "not found" : "error");

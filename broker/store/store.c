@@ -604,6 +604,23 @@ nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen)
     return s;
 }
 
+uint64_t store_solve_seed(uint64_t seed0, uint64_t restarts, uint64_t idx)
+{
+    return seed0 + (restarts ? idx % restarts : 0);
+}
+
+void store_solve_method(const char *algos, uint64_t restarts, uint64_t idx, char *out, size_t outlen)
+{
+    uint64_t k = restarts ? idx / restarts : 0;
+    const char *p = algos[0] ? algos : "qs4";
+    while (k > 0 && (p = strchr(p, ',')) != NULL) {
+        p++;
+        k--;
+    }
+    size_t len = p ? strcspn(p, ",") : 0;
+    snprintf(out, outlen, "%.*s", (int)(len < outlen ? len : outlen - 1), p ? p : "");
+}
+
 int store_set_local(nq_store_t *s)
 {
     return exec_sql(s->db, "PRAGMA synchronous = NORMAL") == SQLITE_OK ? 0 : -1;
@@ -1218,7 +1235,7 @@ static int put_lookup(nq_store_t *s, const nq_result_t *r, put_ctx_t *c)
         snprintf(c->worker, sizeof c->worker, "%s", w ? (const char *)w : "");
         c->lease = col_u64(q, 9);
         uint64_t restarts = col_u64(q, 15);
-        c->seed = col_u64(q, 10) + (restarts ? r->shard % restarts : 0);   /* solve: algorithm-major */
+        c->seed = store_solve_seed(col_u64(q, 10), restarts, r->shard);
         c->kind = store_kind_parse((const char *)sqlite3_column_text(q, 11));
         c->job_state = name_index(job_state_names, 5, sqlite3_column_text(q, 12));
         c->n = col_u64(q, 13);

@@ -167,6 +167,12 @@ int store_worker_key_ok(nq_store_t *s, const char *id, const char *key);
 /* Keeps "shard IDX: text" as the job's last error, shown by `nq status`. */
 int store_job_note_error(nq_store_t *s, uint64_t job, uint64_t idx, const char *text);
 
+/* A solve job's shard idx, which has no row until leased (004_campaign.sql): its seed and its
+   method. Shards are algorithm-major: method k of the comma-separated list (empty: qs4) takes
+   idx k*restarts .. (k+1)*restarts-1, with seeds seed0 .. seed0+restarts-1 (u64, wrapping). */
+uint64_t store_solve_seed(uint64_t seed0, uint64_t restarts, uint64_t idx);
+void store_solve_method(const char *algos, uint64_t restarts, uint64_t idx, char *out, size_t outlen);
+
 /* Sums over the job's done shards: 128-bit totals. 0 ok. */
 typedef struct {
     unsigned __int128 total, unique, nodes;

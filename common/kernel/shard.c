@@ -215,14 +215,14 @@ int shard_probe(const uint8_t *spec, size_t len, int extra, uint64_t (*pick)(voi
     uint32_t b_allowed = d.bmask8 | d.bmaskx;
     for (int lv = d.k - 1; lv < L; lv++) {
         int r = rows[lv];
-        uint32_t cand = board_open(&p, r) & (r == d.n - 1 ? b_allowed : p.full);
-        if (!cand)
+        uint32_t cand = board_row_open(&p, r, b_allowed);
+        int choices = __builtin_popcount(cand);
+        if (!choices)
             return 0;                 /* a dead prefix: its subtree is empty */
-        uint64_t k = pick(ud, (uint64_t)__builtin_popcount(cand));
-        for (; k > 0; k--)
+        for (uint64_t k = pick(ud, (uint64_t)choices); k > 0; k--)
             cand &= cand - 1;
         int c = __builtin_ctz(cand);
-        *weight *= __builtin_popcount(board_open(&p, r) & (r == d.n - 1 ? b_allowed : p.full));
+        *weight *= choices;
         board_put(&p, r, c);
         d.top[lv + 1] = (uint8_t)c;
     }

@@ -37,6 +37,12 @@ static inline uint32_t board_open(const board_t *p, int r)
     return p->full & ~p->cols & ~(uint32_t)(p->diag >> r) & ~(uint32_t)(p->anti >> (p->n - 1 - r));
 }
 
+/* The cells a queen of row r may take: open ones, and in row n-1 only the canonical b. */
+static inline uint32_t board_row_open(const board_t *p, int r, uint32_t b_allowed)
+{
+    return board_open(p, r) & (r == p->n - 1 ? b_allowed : p->full);
+}
+
 static inline int board_free(const board_t *p, int r, int c)
 {
     return (int)(board_open(p, r) >> c & 1u);

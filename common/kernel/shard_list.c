@@ -45,16 +45,11 @@ struct nq_shards {
 
 /* ---- walking the levels ---- */
 
-static uint32_t row_open(const board_t *p, int r, uint32_t b_allowed)
-{
-    return board_open(p, r) & (r == p->n - 1 ? b_allowed : p->full);
-}
-
 /* A free row with no open cell: no completion (such prefixes are not listed). */
 static int board_dead(const board_t *p, uint32_t b_allowed)
 {
     for (int r = 0; r < p->n; r++)
-        if (p->row_col[r] < 0 && !row_open(p, r, b_allowed))
+        if (p->row_col[r] < 0 && !board_row_open(p, r, b_allowed))
             return 1;
     return 0;
 }
@@ -62,7 +57,7 @@ static int board_dead(const board_t *p, uint32_t b_allowed)
 /* The columns a level may take: its open cells, or the side queen already in its row. */
 static uint32_t level_cand(const board_t *p, int r, uint32_t b_allowed)
 {
-    return p->row_col[r] >= 0 ? 1u << p->row_col[r] : row_open(p, r, b_allowed);
+    return p->row_col[r] >= 0 ? 1u << p->row_col[r] : board_row_open(p, r, b_allowed);
 }
 
 /*
@@ -77,7 +72,7 @@ static uint32_t level_viable(const board_t *p, int row, uint32_t cand, uint32_t 
     for (int r = 0; r < n && cand; r++) {
         if (p->row_col[r] >= 0 || r == row)
             continue;
-        uint32_t o = row_open(p, r, b_allowed), x = o & (o - 1);
+        uint32_t o = board_row_open(p, r, b_allowed), x = o & (o - 1);
         if (x & (x - 1) & ((x & (x - 1)) - 1))   /* 4 or more open cells */
             continue;
         if (forced || !o) {
@@ -261,16 +256,22 @@ static int build_roots(builder_t *B)
 
 /* ---- the lease order: largest roots first ---- */
 
-/* The product over free rows of the cells the root's queens leave open: only the order matters. */
+/* A rough search-tree size, as a log: the product over free rows of the cells the fixed
+   queens leave open (row n-1: only canonical b). Only the order it gives matters. */
+static double log_tree_size(const board_t *p, uint32_t b_allowed)
+{
+    double logc = 0;
+    for (int r = 0; r < p->n; r++)
+        if (p->row_col[r] < 0)
+            logc += log(__builtin_popcount(board_row_open(p, r, b_allowed)) + 0.5);
+    return logc;
+}
+
 static double root_cost(const nq_shards_t *s, const root_t *rt)
 {
     walk_t w;
-    double logc = 0;
     walk_init(s, rt, &w);
-    for (int r = 0; r < s->n; r++)
-        if (w.board.row_col[r] < 0)
-            logc += log(__builtin_popcount(row_open(&w.board, r, rt->b_allowed)) + 0.5);
-    return logc;
+    return log_tree_size(&w.board, rt->b_allowed);
 }
 
 typedef struct { double cost; uint32_t root; } ranked_root_t;
@@ -437,11 +438,7 @@ double shards_cost(const nq_shards_t *s, uint64_t i)
         if (d.row_col[r] >= 0)
             board_put(&p, r, d.row_col[r]);
     uint32_t last_allowed = d.mode == NQ_SHARD_BORDER ? d.bmask8 | d.bmaskx : p.full;
-    double logc = 0;
-    for (int r = 0; r < d.n; r++)
-        if (d.row_col[r] < 0)
-            logc += log(__builtin_popcount(row_open(&p, r, last_allowed)) + 0.5);
-    return exp(logc) + 1e-300;
+    return exp(log_tree_size(&p, last_allowed)) + 1e-300;
 }
 
 void shards_destroy(nq_shards_t **sp)
