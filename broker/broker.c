@@ -495,6 +495,7 @@ int broker_round(nq_broker_t *b, long timeout_ms)
     leases_tick(b, b->now);
     jobs_tick(b, b->now);
     results_tick(b, b->now);
+    spotcheck_tick(b, b->now);
     leases_dispatch(b);
     broker_metrics_tick(b, b->now);
     return 0;
@@ -523,6 +524,7 @@ void broker_destroy(nq_broker_t **bp)
     broker_metrics_stop(b);
     results_free_all(b);
     quorum_free_all(b);
+    spotcheck_free_all(b);
     leases_free_all(b);
     jobs_free_all(b);
     if (b->workers_sock)

@@ -6,6 +6,7 @@
  *   lease_id.c        lease ids and proofs that only this broker can make
  *   results.c         checking results, group commit, then ACK
  *   quorum.c          votes of independent workers under --quorum
+ *   spotcheck.c       adaptive spot-checks under --verify-rate: the rate rule, disputes, flags
  *   submit.c          turning a submit request into a job and its shards
  *   control.c         the client endpoint's operations
  *   broker_metrics.c  the snapshot it hands the HTTP listener (broker/http/) once a second
@@ -21,6 +22,15 @@
 #include "store.h"
 
 typedef struct nq_peer nq_peer_t;
+
+/* A spot-check copy waiting for a worker, with the identities that may not take it (the shard's
+   voters so far: looked up once, when it is first offered, so that offering it to 10^4 idle
+   workers reads memory, not the store). */
+typedef struct {
+    uint64_t shard;
+    int64_t voters[4];
+    int nvoters;                       /* -1: not looked up yet */
+} nq_check_copy_t;
 
 /*
  * A job in memory. Shards waiting for a worker are of two kinds: those never leased, from
@@ -41,6 +51,12 @@ typedef struct nq_job {
     uint64_t *grace;                   /* after a restart: leased shards waiting for their worker */
     size_t ngrace;
     double grace_until;                /* monotonic seconds */
+    /* spot-checks (spotcheck.c): check copies waiting for a worker, leased before anything else;
+       shards whose check is not decided (their verify <> 0); flagged identities being swept */
+    nq_check_copy_t *checks;
+    size_t nchecks, checks_cap;
+    uint64_t checks_open;
+    uint32_t sweeps;
     struct nq_job *next;               /* in priority order */
 } nq_job_t;
 
@@ -48,6 +64,7 @@ typedef struct nq_job {
 typedef struct nq_lease {
     uint64_t id, job, shard;
     uint32_t attempt;
+    int check;                         /* a spot-check copy: the shard's row stays done */
     nq_peer_t *peer;                   /* NULL: re-armed after restart, owner not yet back */
     uint64_t progress;
     double progress_at;                /* when progress last moved */
@@ -77,6 +94,8 @@ struct nq_peer {
     char pubkey[64];                   /* CURVE key that authenticated it, when keys are on */
     char ident[64];                    /* the pubkey, or "session:" + a hash of (worker id, nonce) */
     uint64_t ident_hash;               /* keyed hash of ident: what lease proofs bind to */
+    int64_t who;                       /* its identities row (spot-checks), 0 until needed */
+    int outvoted;                      /* ... which lost a dispute: it checks nobody */
     uint32_t restarts;                 /* in the window that began at restart_window */
     double restart_window;
     uint64_t dropped;                  /* frames dropped since quarantine, logged as a rate */
@@ -105,6 +124,11 @@ typedef struct nq_pending_result {
     char ident[64];                    /* the sender's identity (a quorum voter) */
     char sol_hash[80], sol_path[512];
     int outcome;                       /* NQ_PUT_* of the put inside the open transaction */
+    nq_put_by_t by;                    /* spot-checks: who delivered it, is a check wanted */
+    int spot_vote;                     /* a check of a stored result, not a first result */
+    int spot_push, spot_closed;        /* after the commit: one more copy; the check decided */
+    int64_t spot_flagged[3];           /* identities that lost the dispute it decided */
+    int nflagged;
     char rid[256];
     size_t rid_len;
 } nq_pending_result_t;
@@ -159,6 +183,9 @@ struct nq_broker {
 
     nq_solbuf_t *solbufs;
     struct ballot **ballots;           /* quorum.c: votes by (job, shard), NULL until a quorum job */
+    struct spot_sweep *sweeps;         /* spotcheck.c: flagged identities' results being marked */
+    double peer_speed_median;          /* nodes/s per thread of the median peer (spotcheck.c) */
+    double peer_speed_at;
     double log_quiet_until;            /* hostile-frame log lines: at most one burst a second */
     uint32_t log_burst;
     uint64_t log_suppressed;
@@ -192,8 +219,10 @@ int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
 int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
 void jobs_push_pending(nq_job_t *j, uint64_t shard);
 /* The next shard to lease, and *frontier > 0 when it is the first lease of its order position
-   (the position to persist with the lease). -1: nothing pending anywhere. */
-int jobs_next_shard(nq_broker_t *b, nq_job_t **job, uint64_t *shard, uint64_t *frontier);
+   (the position to persist with the lease); check->nvoters >= -1 for a spot-check copy (taken
+   first, when allow_checks), -2 for an ordinary shard. -1: nothing pending anywhere. */
+int jobs_next_shard(nq_broker_t *b, nq_job_t **job, uint64_t *shard, uint64_t *frontier,
+                    nq_check_copy_t *check, int allow_checks);
 int jobs_any_pending(const nq_broker_t *b);
 /* Shards still to hand out: returned ones plus the never-leased (times the quorum). */
 uint64_t jobs_pending_count(const nq_job_t *j);
@@ -261,6 +290,25 @@ void broker_metrics_stop(nq_broker_t *b);
 int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e, nq_result_t *other);
 int quorum_voted(nq_broker_t *b, uint64_t job, uint64_t shard, const char *ident);
 void quorum_free_all(nq_broker_t *b);
+
+/* spotcheck.c: adaptive spot-checks (--verify-rate P), the rule and its flow */
+/* A result for job j (verify on) before it is stored: 0 a first result (e->by set: store it),
+   1 a check vote (e->spot_vote: group_put stages it), -1 a resend of a vote (ACK, drop). */
+int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_result_t *e);
+int spotcheck_stage(nq_broker_t *b, nq_pending_result_t *e);     /* writes a vote: NQ_PUT_* */
+void spotcheck_after_commit(nq_broker_t *b, nq_job_t *j, const nq_pending_result_t *e);
+int spotcheck_excludes(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_check_copy_t *c);
+int spotcheck_load(nq_broker_t *b, nq_job_t *j);
+/* 1 while job j has checks not decided or a sweep running. When idle (nothing queued or out) the
+   store decides, and check copies that went missing are queued again. */
+int spotcheck_holds(nq_broker_t *b, nq_job_t *j, int idle);
+void spotcheck_tick(nq_broker_t *b, double now);
+void spotcheck_forget_job(nq_broker_t *b, uint64_t job);
+void spotcheck_free_all(nq_broker_t *b);
+void jobs_push_check(nq_job_t *j, uint64_t shard);
+void jobs_push_check_copy(nq_job_t *j, const nq_check_copy_t *c);   /* one taken and not sent */
+/* leases.c: 1 when some connection of p's identity holds a lease of (job, shard) */
+int leases_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_t shard);
 
 /* control.c */
 void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const nq_ctl_req_t *req);

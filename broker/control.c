@@ -34,7 +34,7 @@ static int get_u64(const nq_ctl_req_t *r, const char *key, uint64_t def, uint64_
 
 int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *err, size_t errlen)
 {
-    uint64_t depth = 0, prio = 0, attempts = 0, quorum = 0, secs = 0;   /* set by get_u64, or it fails */
+    uint64_t depth = 0, prio = 0, attempts = 0, quorum = 0, secs = 0, ppm = 0;   /* set by get_u64, or it fails */
     memset(s, 0, sizeof *s);
     const char *kind = proto_param_str(req, "kind");
     s->kind = kind ? store_kind_parse(kind) : -1;
@@ -51,7 +51,8 @@ int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *er
         get_u64(req, "priority", 0, 1000000, &prio, err, errlen) ||
         get_u64(req, "max_attempts", 5, 100, &attempts, err, errlen) ||
         get_u64(req, "quorum", 1, 3, &quorum, err, errlen) ||
-        get_u64(req, "shard_seconds", 0, 7 * 86400, &secs, err, errlen))
+        get_u64(req, "shard_seconds", 0, 7 * 86400, &secs, err, errlen) ||
+        get_u64(req, "verify_ppm", 0, 1000000, &ppm, err, errlen))
         return NQ_EXIT_USAGE;
     if (s->n == 0)
         return snprintf(err, errlen, "n is required"), NQ_EXIT_USAGE;
@@ -72,6 +73,7 @@ int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *er
     s->priority = (int)prio;
     s->max_attempts = (uint32_t)attempts;
     s->quorum = (uint32_t)quorum;
+    s->verify_ppm = (uint32_t)ppm;
     return 0;
 }
 

@@ -55,7 +55,9 @@ static void jobs_unlink(nq_broker_t *b, nq_job_t *j)
             *pp = j->next;
             break;
         }
+    spotcheck_forget_job(b, j->id);
     free(j->pending);
+    free(j->checks);
     free(j->grace);
     shards_destroy(&j->list);
     free(j);
@@ -64,7 +66,7 @@ static void jobs_unlink(nq_broker_t *b, nq_job_t *j)
 uint64_t jobs_pending_count(const nq_job_t *j)
 {
     uint64_t fresh = j->shards_total > j->frontier ? j->shards_total - j->frontier : 0;
-    return j->npending + fresh * (j->spec.quorum > 1 ? j->spec.quorum : 1);
+    return j->npending + j->nchecks + fresh * (j->spec.quorum > 1 ? j->spec.quorum : 1);
 }
 
 int jobs_shard_task(const nq_job_t *j, uint64_t idx, uint8_t *spec, size_t *spec_len, uint64_t *seed,
@@ -171,6 +173,14 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
         for (uint32_t q = 0; q < (j->spec.quorum > 1 ? j->spec.quorum : 1); q++)
             jobs_push_pending(j, c.v[i].idx);   /* under quorum: one copy per vote needed */
     free(c.v);
+    if (spotcheck_load(b, j) != 0) {
+        free(j->pending);
+        free(j->checks);
+        free(j->grace);
+        shards_destroy(&j->list);
+        free(j);
+        return -1;
+    }
     j->grace_until = b->now + b->cfg.grace_s;
     nq_job_totals_t t;
     if (row->spec.kind == NQ_KIND_SOLVE && store_job_totals(b->store, j->id, &t) == 0)
@@ -205,10 +215,12 @@ int jobs_any_pending(const nq_broker_t *b)
     return 0;
 }
 
-int jobs_next_shard(nq_broker_t *b, nq_job_t **job, uint64_t *shard, uint64_t *frontier)
+int jobs_next_shard(nq_broker_t *b, nq_job_t **job, uint64_t *shard, uint64_t *frontier,
+                    nq_check_copy_t *check, int allow_checks)
 {
     for (nq_job_t *j = b->jobs; j; j = j->next) {
-        if ((j->npending == 0 && j->frontier >= j->shards_total) ||
+        int checks = allow_checks && j->nchecks > 0;
+        if ((!checks && j->npending == 0 && j->frontier >= j->shards_total) ||
             (j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING))
             continue;
         if (j->state == NQ_JOB_PENDING) {
@@ -217,6 +229,12 @@ int jobs_next_shard(nq_broker_t *b, nq_job_t **job, uint64_t *shard, uint64_t *f
         }
         *job = j;
         *frontier = 0;
+        check->nvoters = -2;
+        if (checks) {                    /* spot-check copies first: a job ends when they do */
+            *check = j->checks[--j->nchecks];
+            *shard = check->shard;
+            return 0;
+        }
         if (j->npending > 0) {           /* returned shards first: they are the oldest work */
             *shard = j->pending[--j->npending];
             return 0;
@@ -274,9 +292,11 @@ void jobs_check_done(nq_broker_t *b, nq_job_t *j)
         job_finish(b, j, NQ_JOB_DONE);
         return;
     }
-    uint64_t pending = jobs_pending_count(j);
-    if (j->shards_done + j->shards_failed + j->shards_conflict >= j->shards_total &&
-        (pending > 0 || j->shards_leased > 0 || j->ngrace > 0))
+    int settled = j->shards_done + j->shards_failed + j->shards_conflict >= j->shards_total;
+    int idle = jobs_pending_count(j) == 0 && j->shards_leased == 0 && j->ngrace == 0;
+    if (settled && spotcheck_holds(b, j, idle))
+        return;                         /* spot-checks not decided: not done, and no copy is moot */
+    if (settled && !idle)
         job_settle(b, j);
     if (jobs_pending_count(j) > 0 || j->shards_leased > 0 || j->ngrace > 0)
         return;

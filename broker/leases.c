@@ -265,7 +265,14 @@ void leases_remove(nq_broker_t *b, nq_lease_t *l)
 void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char *why)
 {
     uint64_t job = l->job, shard = l->shard;
+    int check = l->check;
     leases_remove(b, l);
+    if (check) {                        /* a spot-check copy: the shard is done, the copy waits again */
+        nq_job_t *j = jobs_find(b, job);
+        if (j)
+            jobs_push_check(j, shard);
+        return;
+    }
     int failed = 0;
     store_shard_release(b->store, job, shard, count_attempt, &failed);
     nq_job_t *j = jobs_find(b, job);
@@ -288,12 +295,15 @@ void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char
  * 0 ready, 1 nothing to send (decided meanwhile, e.g. a spare quorum copy; or a row beyond
  * the frontier after a restart), -1 failed.
  */
-static int task_shard(nq_broker_t *b, nq_job_t *j, uint64_t shard, uint64_t frontier, nq_shard_row_t *row)
+static int task_shard(nq_broker_t *b, nq_job_t *j, uint64_t shard, uint64_t frontier, int check,
+                      nq_shard_row_t *row)
 {
     int rc = store_shard_get(b->store, j->id, shard, row);
     if (rc < 0)
         return -1;
-    if (rc == 0 && (frontier > 0 || (row->state != NQ_SHARD_PENDING && row->state != NQ_SHARD_LEASED)))
+    if (check && (rc != 0 || row->state != NQ_SHARD_DONE))
+        return 1;                       /* a check copy of a shard that is no longer done: moot */
+    if (!check && rc == 0 && (frontier > 0 || (row->state != NQ_SHARD_PENDING && row->state != NQ_SHARD_LEASED)))
         return 1;
     if (rc == 1) {
         memset(row, 0, sizeof *row);
@@ -308,11 +318,12 @@ static int task_shard(nq_broker_t *b, nq_job_t *j, uint64_t shard, uint64_t fron
     return 0;
 }
 
-/* 0 sent, 1 nothing to send (see task_shard), -1 failed */
-static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard, uint64_t frontier)
+/* 0 sent, 1 nothing to send (see task_shard), -1 failed. A spot-check copy (check) is leased in
+   memory only: the shard's row stays done, and a lost copy is simply queued again. */
+static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard, uint64_t frontier, int check)
 {
     nq_shard_row_t row;
-    int rc = task_shard(b, j, shard, frontier, &row);
+    int rc = task_shard(b, j, shard, frontier, check, &row);
     if (rc != 0)
         return rc;
     nq_msg_t m = { .type = NQ_MSG_TASK };
@@ -331,9 +342,22 @@ static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard, 
     t->max_steps = j->spec.max_steps;
     if (broker_send(b, p, &m) != 0)
         return -1;
-    leases_add(b, p, j->id, shard, row.attempts, t->lease);
+    nq_lease_t *l = leases_add(b, p, j->id, shard, row.attempts, t->lease);
     j->shards_leased++;
-    store_shard_lease(b->store, j->id, shard, t->lease, p->hello.worker_id, frontier);
+    if (l)
+        l->check = check;
+    if (!check)
+        store_shard_lease(b->store, j->id, shard, t->lease, p->hello.worker_id, frontier);
+    return 0;
+}
+
+int leases_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_t shard)
+{
+    for (nq_peer_t *q = *ident_chain(b, p->ident_hash); q; q = q->ihnext)
+        if (strcmp(q->ident, p->ident) == 0)    /* every connection of p's identity */
+            for (nq_lease_t *l = q->leases; l; l = l->next_in_peer)
+                if (l->job == job && l->shard == shard)
+                    return 1;
     return 0;
 }
 
@@ -342,15 +366,10 @@ static int quorum_excludes(nq_broker_t *b, nq_peer_t *p, const nq_job_t *j, uint
 {
     if (j->spec.quorum < 2)
         return 0;
-    for (nq_peer_t *q = *ident_chain(b, p->ident_hash); q; q = q->ihnext)
-        if (strcmp(q->ident, p->ident) == 0)    /* every connection of p's identity */
-            for (nq_lease_t *l = q->leases; l; l = l->next_in_peer)
-                if (l->job == j->id && l->shard == shard)
-                    return 1;
-    return quorum_voted(b, j->id, shard, p->ident);
+    return leases_ident_holds(b, p, j->id, shard) || quorum_voted(b, j->id, shard, p->ident);
 }
 
-typedef struct { nq_job_t *j; uint64_t shard; } deferred_t;
+typedef struct { nq_job_t *j; uint64_t shard; nq_check_copy_t copy; } deferred_t;
 
 /* A shard taken for p and not sent: back to the job's returned shards. Taken from the frontier,
    it has no row yet and the stored frontier never moved past it, so a restart still finds it. */
@@ -359,34 +378,46 @@ static void dispatch_undo(nq_job_t *j, uint64_t shard)
     jobs_push_pending(j, shard);
 }
 
+/* A spot-check copy goes to another identity than the shard's earlier voters; after this many
+   such copies in a row that p may not take, p gets ordinary work this round. */
+#define CHECKS_SKIPPED_MAX 8
+
 static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
 {
     deferred_t skipped[64];
-    int nskipped = 0, dropped = 0;
+    int nskipped = 0, dropped = 0, checks_skipped = 0;
     if (peer_quarantined(p))
         return;                         /* quarantined: its results failed our checks */
     while (p->outstanding < p->credit) {
         nq_job_t *j;
         uint64_t shard, frontier;
-        if (jobs_next_shard(b, &j, &shard, &frontier) != 0)
+        nq_check_copy_t copy;
+        if (jobs_next_shard(b, &j, &shard, &frontier, &copy, checks_skipped < CHECKS_SKIPPED_MAX) != 0)
             break;                      /* nothing pending anywhere */
-        if (quorum_excludes(b, p, j, shard)) {
-            skipped[nskipped].j = j;
-            skipped[nskipped++].shard = shard;
+        int check = copy.nvoters > -2;
+        if (check ? spotcheck_excludes(b, p, j, &copy) : quorum_excludes(b, p, j, shard)) {
+            checks_skipped += check;
+            skipped[nskipped++] = (deferred_t){ j, shard, copy };
             if (nskipped == 64)
                 break;
             continue;
         }
-        int rc = send_task(b, p, j, shard, frontier);
+        int rc = send_task(b, p, j, shard, frontier, check);
         if (rc < 0) {
-            dispatch_undo(j, shard);
+            if (check)
+                jobs_push_check_copy(j, &copy);
+            else
+                dispatch_undo(j, shard);
             break;                      /* this peer cannot take messages now */
         }
         dropped |= rc > 0;              /* a spare copy of a decided shard: gone */
     }
     while (nskipped > 0) {              /* for the next worker, in their old order */
-        nskipped--;
-        jobs_push_pending(skipped[nskipped].j, skipped[nskipped].shard);
+        deferred_t *d = &skipped[--nskipped];
+        if (d->copy.nvoters > -2)
+            jobs_push_check_copy(d->j, &d->copy);
+        else
+            jobs_push_pending(d->j, d->shard);
     }
     for (nq_job_t *j = dropped ? b->jobs : NULL, *next; j; j = next) {
         next = j->next;

@@ -207,7 +207,10 @@ static int group_put(nq_broker_t *b, nq_pending_result_t *e)
 {
     const char *hash = e->sol_hash[0] ? e->sol_hash : NULL;
     const char *path = e->sol_path[0] ? e->sol_path : NULL;
-    e->outcome = store_result_put(b->store, &e->r, e->worker, hash, path);
+    if (e->spot_vote)
+        e->outcome = spotcheck_stage(b, e);
+    else
+        e->outcome = store_result_put_by(b->store, &e->r, e->worker, hash, path, e->by.who ? &e->by : NULL);
     return e->outcome < 0 ? -1 : 0;
 }
 
@@ -332,8 +335,13 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
     nq_job_t *j = jobs_find(b, r->job);
     if (j && j->spec.quorum > 1 && !shard_decided(b, r->job, r->shard) && quorum_gate(b, p, j, e) != 0)
         return;
-    b->ngroup++;
     broker_txn(b);
+    if (j && j->spec.verify_ppm > 0 && b->store_ok && spotcheck_classify(b, p, j, e) < 0) {
+        send_ack(b, p->rid, p->rid_len, &e->r);   /* its vote is in already: a resend */
+        free(e->payload);
+        return;
+    }
+    b->ngroup++;
     if (b->store_ok && group_put(b, e) != 0)
         nq_log(NQ_LOG_ERROR, "store.put", "job=%llu shard=%llu", (unsigned long long)r->job,
                (unsigned long long)r->shard);
@@ -391,7 +399,7 @@ void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
    group is applied (the committed state already includes every result of the group). */
 static int needs_recount(const nq_pending_result_t *e)
 {
-    return e->outcome == NQ_PUT_CONFLICT ||
+    return e->outcome == NQ_PUT_CONFLICT || e->outcome == NQ_PUT_CHECKED ||
            (e->r.kind == NQ_KIND_SOLVE && e->outcome == NQ_PUT_NEW && e->r.status == NQ_RES_OK);
 }
 
@@ -418,6 +426,8 @@ static void group_apply(nq_broker_t *b)
             j->shards_done++;
         if (e->outcome == NQ_PUT_CONFIRMED)
             b->stats.results_duplicate++;
+        if (j && j->spec.verify_ppm > 0)
+            spotcheck_after_commit(b, j, e);
         if (e->outcome == NQ_PUT_CONFLICT) {
             b->stats.results_conflict++;
             nq_log(NQ_LOG_WARN, "result.conflict", "job=%llu shard=%llu worker=%s",

@@ -65,6 +65,14 @@ static int check_spec(const nq_job_spec_t *s, char *err, size_t errlen)
         return nq_errf(err, errlen, "max attempts must be from 1 to 100");
     if (s->quorum < 1 || s->quorum > 3)
         return nq_errf(err, errlen, "quorum must be 1, 2 or 3");
+    if (s->verify_ppm > 1000000)
+        return nq_errf(err, errlen, "--verify-rate is a probability from 0 to 1");
+    if (s->verify_ppm > 0 && s->kind != NQ_KIND_COUNT)
+        return nq_errf(err, errlen, "--verify-rate is for count jobs (a solve result is verified by the "
+                       "broker itself; an enumerate job can use --quorum)");
+    if (s->verify_ppm > 0 && s->quorum > 1)
+        return nq_errf(err, errlen, "give --verify-rate or --quorum, not both: quorum already checks "
+                       "every result");
     return 0;
 }
 

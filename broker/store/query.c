@@ -174,12 +174,19 @@ typedef struct {
     unsigned res13, res15;                    /* the done shards' residues, summed */
     uint64_t solutions_found;
     char last_error[300];                     /* the last worker error, "" when none */
+    /* spot-checks (006_spotcheck.sql): rate, checks compared, disagreeing, not decided, and the
+       workers flagged in this job (the first QJOB_FLAGGED_MAX names, and how many in all) */
+    uint64_t verify_ppm, checks, disagreed, checks_open, nflagged;
+    char flagged[8][64];
 } qjob_t;
+
+#define QJOB_FLAGGED_MAX 8
 
 static int job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errlen)
 {
     sqlite3_stmt *st = prep(db, "SELECT kind, n, state, priority, algo, shards_total, created_at,"
-                                " started_at, finished_at, last_error, seed0, restarts FROM jobs WHERE id = ?",
+                                " started_at, finished_at, last_error, seed0, restarts, verify_ppm, checks,"
+                                " disagreed FROM jobs WHERE id = ?",
                             err, errlen);
     if (!st)
         return -2;
@@ -201,6 +208,9 @@ static int job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t e
         col_copy(st, 9, j->last_error, sizeof j->last_error);
         j->seed0 = (uint64_t)sqlite3_column_int64(st, 10);
         j->restarts = (uint64_t)sqlite3_column_int64(st, 11);
+        j->verify_ppm = (uint64_t)sqlite3_column_int64(st, 12);
+        j->checks = (uint64_t)sqlite3_column_int64(st, 13);
+        j->disagreed = (uint64_t)sqlite3_column_int64(st, 14);
         rc = 0;
     } else if (rc == SQLITE_DONE) {
         snprintf(err, errlen, "no job %llu", (unsigned long long)id);
@@ -273,6 +283,26 @@ static int count_rows(sqlite3 *db, const char *sql, uint64_t id, uint64_t *out, 
     return rc == SQLITE_ROW ? 0 : db_fail(db, "count", err, errlen);
 }
 
+/* Spot-checks: the open ones through the partial index shards_verify (O(open)), the flagged
+   identities of the job by name. */
+static int job_spot(sqlite3 *db, qjob_t *j, char *err, size_t errlen)
+{
+    int rc = count_rows(db, "SELECT count(*) FROM shards WHERE job = ? AND verify <> 0", j->id,
+                        &j->checks_open, err, errlen);
+    sqlite3_stmt *st = rc ? NULL : prep(db, "SELECT i.worker FROM job_flagged f JOIN identities i"
+                                            " ON i.id = f.who WHERE f.job = ? ORDER BY f.at", err, errlen);
+    if (!st)
+        return rc ? rc : -2;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (j->nflagged < QJOB_FLAGGED_MAX)
+            col_copy(st, 0, j->flagged[j->nflagged], sizeof j->flagged[0]);
+        j->nflagged++;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : db_fail(db, "job_flagged", err, errlen);
+}
+
 static int job_load(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errlen)
 {
     memset(j, 0, sizeof *j);
@@ -282,6 +312,8 @@ static int job_load(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errle
     if (rc == 0 && strcmp(j->kind, "solve") == 0)
         rc = count_rows(db, "SELECT COUNT(*) FROM solutions WHERE job = ?", id,
                         &j->solutions_found, err, errlen);
+    if (rc == 0 && j->verify_ppm > 0)
+        rc = job_spot(db, j, err, errlen);
     return rc;
 }
 
@@ -291,6 +323,7 @@ static uint32_t job_npairs(const qjob_t *j)
     if (strcmp(j->kind, "count") == 0) n += 4;
     else if (strcmp(j->kind, "solve") == 0) n += 3;
     else if (strcmp(j->kind, "enumerate") == 0) n += 1;
+    if (j->verify_ppm > 0) n += 6;
     return n;
 }
 
@@ -358,6 +391,18 @@ static void pk_job_pairs(msgpack_packer *pk, const qjob_t *j)
         pk_str(pk, "seeds_done"); msgpack_pack_uint64(pk, j->shards[NQ_SHARD_DONE]);
     } else if (strcmp(j->kind, "enumerate") == 0) {
         pk_str(pk, "solutions"); query_pack_u128(pk, j->total);
+    }
+    if (j->verify_ppm > 0) {
+        pk_str(pk, "verify_rate"); msgpack_pack_double(pk, j->verify_ppm / 1e6);
+        pk_str(pk, "checks"); msgpack_pack_uint64(pk, j->checks);
+        pk_str(pk, "checks_disagreed"); msgpack_pack_uint64(pk, j->disagreed);
+        pk_str(pk, "checks_open"); msgpack_pack_uint64(pk, j->checks_open);
+        pk_str(pk, "flagged_count"); msgpack_pack_uint64(pk, j->nflagged);
+        pk_str(pk, "flagged");
+        uint64_t shown = j->nflagged < QJOB_FLAGGED_MAX ? j->nflagged : QJOB_FLAGGED_MAX;
+        msgpack_pack_array(pk, (uint32_t)shown);
+        for (uint64_t i = 0; i < shown; i++)
+            pk_str(pk, j->flagged[i]);
     }
 }
 

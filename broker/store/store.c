@@ -29,6 +29,8 @@
 #include "solstore.h"
 #include "log.h"
 #include "migrations.h"
+#include "store_impl.h"
+#include "store_spotcheck.h"
 
 #define NQ_APPLICATION_ID  0x6E715144    /* "nqQD": marks an nq database (PRAGMA application_id) */
 #define STORE_BUSY_MS      5000
@@ -51,14 +53,15 @@ enum {
 static const char *const sql_text[Q_COUNT] = {
     [Q_JOB_INSERT] =
         "INSERT INTO jobs (kind, n, priority, depth, encoding, algo, seed0, restarts, solutions,"
-        " max_steps, max_attempts, quorum, shards_total, created_at, frontier)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+        " max_steps, max_attempts, quorum, shards_total, created_at, frontier, verify_ppm)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
     [Q_SHARD_INSERT] =
         "INSERT INTO shards (job, idx, spec, seed, algo, cost) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [Q_JOB_GET] =
         "SELECT id, kind, n, state, priority, depth, encoding, algo, seed0, restarts, solutions,"
         " max_steps, max_attempts, quorum, shards_total, shards_done, created_at,"
-        " started_at, finished_at, shards_failed, shards_conflict, frontier FROM jobs WHERE id = ?1",
+        " started_at, finished_at, shards_failed, shards_conflict, frontier, verify_ppm, checks, disagreed"
+        " FROM jobs WHERE id = ?1",
     [Q_JOB_FRONTIER] =
         "UPDATE jobs SET frontier = ?2 WHERE id = ?1 AND frontier < ?2",
     [Q_JOB_FAILED_ADD] =
@@ -118,7 +121,8 @@ static const char *const sql_text[Q_COUNT] = {
     [Q_SHARDS_RETRY] =
         "UPDATE shards SET state = 'pending', attempts = 0, lease = NULL, worker = NULL,"
         " leased_at = NULL, status = NULL, total = NULL, uniq = NULL, nodes = NULL, res13 = NULL,"
-        " res15 = NULL, elapsed = NULL, confirmations = 0, conflict_with = NULL, done_at = NULL"
+        " res15 = NULL, elapsed = NULL, confirmations = 0, conflict_with = NULL, done_at = NULL,"
+        " who = NULL, verify = 0"
         " WHERE job = ?1 AND state IN ('failed', 'conflict', 'cancelled') AND state <> 'done'",
     /* no shard row (s.state NULL): a pending shard beyond the frontier, when idx < shards_total */
     [Q_PUT_LOOKUP] =
@@ -127,14 +131,15 @@ static const char *const sql_text[Q_COUNT] = {
         " FROM jobs j LEFT JOIN shards s ON s.job = j.id AND s.idx = ?2 WHERE j.id = ?1",
     [Q_PUT_FIRST] =
         "INSERT INTO shards (job, idx, state, status, total, uniq, nodes, res13, res15, elapsed, worker,"
-        " lease, done_at) VALUES (?1, ?2, 'done', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
+        " lease, done_at, who, verify) VALUES (?1, ?2, 'done', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
+        " ?13, ?14)"
         " ON CONFLICT (job, idx) DO UPDATE SET state = 'done', status = ?3, total = ?4, uniq = ?5,"
         " nodes = ?6, res13 = ?7, res15 = ?8, elapsed = ?9, worker = ?10, lease = ?11, done_at = ?12,"
-        " leased_at = NULL, confirmations = 0, conflict_with = NULL",
+        " leased_at = NULL, confirmations = 0, conflict_with = NULL, who = ?13, verify = ?14",
     [Q_PUT_CONFIRM] =
         "UPDATE shards SET confirmations = confirmations + 1 WHERE job = ?1 AND idx = ?2",
     [Q_PUT_CONFLICT] =
-        "UPDATE shards SET state = 'conflict', conflict_with = ?3 WHERE job = ?1 AND idx = ?2",
+        "UPDATE shards SET state = 'conflict', conflict_with = ?3, verify = 0 WHERE job = ?1 AND idx = ?2",
     /* one done shard in (?2 = 1) or out (-1), with its sums in 32-bit limbs (see 004_campaign.sql) */
     [Q_JOB_DONE_ADD] =
         "UPDATE jobs SET shards_done = shards_done + ?2, total_lo = total_lo + ?2 * ?3,"
@@ -187,6 +192,7 @@ struct nq_store {
     int tx_failed;             /* a statement of the open group failed: the group must roll back */
     char tx_err[256];          /* why, for store_commit */
     sqlite3_stmt *st[Q_COUNT];
+    sqlite3_stmt *spot[STORE_SPOT_STMTS];   /* store_spotcheck.c's */
 };
 
 /* ---------------------------------------------------------------- names */
@@ -641,6 +647,8 @@ void store_destroy(nq_store_t **sp)
         store_rollback(s);
     for (int i = 0; i < Q_COUNT; i++)
         sqlite3_finalize(s->st[i]);
+    for (int i = 0; i < STORE_SPOT_STMTS; i++)
+        sqlite3_finalize(s->spot[i]);
     sqlite3_close(s->db);
     free(s->path);
     free(s);
@@ -703,6 +711,24 @@ int store_commit(nq_store_t *s, char *err, size_t errlen)
     s->in_tx = 0;
     return 0;
 }
+
+/* ---- for the store's other files (store_impl.h) ---- */
+
+sqlite3_stmt *store_stmt_cached(nq_store_t *s, sqlite3_stmt **slot, const char *sql)
+{
+    if (!*slot && sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL) != SQLITE_OK) {
+        nq_log(NQ_LOG_ERROR, "store.prepare", "err=\"%s\"", sqlite3_errmsg(s->db));
+        *slot = NULL;
+        return NULL;
+    }
+    sqlite3_reset(*slot);
+    sqlite3_clear_bindings(*slot);
+    return *slot;
+}
+
+sqlite3_stmt **store_spot_slots(nq_store_t *s) { return s->spot; }
+int store_fail(nq_store_t *s, const char *op, int rc) { return db_fail(s, op, rc); }
+int store_step_done(sqlite3_stmt *q) { return run_done(q); }
 
 void store_rollback(nq_store_t *s)
 {
@@ -789,6 +815,7 @@ static int job_insert(nq_store_t *s, const nq_job_spec_t *j, uint64_t nshards, u
     sqlite3_bind_int64(q, 13, i64(nshards));
     sqlite3_bind_double(q, 14, nq_wall());
     sqlite3_bind_int64(q, 15, i64(frontier));
+    sqlite3_bind_int64(q, 16, j->verify_ppm);
     int rc = run_done(q);
     if (rc)
         return db_fail(s, "job.insert", rc);
@@ -903,6 +930,9 @@ static void job_row_read(sqlite3_stmt *q, nq_job_row_t *o)
     o->shards_failed = col_u64(q, 19);
     o->shards_conflict = col_u64(q, 20);
     o->frontier = col_u64(q, 21);
+    o->spec.verify_ppm = (uint32_t)sqlite3_column_int64(q, 22);
+    o->checks = col_u64(q, 23);
+    o->disagreed = col_u64(q, 24);
 }
 
 /* One row: the counts are kept in it (004_campaign.sql), so this costs the same for any job. */
@@ -1297,13 +1327,7 @@ static int bind_run(nq_store_t *s, int id, uint64_t job, uint64_t idx, const cha
 
 /* One done result into (dir = 1) or out of (dir = -1) its job's aggregates, with the
    conflict and failed counts moving by dconflict, dfailed (004_campaign.sql). */
-typedef struct {
-    uint64_t total, unique, nodes;
-    int res13, res15;
-    double seconds;
-} done_sums_t;
-
-static int job_move_done(nq_store_t *s, uint64_t job, int dir, const done_sums_t *d, int dconflict, int dfailed)
+static int job_move_done(nq_store_t *s, uint64_t job, int dir, const store_sums_t *d, int dconflict, int dfailed)
 {
     sqlite3_stmt *q = stmt(s, Q_JOB_DONE_ADD);
     if (!q)
@@ -1392,7 +1416,7 @@ static int put_solution(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c,
 }
 
 static int put_first(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, const char *worker,
-                     const char *sol_hash, const char *sol_path)
+                     const char *sol_hash, const char *sol_path, const nq_put_by_t *by)
 {
     sqlite3_stmt *q = stmt(s, Q_PUT_FIRST);
     if (!q)
@@ -1411,13 +1435,18 @@ static int put_first(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
         sqlite3_bind_text(q, 10, worker, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 11, i64(r->lease));
     sqlite3_bind_double(q, 12, nq_wall());
+    if (by && by->who > 0)
+        sqlite3_bind_int64(q, 13, by->who);
+    sqlite3_bind_int(q, 14, by ? by->verify : 0);
     int rc = run_done(q);
     if (rc)
         return db_fail(s, "result.first", rc);
-    done_sums_t d = { r->total, r->unique, r->nodes, r->res13, r->res15, secs };
+    store_sums_t d = { r->total, r->unique, r->nodes, r->res13, r->res15, secs };
     if (job_move_done(s, r->job, 1, &d, 0, c->shard_state == NQ_SHARD_FAILED ? -1 : 0) != 0)
         return -1;
     if (worker && job_worker_add(s, r->job, worker, r->nodes, secs) != 0)
+        return -1;
+    if (by && by->who > 0 && store_identity_stored(s, by->who) != 0)
         return -1;
     if (c->kind == NQ_KIND_ENUMERATE && put_enum_payload(s, r) != 0)
         return -1;
@@ -1460,7 +1489,7 @@ static int put_again(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
     if (bind_run(s, Q_PUT_CONFLICT, r->job, r->shard, worker ? worker : "", "result.conflict") != 0)
         return -1;
     if (c->shard_state == NQ_SHARD_DONE) {   /* no longer done: its sums leave the job's */
-        done_sums_t d = { c->total, c->unique, c->nodes, c->res13, c->res15, c->elapsed };
+        store_sums_t d = { c->total, c->unique, c->nodes, c->res13, c->res15, c->elapsed };
         if (job_move_done(s, r->job, -1, &d, 1, 0) != 0)
             return -1;
     }
@@ -1489,6 +1518,12 @@ static int put_args_ok(const nq_result_t *r, const char *worker, const char *sol
 int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
                      const char *sol_hash, const char *sol_path)
 {
+    return store_result_put_by(s, r, worker, sol_hash, sol_path, NULL);
+}
+
+int store_result_put_by(nq_store_t *s, const nq_result_t *r, const char *worker,
+                        const char *sol_hash, const char *sol_path, const nq_put_by_t *by)
+{
     if (!put_args_ok(r, worker, sol_hash, sol_path)) {
         nq_log(NQ_LOG_ERROR, "store.put.invalid", "job=%llu shard=%llu",
                r ? (unsigned long long)r->job : 0ull, r ? (unsigned long long)r->shard : 0ull);
@@ -1510,7 +1545,8 @@ int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
                (unsigned long long)r->shard, r->kind);
         rc = NQ_PUT_IGNORED;
     } else if (rc == 0)
-        rc = c.has_result ? put_again(s, r, &c, worker) : put_first(s, r, &c, worker, sol_hash, sol_path);
+        rc = c.has_result ? put_again(s, r, &c, worker)
+                             : put_first(s, r, &c, worker, sol_hash, sol_path, by);
     return tx_leave(s, own, rc);
 }
 
@@ -1732,4 +1768,12 @@ int store_job_totals(nq_store_t *s, uint64_t job, nq_job_totals_t *out)
 int store_job_solutions(nq_store_t *s, uint64_t job, uint64_t *n)
 {
     return count_one(s, Q_TOTALS_SOLUTIONS, job, n);
+}
+
+int store_tx_enter(nq_store_t *s, int *own) { return tx_enter(s, own); }
+int store_tx_leave(nq_store_t *s, int own, int rc) { return tx_leave(s, own, rc); }
+
+int store_job_move(nq_store_t *s, uint64_t job, int dir, const store_sums_t *d, int dconflict, int dfailed)
+{
+    return job_move_done(s, job, dir, d, dconflict, dfailed);
 }

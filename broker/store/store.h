@@ -54,6 +54,7 @@ typedef struct {
     uint64_t max_steps;        /* solve: per-seed step limit, 0 = method default */
     uint32_t max_attempts;     /* shard fails this many times -> FAILED */
     uint32_t quorum;           /* results per shard that must agree (1 or 2) */
+    uint32_t verify_ppm;       /* count: spot-check rate P in parts per million (0 = off) */
 } nq_job_spec_t;
 
 typedef struct {
@@ -62,6 +63,7 @@ typedef struct {
     nq_job_state_t state;
     uint64_t shards_total, shards_done, shards_failed, shards_conflict;
     uint64_t frontier;         /* order positions below it have a shard row (004_campaign.sql) */
+    uint64_t checks, disagreed;   /* spot-check results compared, and those that disagreed (006) */
     double created_at, started_at, finished_at;   /* unix seconds, 0 = not yet */
 } nq_job_row_t;
 
@@ -92,6 +94,7 @@ typedef enum {
     NQ_PUT_CONFIRMED,          /* equal to the stored one: confirmations + 1 */
     NQ_PUT_CONFLICT,           /* differs: shard CONFLICT */
     NQ_PUT_IGNORED,            /* job cancelled/unknown shard: nothing stored */
+    NQ_PUT_CHECKED,            /* a spot-check vote, recorded by the broker (store_spotcheck.h) */
 } nq_put_t;
 
 /* Open (creating and migrating when !readonly). NULL with a reason in err on refusal. */
@@ -153,6 +156,11 @@ int store_shards_retry(nq_store_t *s, uint64_t job);                    /* faile
  */
 int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
                      const char *sol_hash, const char *sol_path);
+/* The same, for a job under spot-checks: a first result records who delivered it (an
+   identities row, 006_spotcheck.sql) and whether a check copy is wanted (verify = 1). */
+typedef struct { int64_t who; int verify; } nq_put_by_t;
+int store_result_put_by(nq_store_t *s, const nq_result_t *r, const char *worker,
+                        const char *sol_hash, const char *sol_path, const nq_put_by_t *by);
 
 /* Broker settings that survive restarts (table meta). get: 0 found, 1 absent, -1 error. */
 int store_meta_get(nq_store_t *s, const char *key, char *val, size_t vallen);

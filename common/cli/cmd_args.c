@@ -29,6 +29,7 @@ static const struct option long_opts[] = {
     { "depth", 1, 0, 0 }, { "priority", 1, 0, 0 }, { "max-attempts", 1, 0, 0 }, { "quorum", 1, 0, 0 },
     { "solutions", 1, 0, 0 }, { "restarts", 1, 0, 0 }, { "seed", 1, 0, 0 }, { "max-steps", 1, 0, 0 },
     { "shard-seconds", 1, 0, 0 }, { "http", 1, 0, 0 }, { "http-token-file", 1, 0, 0 }, { "manifest", 1, 0, 0 },
+    { "verify-rate", 1, 0, 0 },
     { 0, 0, 0, 0 },
 };
 
@@ -38,6 +39,28 @@ static int allowed_has(const char *allowed, const char *name)
     for (const char *p = allowed; (p = strstr(p, name)) != NULL; p += n)
         if ((p == allowed || p[-1] == ',') && (p[n] == 0 || p[n] == ','))
             return 1;
+    return 0;
+}
+
+/* --verify-rate P: a decimal from 0 to 1 (at most 6 places), as parts per million. Parsed as
+   digits, not with strtod: "0.05" must be 50000 exactly, and "nan" or "1e-3" are refused. */
+static int parse_rate(const char *cmd, const char *val, uint64_t *ppm)
+{
+    const char *p = val;
+    uint64_t whole = 0, frac = 0, scale = 1000000;
+    if (*p < '0' || *p > '9')
+        return cli_usage_error(cmd, "--verify-rate takes a probability from 0 to 1, like 0.05 (got '%s')", val);
+    for (; *p >= '0' && *p <= '9' && whole <= 1; p++)
+        whole = whole * 10 + (uint64_t)(*p - '0');
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9' && scale > 1; p++) {
+            scale /= 10;
+            frac += (uint64_t)(*p - '0') * scale;
+        }
+    if (*p != '\0' || whole > 1 || (whole == 1 && frac > 0))
+        return cli_usage_error(cmd, "--verify-rate takes a probability from 0 to 1 with at most 6 decimals, "
+                               "like 0.05 (got '%s')", val);
+    *ppm = whole * 1000000 + frac;
     return 0;
 }
 
@@ -69,6 +92,10 @@ static int set_option(const char *cmd, const char *name, const char *val, nq_cmd
     else if (!strcmp(name, "http")) a->http = val;
     else if (!strcmp(name, "http-token-file")) a->http_token_file = val;
     else if (!strcmp(name, "all")) proto_param_add_u64(&a->req, "all", 1);
+    else if (!strcmp(name, "verify-rate")) {
+        if ((rc = parse_rate(cmd, val, &v))) return rc;
+        proto_param_add_u64(&a->req, "verify_ppm", v);
+    }
     else if (!strcmp(name, "timeout")) {
         if ((rc = cli_parse_u64(cmd, "--timeout", val, 1, 3600, &v))) return rc;
         a->client.timeout_ms = (int)(v * 1000);

@@ -28,7 +28,7 @@ int cmd_submit(int argc, char **argv)
     nq_cmd_args_t a;
     nq_client_reply_t rep;
     int rc = cmd_args_parse("submit", CONN ",json,algo,all,depth,priority,max-attempts,quorum,solutions,"
-                            "restarts,seed,max-steps,shard-seconds", argc, argv, &a);
+                            "restarts,seed,max-steps,shard-seconds,verify-rate", argc, argv, &a);
     if (rc || (rc = cmd_args_job("submit", &a)))
         return rc;
     snprintf(a.req.op, sizeof a.req.op, "submit");

@@ -55,6 +55,9 @@ static int run_check_spec(const nq_job_spec_t *s)
     char err[512];
     if (s->quorum > 1)
         return cli_usage_error("run", "--quorum needs independent workers: use nq broker and several nq workers");
+    if (s->verify_ppm > 0)
+        return cli_usage_error("run", "--verify-rate needs independent workers to check each other: use nq "
+                               "broker and several nq workers");
     return jobs_check(s, err, sizeof err) == 0 ? 0 : cli_usage_error("run", "%s", err);
 }
 
@@ -282,7 +285,7 @@ int cmd_run(int argc, char **argv)
     nq_cmd_args_t a;
     nq_log_set_level(NQ_LOG_WARN);      /* a local run talks in its progress bar; --log-level overrides */
     int rc = cmd_args_parse("run", "db,workers,json,fresh,algo,all,depth,priority,max-attempts,quorum,"
-                            "solutions,restarts,seed,max-steps,shard-seconds,log-level,http,http-token-file",
+                            "solutions,restarts,seed,max-steps,shard-seconds,log-level,http,http-token-file,verify-rate",
                             argc, argv, &a);
     if (rc || (rc = cmd_args_job("run", &a)))
         return rc;

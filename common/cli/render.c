@@ -148,6 +148,27 @@ static const msgpack_object *get_array(const msgpack_object *m, const char *key)
 
 /* ---- job and list ---- */
 
+/* Spot-checks, when the job has them: what was checked, what disagreed, who is flagged. */
+static void render_checks(FILE *f, const msgpack_object *job)
+{
+    char a[64], b[64], c[64], d[64];
+    const msgpack_object *flagged = get_array(job, "flagged");
+    if (!render_get(job, "verify_rate"))
+        return;
+    fprintf(f, "  %-9s %s compared, %s disagreed, %s open (verify rate %s)\n", "checks",
+            get_str(job, "checks", a, sizeof a), get_str(job, "checks_disagreed", b, sizeof b),
+            get_str(job, "checks_open", c, sizeof c), get_fixed(job, "verify_rate", 4, d, sizeof d));
+    if (!flagged || flagged->via.array.size == 0)
+        return;
+    fprintf(f, "  %-9s", "flagged");
+    for (uint32_t i = 0; i < flagged->via.array.size; i++) {
+        char name[80];
+        fprintf(f, "%s %s", i ? "," : "", val_str(&flagged->via.array.ptr[i], name, sizeof name));
+    }
+    fprintf(f, " (%s in all; every result of theirs in this job is checked)\n",
+            get_str(job, "flagged_count", a, sizeof a));
+}
+
 void render_job(FILE *f, const msgpack_object *job)
 {
     char a[64], b[64], c[64], d[64], e[64];
@@ -175,6 +196,7 @@ void render_job(FILE *f, const msgpack_object *job)
                 get_str(job, "algo", c, sizeof c));
     else if (is_kind(job, "enumerate"))
         fprintf(f, "  %-9s %s\n", "solutions", get_str(job, "solutions", a, sizeof a));
+    render_checks(f, job);
     const msgpack_object *err = render_get(job, "last_error");
     if (err && err->type == MSGPACK_OBJECT_STR) {
         char msg[320];

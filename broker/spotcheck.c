@@ -1,0 +1,432 @@
+/*
+ * Adaptive spot-checks (nq submit count N --verify-rate P): trust most results, check some,
+ * and make a worker that lies pay for it with all of its work in the job.
+ *
+ * After a result is accepted, the same shard goes to a worker of another identity (another
+ * CURVE key, or another session when keys are off) with probability
+ *
+ *     rate = P x m, where m starts at 1 and is
+ *            x 3   while the identity has fewer than SPOT_NEW_RESULTS stored results (new),
+ *            x 2   while its nodes/s per thread is over twice the median peer's (fast),
+ *            x 1/2 once SPOT_GOOD_RECORD of its results were confirmed by others,
+ *            x 1/4 once SPOT_GREAT_RECORD were,
+ *     rate = 1  for an identity that ever lost a dispute (every result checked),
+ *
+ * capped at 1. This is BOINC's adaptive replication in miniature: replication is raised where
+ * trust is not yet earned and lowered as a record of independently confirmed results grows.
+ * The draw is a keyed hash of (job, shard, identity) under the broker's secret: workers cannot
+ * tell which results will be checked, and a resend draws the same.
+ *
+ * A check that agrees confirms both. One that disagrees opens a dispute: the result keeps
+ * counting while a third identity computes the shard; the value two identities agree on wins
+ * (a fourth is asked when all three differ; then the shard is CONFLICT, visible and retryable).
+ * If the check wins, the shard's row and the job's sums take its result in one transaction.
+ * Every identity that voted against the winner is flagged (`nq status`, `nq workers`), and a
+ * sweep marks every other result it delivered in the job for a check of its own; the job ends
+ * only when every check is decided. So the answer is exact whenever honest identities outnumber
+ * the faulty in every dispute, at an expected cost of about P of the job.
+ *
+ * Durable state: the shard row (who delivered it, verify), the checks table, job_flagged with
+ * each sweep's progress (schema/006_spotcheck.sql). In memory: only the queue of check copies,
+ * rebuilt at load from the partial index of shards under check.
+ */
+#include "broker_impl.h"
+#include "log.h"
+#include "siphash.h"
+#include "store_spotcheck.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SPOT_NEW_RESULTS   10
+#define SPOT_GOOD_RECORD   100
+#define SPOT_GREAT_RECORD  1000
+#define SPOT_SWEEP_SPAN    16384      /* shard indexes a sweep reads per loop round */
+#define SPOT_CHECKERS_MAX  3          /* identities asked after the first: check + 2 tie-breaks */
+
+typedef struct spot_sweep {
+    uint64_t job;
+    int64_t who;
+    uint64_t next, total;
+    struct spot_sweep *link;
+} spot_sweep_t;
+
+void jobs_push_check_copy(nq_job_t *j, const nq_check_copy_t *c)
+{
+    if (j->nchecks == j->checks_cap) {
+        size_t cap = j->checks_cap ? j->checks_cap * 2 : 64;
+        nq_check_copy_t *v = realloc(j->checks, cap * sizeof *v);
+        if (!v)
+            abort();                    /* as jobs_push_pending: the machine is gone */
+        j->checks = v;
+        j->checks_cap = cap;
+    }
+    j->checks[j->nchecks++] = *c;
+}
+
+void jobs_push_check(nq_job_t *j, uint64_t shard)
+{
+    nq_check_copy_t c = { .shard = shard, .nvoters = -1 };
+    jobs_push_check_copy(j, &c);
+}
+
+/* ---- the rate ---- */
+
+static double peer_speed(const nq_broker_t *b, const nq_peer_t *p)
+{
+    double up = b->now - p->first_seen;
+    uint32_t threads = p->hello.threads ? p->hello.threads : 1;
+    return up > 1 ? (double)p->nodes_done / up / threads : 0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median peer's speed, every 5 s: O(peers log peers) then, nothing per result. */
+static void speed_refresh(nq_broker_t *b)
+{
+    if (b->now - b->peer_speed_at < 5)
+        return;
+    b->peer_speed_at = b->now;
+    size_t n = 0, cap = 0;
+    double *v = NULL;
+    for (nq_peer_t *p = b->peers; p; p = p->next) {
+        double s = peer_speed(b, p);
+        if (s <= 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            double *nv = realloc(v, cap * sizeof *v);
+            if (!nv)
+                break;
+            v = nv;
+        }
+        v[n++] = s;
+    }
+    b->peer_speed_median = 0;
+    if (n >= 3) {                       /* "beyond its peers" needs peers */
+        qsort(v, n, sizeof *v, cmp_double);
+        b->peer_speed_median = v[n / 2];
+    }
+    free(v);
+}
+
+static double spot_rate(const nq_broker_t *b, const nq_job_t *j, const nq_peer_t *p, const nq_identity_t *rec)
+{
+    if (rec->outvoted > 0)
+        return 1;
+    double m = 1;
+    if (rec->results < SPOT_NEW_RESULTS)
+        m *= 3;
+    if (b->peer_speed_median > 0 && peer_speed(b, p) > 2 * b->peer_speed_median)
+        m *= 2;
+    if (rec->confirmed >= SPOT_GREAT_RECORD)
+        m *= 0.25;
+    else if (rec->confirmed >= SPOT_GOOD_RECORD)
+        m *= 0.5;
+    double r = j->spec.verify_ppm / 1e6 * m;
+    return r > 1 ? 1 : r;
+}
+
+/* The draw: uniform in [0, 1) from a hash only the broker can compute. */
+static double spot_draw(const nq_broker_t *b, uint64_t job, uint64_t shard, int64_t who)
+{
+    uint64_t in[3] = { job, shard, (uint64_t)who };
+    return (double)(siphash24(b->lease_key, in, sizeof in) >> 11) * 0x1p-53;
+}
+
+/* ---- classifying a result ---- */
+
+static int peer_identity(nq_broker_t *b, nq_peer_t *p, nq_identity_t *rec)
+{
+    if (store_identity(b->store, p->ident, p->hello.worker_id, rec) != 0)
+        return -1;
+    p->who = rec->id;
+    p->outvoted = rec->outvoted > 0;
+    return 0;
+}
+
+static nq_vote_t vote_of(const nq_result_t *r, int64_t who)
+{
+    nq_vote_t v = { who, r->status, r->total, r->unique, r->nodes, r->res13, r->res15,
+                    r->elapsed_us / 1e6 };
+    return v;
+}
+
+static int vote_same(const nq_vote_t *a, const nq_vote_t *b)
+{
+    return a->status == b->status && a->total == b->total && a->unique == b->unique &&
+           a->nodes == b->nodes && a->res13 == b->res13 && a->res15 == b->res15;
+}
+
+int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_result_t *e)
+{
+    nq_identity_t rec;
+    nq_shard_votes_t sv;
+    if (peer_identity(b, p, &rec) != 0 || store_shard_votes(b->store, e->r.job, e->r.shard, &sv) != 0)
+        return 0;                       /* the store failed: the put fails too, and is retried */
+    e->by.who = rec.id;
+    if (sv.nvotes == 0 || sv.state != NQ_SHARD_DONE) {
+        double rate = spot_rate(b, j, p, &rec);
+        e->by.verify = spot_draw(b, e->r.job, e->r.shard, rec.id) < rate;
+        return 0;                       /* a first result */
+    }
+    if (sv.votes[0].who == rec.id || sv.verify == 0)
+        return 0;                       /* its own resend, or a late copy: compared as usual */
+    for (int i = 1; i < sv.nvotes; i++)
+        if (sv.votes[i].who == rec.id)
+            return -1;                  /* it voted already: a resend */
+    e->spot_vote = 1;
+    return 1;
+}
+
+/* ---- staging a vote ---- */
+
+/* The value two identities agree on, or NULL. */
+static const nq_vote_t *majority(const nq_shard_votes_t *sv)
+{
+    for (int i = 0; i < sv->nvotes; i++)
+        for (int k = i + 1; k < sv->nvotes; k++)
+            if (vote_same(&sv->votes[i], &sv->votes[k]))
+                return &sv->votes[i];
+    return NULL;
+}
+
+static int decide(nq_broker_t *b, nq_pending_result_t *e, const nq_shard_votes_t *sv, const nq_vote_t *win)
+{
+    nq_store_t *s = b->store;
+    uint64_t job = e->r.job, idx = e->r.shard;
+    int rc = vote_same(win, &sv->votes[0]) ? store_shard_set_verify(s, job, idx, 0)
+                                           : store_shard_replace(s, job, idx, &sv->votes[0], win);
+    for (int i = 0; rc == 0 && i < sv->nvotes; i++) {
+        const nq_vote_t *v = &sv->votes[i];
+        if (vote_same(v, win)) {
+            rc = store_identity_confirmed(s, v->who);
+            continue;
+        }
+        char name[NQ_STR_MAX];
+        store_identity_name(s, v->who, name, sizeof name);
+        nq_log(NQ_LOG_WARN, "spotcheck.outvoted", "job=%llu shard=%llu worker=%s identity=%lld",
+               (unsigned long long)job, (unsigned long long)idx, name, (long long)v->who);
+        rc = store_identity_outvoted(s, v->who);
+        int again = rc == 0 ? store_job_flag(s, job, v->who, idx) : -1;   /* 1: flagged before */
+        if (again == 0 && e->nflagged < 3)
+            e->spot_flagged[e->nflagged++] = v->who;
+        if (again < 0 || store_worker_flag(s, name) < 0)
+            rc = -1;
+    }
+    e->spot_closed = 1;
+    return rc;
+}
+
+int spotcheck_stage(nq_broker_t *b, nq_pending_result_t *e)
+{
+    nq_store_t *s = b->store;
+    nq_shard_votes_t sv;
+    e->spot_push = e->spot_closed = e->nflagged = 0;
+    if (store_shard_votes(s, e->r.job, e->r.shard, &sv) != 0)
+        return -1;
+    if (sv.state != NQ_SHARD_DONE || sv.verify == 0 || sv.nvotes >= NQ_SPOT_MAX_VOTES)
+        return store_result_put_by(s, &e->r, e->worker, NULL, NULL, NULL);   /* decided meanwhile */
+    nq_vote_t v = vote_of(&e->r, e->by.who);
+    int agreed = vote_same(&v, &sv.votes[0]), seq = sv.nvotes;
+    if (store_check_put(s, e->r.job, e->r.shard, seq, &v, agreed) != 0)
+        return -1;
+    sv.votes[sv.nvotes++] = v;
+    const nq_vote_t *win = majority(&sv);
+    int rc = 0;
+    if (win) {
+        rc = decide(b, e, &sv, win);
+    } else if (sv.nvotes < 1 + SPOT_CHECKERS_MAX) {
+        if (sv.verify == 1)
+            nq_log(NQ_LOG_WARN, "spotcheck.disagree", "job=%llu shard=%llu worker=%s",
+                   (unsigned long long)e->r.job, (unsigned long long)e->r.shard, e->worker);
+        rc = sv.verify == 2 ? 0 : store_shard_set_verify(s, e->r.job, e->r.shard, 2);
+        e->spot_push = 1;               /* a tie-break */
+    } else {
+        nq_log(NQ_LOG_WARN, "spotcheck.conflict", "job=%llu shard=%llu votes=%d",
+               (unsigned long long)e->r.job, (unsigned long long)e->r.shard, sv.nvotes);
+        rc = store_shard_dispute_lost(s, e->r.job, e->r.shard, &sv.votes[0]);
+        e->spot_closed = 1;
+    }
+    return rc == 0 ? NQ_PUT_CHECKED : -1;
+}
+
+/* ---- after the commit ---- */
+
+static void sweep_start(nq_broker_t *b, nq_job_t *j, int64_t who, uint64_t next)
+{
+    for (spot_sweep_t *w = b->sweeps; w; w = w->link)
+        if (w->job == j->id && w->who == who)
+            return;
+    spot_sweep_t *w = calloc(1, sizeof *w);
+    if (!w)
+        return;                         /* its row stays at sweep < total: the next start resumes */
+    w->job = j->id;
+    w->who = who;
+    w->next = next;
+    w->total = j->shards_total;
+    w->link = b->sweeps;
+    b->sweeps = w;
+    j->sweeps++;
+}
+
+void spotcheck_after_commit(nq_broker_t *b, nq_job_t *j, const nq_pending_result_t *e)
+{
+    if (e->outcome == NQ_PUT_NEW && e->by.verify) {
+        jobs_push_check(j, e->r.shard);
+        j->checks_open++;
+    }
+    if (e->outcome != NQ_PUT_CHECKED)
+        return;
+    if (e->spot_push)
+        jobs_push_check(j, e->r.shard);
+    if (e->spot_closed && j->checks_open > 0)
+        j->checks_open--;
+    for (int i = 0; i < e->nflagged; i++) {
+        sweep_start(b, j, e->spot_flagged[i], 0);
+        for (nq_peer_t *p = b->peers; p; p = p->next)   /* rare: a dispute lost */
+            if (p->who == e->spot_flagged[i])
+                p->outvoted = 1;
+    }
+}
+
+/* ---- dispatch ---- */
+
+int spotcheck_excludes(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_check_copy_t *c)
+{
+    if (leases_ident_holds(b, p, j->id, c->shard))
+        return 1;
+    if (p->who == 0) {                  /* once per peer */
+        nq_identity_t rec;
+        if (peer_identity(b, p, &rec) != 0)
+            return 1;
+        p->outvoted = rec.outvoted > 0;
+    }
+    if (p->outvoted)
+        return 1;                       /* an identity that lost a dispute checks nobody */
+    if (c->nvoters < 0) {               /* once per copy */
+        nq_shard_votes_t sv;
+        if (store_shard_votes(b->store, j->id, c->shard, &sv) != 0)
+            return 1;
+        c->nvoters = 0;
+        for (int i = 0; i < sv.nvotes && i < 4; i++)
+            c->voters[c->nvoters++] = sv.votes[i].who;
+    }
+    for (int i = 0; i < c->nvoters; i++)
+        if (c->voters[i] == p->who)
+            return 1;
+    return 0;
+}
+
+/* ---- sweeps and load ---- */
+
+typedef struct { nq_broker_t *b; nq_job_t *j; } spot_ctx_t;
+
+static void on_marked(void *ud, uint64_t idx)
+{
+    spot_ctx_t *c = ud;
+    jobs_push_check(c->j, idx);
+    c->j->checks_open++;
+}
+
+static void on_sweep(void *ud, int64_t who, uint64_t next)
+{
+    spot_ctx_t *c = ud;
+    sweep_start(c->b, c->j, who, next);
+}
+
+int spotcheck_load(nq_broker_t *b, nq_job_t *j)
+{
+    if (j->spec.verify_ppm == 0)
+        return 0;
+    spot_ctx_t c = { b, j };
+    return store_spot_load(b->store, j->id, on_marked, on_sweep, &c);
+}
+
+static void on_requeue(void *ud, uint64_t idx)
+{
+    spot_ctx_t *c = ud;
+    jobs_push_check(c->j, idx);
+}
+
+static void on_sweep_known(void *ud, int64_t who, uint64_t next)
+{
+    (void)ud, (void)who, (void)next;    /* sweeps are in memory already */
+}
+
+int spotcheck_holds(nq_broker_t *b, nq_job_t *j, int idle)
+{
+    if (j->spec.verify_ppm == 0)
+        return 0;
+    if (j->sweeps > 0 || (j->checks_open > 0 && !idle))
+        return 1;
+    /* the counter says none, or nothing moves: ask the store (the partial index: O(open)) */
+    uint64_t open = 0;
+    if (store_spot_open(b->store, j->id, &open) != 0)
+        return 1;
+    j->checks_open = open;
+    if (open > 0 && idle) {
+        nq_log(NQ_LOG_WARN, "spotcheck.requeue", "job=%llu open=%llu", (unsigned long long)j->id,
+               (unsigned long long)open);
+        spot_ctx_t c = { b, j };
+        store_spot_load(b->store, j->id, on_requeue, on_sweep_known, &c);
+    }
+    return open > 0;
+}
+
+/* One span of every sweep per round: a flagged identity's results in a job of 10^8 shards are
+   all marked within a few thousand rounds, and no round reads more than a span per sweep. */
+void spotcheck_tick(nq_broker_t *b, double now)
+{
+    (void)now;
+    speed_refresh(b);
+    for (spot_sweep_t **pp = &b->sweeps; *pp;) {
+        spot_sweep_t *w = *pp;
+        nq_job_t *j = jobs_find(b, w->job);
+        uint64_t to = w->total - w->next > SPOT_SWEEP_SPAN ? w->next + SPOT_SWEEP_SPAN : w->total;
+        spot_ctx_t c = { b, j };
+        if (j && b->store_ok && store_flag_sweep(b->store, w->job, w->who, w->next, to, on_marked, &c) != 0)
+            return;                     /* the store failed: the next round tries again */
+        w->next = to;
+        if (j && w->next < w->total) {
+            pp = &w->link;
+            continue;
+        }
+        *pp = w->link;
+        if (j)
+            nq_log(NQ_LOG_INFO, "spotcheck.sweep_done", "job=%llu identity=%lld checks_open=%llu",
+                   (unsigned long long)j->id, (long long)w->who, (unsigned long long)j->checks_open);
+        free(w);
+        if (j) {
+            j->sweeps--;
+            jobs_check_done(b, j);      /* may end the job: the other sweeps wait for next round */
+            return;
+        }
+    }
+}
+
+void spotcheck_forget_job(nq_broker_t *b, uint64_t job)
+{
+    for (spot_sweep_t **pp = &b->sweeps; *pp;) {
+        spot_sweep_t *w = *pp;
+        if (w->job == job) {
+            *pp = w->link;
+            free(w);
+        } else {
+            pp = &w->link;
+        }
+    }
+}
+
+void spotcheck_free_all(nq_broker_t *b)
+{
+    while (b->sweeps) {
+        spot_sweep_t *w = b->sweeps;
+        b->sweeps = w->link;
+        free(w);
+    }
+}
