@@ -79,7 +79,11 @@ typedef struct {
     const msgpack_object *doc;
 } web_doc_t;
 
-typedef enum { WEB_DOC_JOB, WEB_DOC_LIST, WEB_DOC_WORKERS, WEB_DOC_RESULT } web_doc_kind_t;
+typedef enum { WEB_DOC_JOB, WEB_DOC_LIST, WEB_DOC_WORKERS, WEB_DOC_RESULT, WEB_DOC_STUDY } web_doc_kind_t;
+
+/* The job page's study table reads at most this many done seeds per method (query_study_sample):
+   a refresh then costs the same for any size of study. `nq result` has the table over all. */
+#define WEB_STUDY_SAMPLE 2000
 
 /* Runs one query (query.h) on the read-only connection: 0, -1 no such job, -2 DB error;
    err says why. The document is valid until web_doc_free (also after a failure). */

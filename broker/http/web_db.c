@@ -80,6 +80,7 @@ static int run_query(nq_http_t *h, web_doc_kind_t kind, uint64_t job, msgpack_pa
     case WEB_DOC_LIST: return query_list(h->db, pk, err, errlen);
     case WEB_DOC_WORKERS: return query_workers(h->db, &live, pk, err, errlen);
     case WEB_DOC_RESULT: return query_result(h->db, job, pk, err, errlen);
+    case WEB_DOC_STUDY: return query_study_sample(h->db, job, WEB_STUDY_SAMPLE, pk, err, errlen);
     }
     return nq_errf(err, errlen, "unknown document");
 }

@@ -157,12 +157,12 @@ static void study_cell(FILE *f, const msgpack_object *m, const char *key, const 
     fputs("</td>", f);
 }
 
-/* A solve study's success table: the columns of `nq result ID`. */
+/* A solve study's success table: the columns of `nq result ID`, over a bounded sample. */
 static void study(nq_http_t *h, FILE *f, uint64_t id)
 {
     web_doc_t d;
     char err[256];
-    if (web_doc(h, WEB_DOC_RESULT, id, &d, err, sizeof err) != 0) {
+    if (web_doc(h, WEB_DOC_STUDY, id, &d, err, sizeof err) != 0) {
         web_doc_free(&d);
         return;
     }
@@ -191,6 +191,9 @@ static void study(nq_http_t *h, FILE *f, uint64_t id)
             fputs("</tr>\n", f);
         }
         fputs("</table>\n", f);
+        fprintf(f, "<p class=\"muted\">From the first %d done seeds of each method, so that this page "
+                "costs the same for any size of study; <code>nq result %llu</code> has the table over "
+                "every seed.</p>\n", WEB_STUDY_SAMPLE, (unsigned long long)id);
     }
     web_doc_free(&d);
 }

@@ -675,29 +675,59 @@ static void study_flush(msgpack_packer *pk, study_acc_t *a)
     a->seeds = a->solved = 0;
 }
 
-static int result_study(sqlite3 *db, const qjob_t *j, msgpack_packer *pk, char *err, size_t errlen)
+/* Adds the rows of st to the study, one entry per method as the method changes. */
+static int study_scan(sqlite3_stmt *st, const qjob_t *j, study_acc_t *acc, msgpack_packer *pk, uint32_t *count,
+                      int *oom)
 {
-    /* Methods in the order of the job's list: shards are algorithm-major, so by idx */
-    sqlite3_stmt *st = prep(db, "SELECT idx, status, nodes, elapsed FROM shards"
-                                " WHERE job = ? AND state = 'done' ORDER BY idx", err, errlen);
+    int rc;
+    while (!*oom && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        char algo[64];
+        store_solve_method(j->algo, j->restarts, (uint64_t)sqlite3_column_int64(st, 0), algo, sizeof algo);
+        if (acc->seeds && strcmp(algo, acc->algo) != 0) {
+            study_flush(pk, acc);
+            (*count)++;
+        }
+        snprintf(acc->algo, sizeof acc->algo, "%s", algo);
+        *oom = study_add(acc, sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_int(st, 1) == 0,
+                         (double)(uint64_t)sqlite3_column_int64(st, 2), sqlite3_column_double(st, 3));
+    }
+    return *oom ? SQLITE_NOMEM : rc;
+}
+
+/*
+ * The study over the done seeds. per_method = 0: every done seed (`nq result`). Otherwise at
+ * most the first per_method done seeds of each method, read as one bounded range of the
+ * primary key per method (shards are algorithm-major: method k holds idx k*restarts ..): what
+ * the web page shows, so a refresh costs the same for a study of 10^3 seeds or 10^8.
+ */
+static int result_study(sqlite3 *db, const qjob_t *j, uint32_t per_method, msgpack_packer *pk,
+                        char *err, size_t errlen)
+{
+    /* Methods in the order of the job's list: by idx */
+    sqlite3_stmt *st = prep(db, "SELECT idx, status, nodes, elapsed FROM shards WHERE job = ?1"
+                                " AND idx >= ?2 AND idx < ?3 AND +state = 'done' ORDER BY idx LIMIT ?4",
+                            err, errlen);
     if (!st)
         return -2;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+    uint64_t methods = 1, span = j->restarts ? j->restarts : UINT64_MAX;
+    for (const char *c = j->algo; per_method && *c; c++)
+        methods += *c == ',';
+    if (!per_method) {                  /* one pass over every method */
+        methods = 1;
+        span = INT64_MAX;
+    }
     study_acc_t acc = { .algo = "" };
     qbuf_t items;
     uint32_t count = 0;
-    int rc, oom = 0;
+    int rc = SQLITE_DONE, oom = 0;
     qbuf_init(&items);
-    while (!oom && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        char algo[64];
-        store_solve_method(j->algo, j->restarts, (uint64_t)sqlite3_column_int64(st, 0), algo, sizeof algo);
-        if (acc.seeds && strcmp(algo, acc.algo) != 0) {
-            study_flush(&items.pk, &acc);
-            count++;
-        }
-        snprintf(acc.algo, sizeof acc.algo, "%s", algo);
-        oom = study_add(&acc, sqlite3_column_type(st, 1) != SQLITE_NULL && sqlite3_column_int(st, 1) == 0,
-                        (double)(uint64_t)sqlite3_column_int64(st, 2), sqlite3_column_double(st, 3));
+    for (uint64_t k = 0; k < methods && !oom && rc == SQLITE_DONE; k++) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)(k * span));
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)(span == INT64_MAX ? INT64_MAX : (k + 1) * span));
+        sqlite3_bind_int64(st, 4, per_method ? (sqlite3_int64)per_method : -1);
+        rc = study_scan(st, j, &acc, &items.pk, &count, &oom);
     }
     sqlite3_finalize(st);
     if (!oom && rc == SQLITE_DONE && acc.seeds) {
@@ -768,7 +798,7 @@ static int result_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, si
         if ((rc = result_solutions(db, j.id, pk, err, errlen)) != 0)
             return rc;
         pk_str(pk, "study");
-        if ((rc = result_study(db, &j, pk, err, errlen)) != 0)
+        if ((rc = result_study(db, &j, 0, pk, err, errlen)) != 0)
             return rc;
     }
     return 0;
@@ -777,6 +807,30 @@ static int result_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, si
 int query_result(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
 {
     return doc_run(db, result_doc, &id, pk, err, errlen);
+}
+
+typedef struct { uint64_t id; uint32_t per_method; } study_args_t;
+
+static int study_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_t errlen)
+{
+    const study_args_t *a = args;
+    qjob_t j;
+    int rc = job_load(db, a->id, &j, err, errlen);
+    if (rc != 0)
+        return rc;
+    if (strcmp(j.kind, "solve") != 0)
+        return nq_errf(err, errlen, "job %llu is not a solve job", (unsigned long long)a->id);
+    msgpack_pack_map(pk, 2);
+    pk_str(pk, "sample_per_method"); msgpack_pack_uint32(pk, a->per_method);
+    pk_str(pk, "study");
+    return result_study(db, &j, a->per_method, pk, err, errlen);
+}
+
+int query_study_sample(sqlite3 *db, uint64_t id, uint32_t per_method, msgpack_packer *pk, char *err,
+                       size_t errlen)
+{
+    study_args_t a = { id, per_method ? per_method : 1 };
+    return doc_run(db, study_doc, &a, pk, err, errlen);
 }
 
 /* ---- export ---- */

@@ -76,6 +76,10 @@ int query_workers(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, cha
  * linearly between order statistics, like numpy's default).
  */
 int query_result(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen);
+/* A solve study's table from at most the first per_method done seeds of each method (the web
+   page's: a bounded read however large the study): {sample_per_method, study: [...]}. */
+int query_study_sample(sqlite3 *db, uint64_t id, uint32_t per_method, msgpack_packer *pk, char *err,
+                       size_t errlen);
 
 /*
  * One page of a job's rows: {columns: [names], rows: [[...], ...], next}.

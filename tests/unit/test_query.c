@@ -509,6 +509,25 @@ T_TEST(test_result_study)
         NEAR(getd(m, "steps_p95"), 50, 0);
     }
     doc_free(&d);
+
+    /* the web page's bounded table: the first 3 done seeds of each method, both methods there */
+    doc_init(&d);
+    T_CHECK(query_study_sample(db, 1, 3, &d.pk, d.err, sizeof d.err) == 0);
+    study = get(doc_obj(&d), "study");
+    T_EQ_U64(getu(doc_obj(&d), "sample_per_method"), 3);
+    T_CHECK(study->type == MSGPACK_OBJECT_ARRAY && study->via.array.size == 2);
+    if (study->type == MSGPACK_OBJECT_ARRAY && study->via.array.size == 2) {
+        const msgpack_object *q = &study->via.array.ptr[0], *m = &study->via.array.ptr[1];
+        T_CHECK(str_is(get(q, "algo"), "qs4") && str_is(get(m, "algo"), "minconflicts"));
+        T_EQ_U64(getu(q, "seeds"), 3);         /* idx 0..2: steps 1, 8, 5; all solved */
+        T_EQ_U64(getu(q, "solved"), 3);
+        NEAR(getd(q, "steps_median"), 5, 1e-12);
+        T_EQ_U64(getu(m, "seeds"), 3);
+    }
+    doc_free(&d);
+    doc_init(&d);
+    T_CHECK(query_study_sample(db, 99, 3, &d.pk, d.err, sizeof d.err) != 0);   /* no such job */
+    doc_free(&d);
     sqlite3_close(db);
 }
 
