@@ -28,6 +28,24 @@ static void row_duration(FILE *f, const char *name, const msgpack_object *job, c
     fputs("</td></tr>\n", f);
 }
 
+/* Spot-checks (--verify-rate): the words of `nq status`. */
+static void spot_rows(FILE *f, const msgpack_object *j)
+{
+    row(f, "verify rate", j, "verify_rate");
+    row(f, "checks compared", j, "checks");
+    row(f, "checks disagreed", j, "checks_disagreed");
+    row(f, "checks open", j, "checks_open");
+    const msgpack_object *fl = doc_get(j, "flagged");
+    fputs("<tr><th class=\"l\">flagged</th><td class=\"l\" id=\"flagged\">", f);
+    for (uint32_t i = 0; fl && fl->type == MSGPACK_OBJECT_ARRAY && i < fl->via.array.size; i++) {
+        fputs(i ? ", " : "", f);
+        html_esc_obj(f, &fl->via.array.ptr[i]);   /* a worker id from the wire */
+    }
+    if (!fl || fl->type != MSGPACK_OBJECT_ARRAY || fl->via.array.size == 0)
+        fputs("nobody", f);
+    fputs("</td></tr>\n", f);
+}
+
 static void summary(FILE *f, const msgpack_object *j)
 {
     uint64_t done = 0, total = 0;
@@ -60,6 +78,8 @@ static void summary(FILE *f, const msgpack_object *j)
     }
     row(f, "shards pending", j, "shards_pending");
     row(f, "shards leased", j, "shards_leased");
+    if (doc_get(j, "verify_rate"))
+        spot_rows(f, j);
     fputs("<tr><th class=\"l\">started</th><td class=\"l\">", f);
     if (doc_double(j, "started_at", &t) == 0) html_time(f, t); else fputs("-", f);
     fputs("</td></tr>\n<tr><th class=\"l\">finished</th><td class=\"l\">", f);

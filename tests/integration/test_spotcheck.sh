@@ -15,7 +15,7 @@ fi
 N=14 DEPTH=4                            # 52,118 shards: the liar delivers thousands of them
 
 # refusals first: they need no worker
-start_broker s.db
+start_broker s.db --http 127.0.0.1:@MPORT@
 for bad in -0.1 1.5 abc 0.0000001 nan 1e-3 ''; do
     if "$NQ" submit count 8 --verify-rate "$bad" >/dev/null 2>"$T/err"; then
         fail "--verify-rate '$bad' accepted"
@@ -47,6 +47,7 @@ echo "$st" | grep -q '"flagged":\["liar"\]' || fail "the liar is not the one fla
 [ "$(echo "$st" | json_get checks_open)" = 0 ] || fail "checks left open: $st"
 "$NQ" status "$id" | grep -q "flagged.*liar" || fail "nq status does not name the liar"
 "$NQ" workers | grep liar | grep -q FLAGGED || fail "nq workers does not flag the liar"
+curl -s "http://127.0.0.1:$MPORT/jobs/$id" | grep -q 'id="flagged">liar<' || fail "the web page does not flag the liar"
 # every result the liar delivered was checked by another identity: no done shard of the job is
 # the liar's without a check row that agrees with it (a lost dispute replaced its result)
 liar_id=$(sql s.db "SELECT id FROM identities WHERE worker = 'liar'")
