@@ -47,10 +47,12 @@ static const char *const spot_sql[S_COUNT] = {
     [S_FLAG] =
         "INSERT INTO job_flagged (job, who, shard, sweep, at) VALUES (?1, ?2, ?3, 0, ?4)"
         " ON CONFLICT (job, who) DO NOTHING",
-    /* a range of the primary key; `+state`: the open-state index holds no done rows */
+    /* a range of the primary key; `+state`: the open-state index holds no done rows. A result
+       another identity already confirmed is verified: not checked again */
     [S_SWEEP_ROWS] =
         "SELECT idx FROM shards WHERE job = ?1 AND idx >= ?2 AND idx < ?3 AND who = ?4"
-        " AND +state = 'done' AND verify = 0",
+        " AND +state = 'done' AND verify = 0 AND NOT EXISTS (SELECT 1 FROM checks c"
+        " WHERE c.job = ?1 AND c.idx = shards.idx AND c.agreed = 1)",
     [S_SWEEP_MARK] = "UPDATE shards SET verify = 1 WHERE job = ?1 AND idx = ?2",
     [S_SWEEP_SAVE] = "UPDATE job_flagged SET sweep = max(sweep, ?3) WHERE job = ?1 AND who = ?2",
     /* the partial index shards_verify, which SQLite uses when the query repeats its condition */

@@ -5,6 +5,7 @@
  */
 #include "t.h"
 #include "store.h"
+#include "store_spotcheck.h"
 #include "migrations.h"
 #include "rng.h"
 
@@ -944,6 +945,98 @@ T_TEST(test_lazy_job_aggregates)
     T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_conflict == 0 && row.shards_done == 2);
     aggregates_agree(s, job);
     T_EQ_U64(sql_int(s, "SELECT count(*) FROM job_workers WHERE job = 1"), 3);
+    store_destroy(&s);
+}
+
+typedef struct { uint64_t n, idx[16]; int64_t sweep_who; uint64_t sweep_next; } spot_seen_t;
+
+static void on_idx(void *ud, uint64_t idx)
+{
+    spot_seen_t *v = ud;
+    if (v->n < 16)
+        v->idx[v->n++] = idx;
+}
+
+static void on_sweep(void *ud, int64_t who, uint64_t next)
+{
+    spot_seen_t *v = ud;
+    v->sweep_who = who;
+    v->sweep_next = next;
+}
+
+/* Spot-check records (006): a check that agrees, a dispute the check wins (the shard's row and
+   the job's sums take its result), one with no majority (CONFLICT, out of the sums), the flag
+   and its sweep over the loser's other results, and what a restart loads back. */
+T_TEST(test_spotcheck_records)
+{
+    const char *path = db_path("spot");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    nq_job_spec_t spec = job_spec(NQ_KIND_COUNT, 27);
+    spec.verify_ppm = 50000;
+    uint64_t job = 0;
+    char err[256] = "";
+    T_CHECK(store_job_create(s, &spec, 100, NULL, NULL, &job, err, sizeof err) == 0);
+    nq_identity_t a, b, c, again;
+    T_CHECK(store_identity(s, "keyA", "wA", &a) == 0 && store_identity(s, "keyB", "wB", &b) == 0);
+    T_CHECK(store_identity(s, "keyC", "wC", &c) == 0 && store_identity(s, "keyA", "wA2", &again) == 0);
+    T_CHECK(a.id != b.id && b.id != c.id && again.id == a.id);    /* one row per identity */
+    for (uint64_t i = 0; i < 6; i++) {                            /* A delivers 0..5; 0..2 drawn */
+        nq_result_t r = count_result(job, i, 10 + i, 100 + i);
+        nq_put_by_t by = { a.id, i < 3 };
+        T_CHECK(store_result_put_by(s, &r, "wA", NULL, NULL, &by) == NQ_PUT_NEW);
+    }
+    T_CHECK(store_identity_get(s, a.id, &again) == 0 && again.results == 6);
+    uint64_t open = 0;
+    T_CHECK(store_spot_open(s, job, &open) == 0 && open == 3);
+    nq_shard_votes_t sv;
+    T_CHECK(store_shard_votes(s, job, 0, &sv) == 0 && sv.state == NQ_SHARD_DONE && sv.verify == 1);
+    T_CHECK(sv.nvotes == 1 && sv.votes[0].who == a.id && sv.votes[0].total == 100);
+
+    /* shard 0: B agrees */
+    nq_vote_t vb = sv.votes[0];
+    vb.who = b.id;
+    T_CHECK(store_check_put(s, job, 0, 1, &vb, 1) == 0 && store_shard_set_verify(s, job, 0, 0) == 0);
+    /* shard 1: B disagrees, C sides with B: B's result replaces A's in the row and the sums */
+    T_CHECK(store_shard_votes(s, job, 1, &sv) == 0);
+    nq_vote_t first = sv.votes[0], vb1 = first, vc1;
+    vb1.who = b.id;
+    vb1.total = 7 * 13 * 15;
+    vb1.res13 = vb1.res15 = 0;
+    vc1 = vb1;
+    vc1.who = c.id;
+    T_CHECK(store_check_put(s, job, 1, 1, &vb1, 0) == 0 && store_shard_set_verify(s, job, 1, 2) == 0);
+    T_CHECK(store_check_put(s, job, 1, 2, &vc1, 0) == 0 && store_shard_replace(s, job, 1, &first, &vb1) == 0);
+    T_CHECK(store_shard_votes(s, job, 1, &sv) == 0 && sv.verify == 0 && sv.nvotes == 3);
+    T_CHECK(sv.votes[0].who == b.id && sv.votes[0].total == 1365);
+    /* shard 2: nobody agrees: CONFLICT, out of the sums */
+    T_CHECK(store_shard_votes(s, job, 2, &sv) == 0);
+    T_CHECK(store_shard_dispute_lost(s, job, 2, &sv.votes[0]) == 0);
+    nq_job_row_t row;
+    T_CHECK(store_job_get(s, job, &row) == 0);
+    T_CHECK(row.shards_done == 5 && row.shards_conflict == 1 && row.checks == 3 && row.disagreed == 2);
+    nq_job_totals_t t;
+    T_CHECK(store_job_totals(s, job, &t) == 0);
+    T_CHECK(t.total == 100 + 1365 + 103 + 104 + 105);
+    aggregates_agree(s, job);
+    T_EQ_U64(sql_int(s, "SELECT confirmations FROM shards WHERE job = 1 AND idx = 0"), 1);
+
+    /* A lost: flagged once; its sweep marks its unchecked done results (3, 4, 5), in spans */
+    T_CHECK(store_job_flag(s, job, a.id, 1) == 0 && store_job_flag(s, job, a.id, 1) == 1);
+    spot_seen_t marked = { 0 }, loaded = { 0 };
+    T_CHECK(store_flag_sweep(s, job, a.id, 0, 4, on_idx, &marked) == 0);
+    T_CHECK(marked.n == 1 && marked.idx[0] == 3);
+    T_CHECK(store_spot_load(s, job, on_idx, on_sweep, &loaded) == 0);   /* as a restart would */
+    T_CHECK(loaded.n == 1 && loaded.idx[0] == 3);
+    T_CHECK(loaded.sweep_who == a.id && loaded.sweep_next == 4);       /* resumes at 4, not 0 */
+    T_CHECK(store_flag_sweep(s, job, a.id, 4, 100, on_idx, &marked) == 0);
+    T_CHECK(marked.n == 3 && marked.idx[1] == 4 && marked.idx[2] == 5);
+    memset(&loaded, 0, sizeof loaded);
+    T_CHECK(store_spot_load(s, job, on_idx, on_sweep, &loaded) == 0);
+    T_CHECK(loaded.n == 3 && loaded.sweep_who == 0);                   /* the sweep is finished */
+    T_CHECK(store_spot_open(s, job, &open) == 0 && open == 3);
+    T_EQ_U64(sql_int(s, "SELECT sweep FROM job_flagged WHERE job = 1"), 100);
     store_destroy(&s);
 }
 
