@@ -244,16 +244,20 @@ int count_shard(const uint8_t *spec, size_t len, nq_count_result_t *r, const nq_
         return -1;
     if (d.kind != NQ_KIND_COUNT)
         return nq_errf(err, errlen, "not a count shard (kind %d)", d.kind);
-    plan_init(&pl, &d, 0);
+    int free_rows = 0, rc;
+    for (int r = 0; r < d.n; r++)
+        free_rows += d.row_col[r] < 0;
     memset(&acc, 0, sizeof acc);
     acc.plan = &pl;
-    int rc;
-    if (d.mode == NQ_SHARD_BORDER && pl.m >= 3 && d.flip)
-        rc = count_flipped(&d, &acc, ctl, &nodes);   /* the direction the shard's levels follow */
-    else if (d.mode == NQ_SHARD_BORDER && pl.m >= 2)
-        rc = search_fast(&pl, &acc, ctl, &nodes);
-    else
-        rc = search_leaves(&pl, count_leaf, &acc, ctl, &nodes);
+    if (d.mode == NQ_SHARD_BORDER && free_rows >= 3 && d.flip) {
+        rc = count_flipped(&d, &acc, ctl, &nodes);   /* bottom-up: it makes its own plans */
+    } else {
+        plan_init(&pl, &d, 0);                       /* one plan a shard: ~900 instructions */
+        if (d.mode == NQ_SHARD_BORDER && pl.m >= 2)
+            rc = search_fast(&pl, &acc, ctl, &nodes);
+        else
+            rc = search_leaves(&pl, count_leaf, &acc, ctl, &nodes);
+    }
     if (rc == 2)
         return 2;
     if (rc != 0)

@@ -27,6 +27,7 @@
  */
 #include "count_search.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -289,19 +290,46 @@ SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count
     return rc;
 }
 
+/*
+ * The level buffers, ~9 kB a level, are the thread's own and kept between shards: a deep
+ * shard's whole search can take less time than a malloc of m levels (past glibc's mmap
+ * threshold, ~120 kB at N = 18, that was an mmap, page faults and an munmap per shard).
+ * Not zeroed: only the counters need a value, buffers are read only where they were written.
+ * Freed by the key's destructor when the thread ends.
+ */
+static pthread_key_t levels_key;
+static pthread_once_t levels_once = PTHREAD_ONCE_INIT;
+
+typedef struct { int cap; simd_level_t lv[]; } level_pool_t;
+
+static void levels_key_make(void) { pthread_key_create(&levels_key, free); }
+
+static simd_level_t *levels_get(int m)
+{
+    pthread_once(&levels_once, levels_key_make);
+    level_pool_t *p = pthread_getspecific(levels_key);
+    if (!p || p->cap < m) {
+        level_pool_t *q = malloc(sizeof *q + (size_t)NQ_SHARD_MAX_N * sizeof q->lv[0]);
+        if (!q)
+            return NULL;
+        q->cap = NQ_SHARD_MAX_N;
+        free(p);
+        pthread_setspecific(levels_key, q);
+        p = q;
+    }
+    for (int c = 0; c < m; c++)
+        p->lv[c].cnt = p->lv[c].rd = 0;
+    return p->lv;
+}
+
 int search_simd(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
 {
     if (pl->m < 4 || !count_simd_available())
         return NQ_SIMD_DECLINED;
-    /* not calloc: zeroing ~9 kB a level cost more than the search of a small shard; only
-       the counters need a value, buffers are read only where they were written */
-    simd_level_t *lv = malloc((size_t)pl->m * sizeof *lv);
+    simd_level_t *lv = levels_get(pl->m);
     if (!lv)
         return NQ_SIMD_DECLINED;
-    for (int c = 0; c < pl->m; c++)
-        lv[c].cnt = lv[c].rd = 0;
     int rc = simd_body(pl, lv, acc, ctl, nodes);
-    free(lv);
     if (rc != 0 || !pl->leafx)
         return rc;
     /* the rare cells of the last row, one solution at a time (nodes already counted above) */

@@ -96,6 +96,11 @@ uint64_t shards_count(const nq_shards_t *s);
 /* Writes shard i's descriptor to out (NQ_MAX_SPEC bytes); returns its length, 0 when i is past the end. */
 size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out);
 double shards_cost(const nq_shards_t *s, uint64_t i);
+double shard_cost(const uint8_t *spec, size_t len);   /* the same estimate, from a descriptor */
+/* Calls fn for every shard, in index order, in one walk of the list: O(1) amortized a shard,
+   where shards_get walks its block each time. 0, or the first nonzero fn returned. */
+typedef int (*shards_each_fn)(void *ud, uint64_t i, const uint8_t *spec, size_t len);
+int shards_each(const nq_shards_t *s, shards_each_fn fn, void *ud);
 /* The lease order, a permutation of 0..count-1: the shard at position pos. Roots (a, c, d)
    by their estimated size, largest first; a root's shards in list order. O(log roots). */
 uint64_t shards_at(const nq_shards_t *s, uint64_t pos);

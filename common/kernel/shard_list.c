@@ -419,6 +419,71 @@ size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out)
     return shard_encode(&d, out);
 }
 
+/* Every leaf below a prefix of lv levels, in walk_nth's order: one walk for a whole block. */
+typedef struct {
+    const nq_shards_t *s;
+    const root_t *rt;
+    uint64_t i;                        /* the next shard's index */
+    shards_each_fn fn;
+    void *ud;
+} each_t;
+
+static int each_emit(each_t *e, const walk_t *w, const uint8_t *cols)
+{
+    const nq_shards_t *s = e->s;
+    nq_shard_desc_t d = { .version = s->encoding, .kind = s->kind, .n = s->n, .mode = s->mode,
+                          .weight = s->mode == NQ_SHARD_BORDER ? 0 : 1, .k = s->depth,
+                          .c = e->rt->c, .d = e->rt->d };
+    int border = s->mode == NQ_SHARD_BORDER;
+    uint8_t out[NQ_MAX_SPEC];
+    d.top[0] = e->rt->a;
+    for (int lv = 0; lv < w->L; lv++)
+        d.top[lv + border] = cols[lv];
+    size_t len = shard_encode(&d, out);
+    return e->fn(e->ud, e->i++, out, len);
+}
+
+static int each_walk(each_t *e, const walk_t *w, const board_t *p, int lv, uint8_t *cols)
+{
+    if (lv == w->L)
+        return board_dead(p, w->b_allowed) ? 0 : each_emit(e, w, cols);
+    int r = w->rows[lv], rc;
+    uint32_t cand = level_cand(p, r, w->b_allowed);
+    if (lv == w->L - 1)
+        cand = level_viable(p, r, cand, w->b_allowed);
+    for (; cand; cand &= cand - 1) {
+        cols[lv] = (uint8_t)__builtin_ctz(cand);
+        if (lv == w->L - 1) {
+            if ((rc = each_emit(e, w, cols)) != 0)
+                return rc;
+            continue;
+        }
+        board_t q = *p;
+        board_put(&q, r, cols[lv]);
+        if ((rc = each_walk(e, w, &q, lv + 1, cols)) != 0)
+            return rc;
+    }
+    return 0;
+}
+
+int shards_each(const nq_shards_t *s, shards_each_fn fn, void *ud)
+{
+    each_t e = { s, NULL, 0, fn, ud };
+    for (size_t b = 0; b < s->nblocks; b++) {
+        walk_t w = s->walks[s->block_root[b]];
+        uint8_t cols[NQ_SHARD_MAX_N];
+        e.rt = &s->roots[s->block_root[b]];
+        e.i = s->block_start[b];
+        memcpy(cols, s->block_cols + b * (size_t)s->split, (size_t)s->split);
+        for (int lv = 0; lv < s->split; lv++)
+            board_put(&w.board, w.rows[lv], cols[lv]);
+        int rc = each_walk(&e, &w, &w.board, s->split, cols);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
 /*
  * A rough search-tree size: the product over free rows of the cells the fixed
  * queens leave open (row n-1: only canonical b). Only the order matters
@@ -427,9 +492,14 @@ size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out)
  */
 double shards_cost(const nq_shards_t *s, uint64_t i)
 {
-    nq_shard_desc_t d;
     uint8_t b[NQ_MAX_SPEC];
     size_t len = shards_get(s, i, b);
+    return shard_cost(b, len);
+}
+
+double shard_cost(const uint8_t *b, size_t len)
+{
+    nq_shard_desc_t d;
     if (!len || shard_decode(b, len, &d, NULL, 0))
         return 1e-300;
     board_t p;
