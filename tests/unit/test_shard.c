@@ -30,6 +30,42 @@ T_TEST(test_deterministic)
     }
 }
 
+typedef struct { const nq_shards_t *s; uint64_t next, bad; int stop_at; } each_check_t;
+
+static int each_check(void *ud, uint64_t i, const uint8_t *spec, size_t len)
+{
+    each_check_t *c = ud;
+    uint8_t want[NQ_MAX_SPEC];
+    size_t wl = shards_get(c->s, i, want);
+    if (i != c->next || wl != len || memcmp(want, spec, len) != 0)
+        c->bad++;
+    c->next = i + 1;
+    return c->stop_at >= 0 && (uint64_t)c->stop_at == i ? 7 : 0;
+}
+
+/* shards_each walks the list once and gives exactly what shards_get gives, index by index, for
+   both encodings, border and plain lists, at every depth; and stops when told to. */
+T_TEST(test_each_equals_get)
+{
+    char err[256];
+    int cases[][4] = { { NQ_KIND_COUNT, 12, 1, 2 }, { NQ_KIND_COUNT, 12, 4, 2 }, { NQ_KIND_COUNT, 13, 3, 1 },
+                       { NQ_KIND_COUNT, 11, 5, 2 }, { NQ_KIND_COUNT, 5, 0, 2 }, { NQ_KIND_ENUMERATE, 9, 3, 2 } };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        nq_shards_t *s = shards_new_ex(cases[k][0], cases[k][1], cases[k][2], cases[k][3], err, sizeof err);
+        T_CHECK(s != NULL);
+        if (!s)
+            continue;
+        each_check_t c = { s, 0, 0, -1 };
+        T_CHECK(shards_each(s, each_check, &c) == 0);
+        T_EQ_U64(c.bad, 0);
+        T_EQ_U64(c.next, shards_count(s));
+        each_check_t stop = { s, 0, 0, 3 };
+        T_CHECK(shards_count(s) < 4 || shards_each(s, each_check, &stop) == 7);
+        T_CHECK(shards_count(s) < 4 || stop.next == 4);
+        shards_destroy(&s);
+    }
+}
+
 T_TEST(test_roundtrip)
 {
     char err[256];
