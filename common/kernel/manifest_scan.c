@@ -6,6 +6,23 @@
 #include <stdarg.h>
 #include <string.h>
 
+/*
+ * What listing the header's shards may cost before a line is read, in steps of the search
+ * (shards_new_bounded). The header is a few bytes that anyone can write: the fuzzer's
+ * "n=29 depth=7 shards=3" ran past its 10 s limit searching for a list far too long, and
+ * "n=32 depth=30 shards=1" kept nq audit busy for more than a minute. Steps per shard, measured over
+ * every count list from n=4 to 32, depth 1 up to the first one refused (2^27 steps or 2^28
+ * shards): 0.002 (n=32 depth 3) to 74 (n=14 depth 12; lists near depth n-2 are sparse). So a
+ * true list of S shards takes fewer than LIST_STEPS_PER_SHARD * S + LIST_STEPS_MIN steps, with
+ * room to spare, and a false header costs no more than that. LIST_STEPS_MAX bounds a header
+ * that claims 2^28 shards (2 min in a Debug build); a true list dearer than that cannot be
+ * audited, and audit says why (the broker takes as long to list it: n=17 depth 11 needs
+ * more than 2^27 steps, 10 s optimized).
+ */
+#define LIST_STEPS_PER_SHARD 256
+#define LIST_STEPS_MIN (1ull << 20)     /* small lists: n=6 depth 4 takes 19 steps for its one shard */
+#define LIST_STEPS_MAX (1ull << 30)
+
 enum { READ_EOF = -1, READ_LONG = -2, READ_BYTE = -3, READ_NO_NL = -4, READ_IO = -5 };
 
 /* One line into s->buf without its "\n": its length, or a READ_* code. A line is bounded
@@ -71,9 +88,12 @@ int manifest_scan_head(nq_manifest_scan_t *s, char *err, size_t errlen)
         return read_err(s, len, bad, "the header", err, errlen);
     if (manifest_head_parse(s->buf, (size_t)len, &s->head, why, sizeof why) != 0)
         return nq_errf(err, errlen, "line 1: %s", why);
-    s->list = shards_new_ex(NQ_KIND_COUNT, s->head.n, s->head.depth, s->head.encoding, why, sizeof why);
+    uint64_t steps = LIST_STEPS_MIN + LIST_STEPS_PER_SHARD * s->head.shards;   /* shards <= 2^28: no wrap */
+    s->list = shards_new_bounded(NQ_KIND_COUNT, s->head.n, s->head.depth, s->head.encoding, s->head.shards,
+                                 steps < LIST_STEPS_MAX ? steps : LIST_STEPS_MAX, why, sizeof why);
     if (!s->list)
-        return nq_errf(err, errlen, "line 1: no shard list for these parameters: %s", why);
+        return nq_errf(err, errlen, "line 1: shards=%llu, but no list of n=%d depth=%d encoding=%d has that many:"
+                       " %s", (unsigned long long)s->head.shards, s->head.n, s->head.depth, s->head.encoding, why);
     if (shards_count(s->list) != s->head.shards)
         return nq_errf(err, errlen, "line 1: shards=%llu, but the list of n=%d depth=%d encoding=%d has %llu",
                        (unsigned long long)s->head.shards, s->head.n, s->head.depth, s->head.encoding,
