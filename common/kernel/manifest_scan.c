@@ -47,7 +47,8 @@ static long read_line(nq_manifest_scan_t *s, unsigned char *bad)
     return (long)n;
 }
 
-static int read_err(nq_manifest_scan_t *s, long rc, unsigned char bad, const char *want, char *err, size_t errlen)
+static int read_err(nq_manifest_scan_t *s, long rc, unsigned char bad, const char *want, char *err,
+                    size_t errlen)
 {
     uint64_t at = s->line + 1;
     switch (rc) {
@@ -55,7 +56,8 @@ static int read_err(nq_manifest_scan_t *s, long rc, unsigned char bad, const cha
                                   (unsigned long long)at, want);
     case READ_LONG: return nq_errf(err, errlen, "line %llu: longer than %d bytes", (unsigned long long)at,
                                    NQ_MANIFEST_LINE_MAX);
-    case READ_BYTE: return nq_errf(err, errlen, "line %llu: control byte 0x%02x", (unsigned long long)at, bad);
+    case READ_BYTE: return nq_errf(err, errlen, "line %llu: control byte 0x%02x", (unsigned long long)at,
+                                   bad);
     case READ_NO_NL: return nq_errf(err, errlen, "line %llu: the last line has no newline (truncated?)",
                                     (unsigned long long)at);
     default: nq_errf(err, errlen, "read error at line %llu: %s", (unsigned long long)at, strerror(errno));
@@ -92,8 +94,9 @@ int manifest_scan_head(nq_manifest_scan_t *s, char *err, size_t errlen)
     s->list = shards_new_bounded(NQ_KIND_COUNT, s->head.n, s->head.depth, s->head.encoding, s->head.shards,
                                  steps < LIST_STEPS_MAX ? steps : LIST_STEPS_MAX, why, sizeof why);
     if (!s->list)
-        return nq_errf(err, errlen, "line 1: shards=%llu, but no list of n=%d depth=%d encoding=%d has that many:"
-                       " %s", (unsigned long long)s->head.shards, s->head.n, s->head.depth, s->head.encoding, why);
+        return nq_errf(err, errlen, "line 1: shards=%llu, but no list of n=%d depth=%d encoding=%d has that"
+                       " many: %s", (unsigned long long)s->head.shards, s->head.n, s->head.depth,
+                       s->head.encoding, why);
     if (shards_count(s->list) != s->head.shards)
         return nq_errf(err, errlen, "line 1: shards=%llu, but the list of n=%d depth=%d encoding=%d has %llu",
                        (unsigned long long)s->head.shards, s->head.n, s->head.depth, s->head.encoding,
@@ -126,7 +129,8 @@ static int shard_line(nq_manifest_scan_t *s, uint64_t idx, char *err, size_t err
         return read_err(s, len, bad, "a shard line", err, errlen);
     if (len > 5 && memcmp(s->buf, "root ", 5) == 0)
         return nq_errf(err, errlen, "line %llu: the root line comes after %llu of %llu shard lines",
-                       (unsigned long long)s->line, (unsigned long long)idx, (unsigned long long)s->head.shards);
+                       (unsigned long long)s->line, (unsigned long long)idx,
+                       (unsigned long long)s->head.shards);
     if (manifest_line_parse(s->buf, (size_t)len, &l, why, sizeof why) != 0)
         return nq_errf(err, errlen, "line %llu: %s", (unsigned long long)s->line, why);
     if (l.idx != idx)
@@ -164,7 +168,8 @@ static int root_line(nq_manifest_scan_t *s, char *err, size_t errlen)
     uint64_t root_at = s->line;
     if ((len = read_line(s, &bad)) != READ_EOF)
         return len == READ_IO ? read_err(s, len, bad, "", err, errlen)
-                              : nq_errf(err, errlen, "line %llu: text after the root line", (unsigned long long)root_at + 1);
+                              : nq_errf(err, errlen, "line %llu: text after the root line",
+                                        (unsigned long long)root_at + 1);
     merkle_root(&s->tree, root);
     if (memcmp(root, s->root, NQ_MERKLE_BYTES) != 0) {
         merkle_hex(root, got);
