@@ -29,7 +29,8 @@ static int split(const char *s, size_t len, tok_t *t, int want, char *err, size_
         if (i < len && s[i] != ' ')
             continue;
         if (i == start)
-            return nq_errf(err, errlen, "empty field at column %zu (two spaces, or a space at an end)", i + 1);
+            return nq_errf(err, errlen, "empty field at column %zu (two spaces, or a space at an end)",
+                           i + 1);
         if (n == want)
             return nq_errf(err, errlen, "more than %d fields", want);
         t[n].p = s + start;
@@ -99,7 +100,8 @@ static int worker_ok(const char *p, size_t len)
 size_t manifest_head_format(const nq_manifest_head_t *h, char *buf, size_t cap)
 {
     char t[40], u[40], x[40];
-    int n = snprintf(buf, cap, "nq-manifest %d count n=%d depth=%d encoding=%d shards=%llu total=%s unique=%s nodes=%s",
+    int n = snprintf(buf, cap,
+                     "nq-manifest %d count n=%d depth=%d encoding=%d shards=%llu total=%s unique=%s nodes=%s",
                      NQ_MANIFEST_VERSION, h->n, h->depth, h->encoding, (unsigned long long)h->shards,
                      u128_to_str(h->total, t), u128_to_str(h->unique, u), u128_to_str(h->nodes, x));
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
@@ -119,7 +121,8 @@ size_t manifest_line_format(const nq_manifest_line_t *l, char *buf, size_t cap)
     }
     hex[2 * l->spec_len] = '\0';
     int n = snprintf(buf, cap, "%llu %s %llu %llu %llu %u %u %s %llu", (unsigned long long)l->idx, hex,
-                     (unsigned long long)l->total, (unsigned long long)l->unique, (unsigned long long)l->nodes,
+                     (unsigned long long)l->total, (unsigned long long)l->unique,
+                     (unsigned long long)l->nodes,
                      l->res13, l->res15, l->worker, (unsigned long long)l->confirmations);
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
@@ -163,7 +166,8 @@ int manifest_head_parse(const char *s, size_t len, nq_manifest_head_t *h, char *
         kv_field(&t[9], "nodes", NQ_U128_MAX, &h->nodes, err, errlen) != 0)
         return -1;
     if (n < 1 || enc < NQ_SHARD_ENCODING_MIN || shards < 1)
-        return nq_errf(err, errlen, "n, encoding and shards must be at least 1, %d and 1", NQ_SHARD_ENCODING_MIN);
+        return nq_errf(err, errlen, "n, encoding and shards must be at least 1, %d and 1",
+                       NQ_SHARD_ENCODING_MIN);
     h->n = (int)n;
     h->depth = (int)depth;
     h->encoding = (int)enc;
@@ -179,11 +183,13 @@ static int hex_nibble(char c)
 static int spec_field(const tok_t *t, nq_manifest_line_t *l, char *err, size_t errlen)
 {
     if (t->len == 0 || t->len % 2 || t->len > 2 * NQ_MAX_SPEC)
-        return nq_errf(err, errlen, "the descriptor must be 2 to %d hex digits, an even number", 2 * NQ_MAX_SPEC);
+        return nq_errf(err, errlen, "the descriptor must be 2 to %d hex digits, an even number",
+                       2 * NQ_MAX_SPEC);
     for (size_t i = 0; i < t->len; i += 2) {
         int hi = hex_nibble(t->p[i]), lo = hex_nibble(t->p[i + 1]);
         if (hi < 0 || lo < 0)
-            return nq_errf(err, errlen, "the descriptor has a character that is not lowercase hex at byte %zu",
+            return nq_errf(err, errlen,
+                           "the descriptor has a character that is not lowercase hex at byte %zu",
                            i + (hi < 0 ? 1 : 2));
         l->spec[i / 2] = (uint8_t)(hi << 4 | lo);
     }

@@ -6,6 +6,23 @@
 #include <stdarg.h>
 #include <string.h>
 
+/*
+ * What listing the header's shards may cost before a line is read, in steps of the search
+ * (shards_new_bounded). The header is a few bytes that anyone can write: the fuzzer's
+ * "n=29 depth=7 shards=3" ran past its 10 s limit searching for a list far too long, and
+ * "n=32 depth=30 shards=1" kept nq audit busy for more than a minute. Steps per shard, measured over
+ * every count list from n=4 to 32, depth 1 up to the first one refused (2^27 steps or 2^28
+ * shards): 0.002 (n=32 depth 3) to 74 (n=14 depth 12; lists near depth n-2 are sparse). So a
+ * true list of S shards takes fewer than LIST_STEPS_PER_SHARD * S + LIST_STEPS_MIN steps, with
+ * room to spare, and a false header costs no more than that. LIST_STEPS_MAX bounds a header
+ * that claims 2^28 shards (2 min in a Debug build); a true list dearer than that cannot be
+ * audited, and audit says why (the broker takes as long to list it: n=17 depth 11 needs
+ * more than 2^27 steps, 10 s optimized).
+ */
+#define LIST_STEPS_PER_SHARD 256
+#define LIST_STEPS_MIN (1ull << 20)     /* small lists: n=6 depth 4 takes 19 steps for its one shard */
+#define LIST_STEPS_MAX (1ull << 30)
+
 enum { READ_EOF = -1, READ_LONG = -2, READ_BYTE = -3, READ_NO_NL = -4, READ_IO = -5 };
 
 /* One line into s->buf without its "\n": its length, or a READ_* code. A line is bounded
@@ -30,7 +47,8 @@ static long read_line(nq_manifest_scan_t *s, unsigned char *bad)
     return (long)n;
 }
 
-static int read_err(nq_manifest_scan_t *s, long rc, unsigned char bad, const char *want, char *err, size_t errlen)
+static int read_err(nq_manifest_scan_t *s, long rc, unsigned char bad, const char *want, char *err,
+                    size_t errlen)
 {
     uint64_t at = s->line + 1;
     switch (rc) {
@@ -38,7 +56,8 @@ static int read_err(nq_manifest_scan_t *s, long rc, unsigned char bad, const cha
                                   (unsigned long long)at, want);
     case READ_LONG: return nq_errf(err, errlen, "line %llu: longer than %d bytes", (unsigned long long)at,
                                    NQ_MANIFEST_LINE_MAX);
-    case READ_BYTE: return nq_errf(err, errlen, "line %llu: control byte 0x%02x", (unsigned long long)at, bad);
+    case READ_BYTE: return nq_errf(err, errlen, "line %llu: control byte 0x%02x", (unsigned long long)at,
+                                   bad);
     case READ_NO_NL: return nq_errf(err, errlen, "line %llu: the last line has no newline (truncated?)",
                                     (unsigned long long)at);
     default: nq_errf(err, errlen, "read error at line %llu: %s", (unsigned long long)at, strerror(errno));
@@ -71,9 +90,13 @@ int manifest_scan_head(nq_manifest_scan_t *s, char *err, size_t errlen)
         return read_err(s, len, bad, "the header", err, errlen);
     if (manifest_head_parse(s->buf, (size_t)len, &s->head, why, sizeof why) != 0)
         return nq_errf(err, errlen, "line 1: %s", why);
-    s->list = shards_new_ex(NQ_KIND_COUNT, s->head.n, s->head.depth, s->head.encoding, why, sizeof why);
+    uint64_t steps = LIST_STEPS_MIN + LIST_STEPS_PER_SHARD * s->head.shards;   /* shards <= 2^28: no wrap */
+    s->list = shards_new_bounded(NQ_KIND_COUNT, s->head.n, s->head.depth, s->head.encoding, s->head.shards,
+                                 steps < LIST_STEPS_MAX ? steps : LIST_STEPS_MAX, why, sizeof why);
     if (!s->list)
-        return nq_errf(err, errlen, "line 1: no shard list for these parameters: %s", why);
+        return nq_errf(err, errlen, "line 1: shards=%llu, but no list of n=%d depth=%d encoding=%d has that"
+                       " many: %s", (unsigned long long)s->head.shards, s->head.n, s->head.depth,
+                       s->head.encoding, why);
     if (shards_count(s->list) != s->head.shards)
         return nq_errf(err, errlen, "line 1: shards=%llu, but the list of n=%d depth=%d encoding=%d has %llu",
                        (unsigned long long)s->head.shards, s->head.n, s->head.depth, s->head.encoding,
@@ -106,7 +129,8 @@ static int shard_line(nq_manifest_scan_t *s, uint64_t idx, char *err, size_t err
         return read_err(s, len, bad, "a shard line", err, errlen);
     if (len > 5 && memcmp(s->buf, "root ", 5) == 0)
         return nq_errf(err, errlen, "line %llu: the root line comes after %llu of %llu shard lines",
-                       (unsigned long long)s->line, (unsigned long long)idx, (unsigned long long)s->head.shards);
+                       (unsigned long long)s->line, (unsigned long long)idx,
+                       (unsigned long long)s->head.shards);
     if (manifest_line_parse(s->buf, (size_t)len, &l, why, sizeof why) != 0)
         return nq_errf(err, errlen, "line %llu: %s", (unsigned long long)s->line, why);
     if (l.idx != idx)
@@ -144,7 +168,8 @@ static int root_line(nq_manifest_scan_t *s, char *err, size_t errlen)
     uint64_t root_at = s->line;
     if ((len = read_line(s, &bad)) != READ_EOF)
         return len == READ_IO ? read_err(s, len, bad, "", err, errlen)
-                              : nq_errf(err, errlen, "line %llu: text after the root line", (unsigned long long)root_at + 1);
+                              : nq_errf(err, errlen, "line %llu: text after the root line",
+                                        (unsigned long long)root_at + 1);
     merkle_root(&s->tree, root);
     if (memcmp(root, s->root, NQ_MERKLE_BYTES) != 0) {
         merkle_hex(root, got);

@@ -92,6 +92,13 @@ typedef struct nq_shards nq_shards_t;
 nq_shards_t *shards_new(int kind, int n, int depth, char *err, size_t errlen);
 /* The same for a given encoding (NQ_SHARD_ENCODING_MIN..NQ_SHARD_ENCODING): a stored job's list. */
 nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, size_t errlen);
+/* The same, refusing as soon as it knows that the list has more than max_shards shards (at most
+   NQ_SHARD_MAX_LIST) or that listing it takes more than max_steps steps of the search (prefixes
+   visited, each O(n) to O(n^3)). For parameters that someone else chose (a manifest's header):
+   the cost of a list is not bounded by its length. n=32 at depth 30 searches for minutes without
+   finding the first of its shards, so a cap on the count alone stops nothing. */
+nq_shards_t *shards_new_bounded(int kind, int n, int depth, int encoding, uint64_t max_shards,
+                                uint64_t max_steps, char *err, size_t errlen);
 uint64_t shards_count(const nq_shards_t *s);
 /* Writes shard i's descriptor to out (NQ_MAX_SPEC bytes); returns its length, 0 when i is past the end. */
 size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out);

@@ -156,6 +156,7 @@ typedef struct {
     walk_t w;
     uint32_t root;
     uint8_t cols[NQ_SHARD_MAX_N];
+    uint64_t max_shards, steps, max_steps;
     char *err;
     size_t errlen;
 } builder_t;
@@ -164,9 +165,9 @@ static int block_push(builder_t *B, uint64_t shards)
 {
     nq_shards_t *s = B->s;
     uint64_t before = s->block_start[s->nblocks];
-    if (before + shards > NQ_SHARD_MAX_LIST)
-        return nq_errf(B->err, B->errlen, "more than %llu shards: use a smaller depth",
-                       (unsigned long long)NQ_SHARD_MAX_LIST);
+    if (before + shards > B->max_shards)
+        return nq_errf(B->err, B->errlen, "more than %llu shards%s", (unsigned long long)B->max_shards,
+                       B->max_shards == NQ_SHARD_MAX_LIST ? ": use a smaller depth" : "");
     if (s->nblocks + 1 >= s->bcap) {
         size_t cap = s->bcap * 2;
         uint32_t *r = realloc(s->block_root, cap * sizeof *r);
@@ -188,6 +189,9 @@ static int block_push(builder_t *B, uint64_t shards)
 
 static int build_blocks(builder_t *B, const board_t *p, int lv)
 {
+    if (++B->steps > B->max_steps)
+        return nq_errf(B->err, B->errlen, "listing takes more than %llu steps of search",
+                       (unsigned long long)B->max_steps);
     if (lv == B->s->split) {
         uint64_t n = walk_leaves(&B->w, p, lv);
         return n ? block_push(B, n) : 0;
@@ -351,7 +355,8 @@ static int check_args(int kind, int n, int *depth, int encoding, char *err, size
                    *depth);
 }
 
-nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, size_t errlen)
+nq_shards_t *shards_new_bounded(int kind, int n, int depth, int encoding, uint64_t max_shards,
+                                uint64_t max_steps, char *err, size_t errlen)
 {
     if (check_args(kind, n, &depth, encoding, err, errlen))
         return NULL;
@@ -369,7 +374,8 @@ nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, 
     s->block_root = malloc(s->bcap * sizeof *s->block_root);
     s->block_cols = malloc(s->bcap * (size_t)(s->split ? s->split : 1));
     s->block_start = calloc(s->bcap + 1, sizeof *s->block_start);
-    builder_t B = { .s = s, .err = err, .errlen = errlen };
+    builder_t B = { .s = s, .max_shards = max_shards < NQ_SHARD_MAX_LIST ? max_shards : NQ_SHARD_MAX_LIST,
+                    .max_steps = max_steps, .err = err, .errlen = errlen };
     if (!s->block_root || !s->block_cols || !s->block_start) {
         nq_errf(err, errlen, "out of memory listing shards");
         shards_destroy(&s);
@@ -380,6 +386,11 @@ nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, 
         shards_destroy(&s);
     }
     return s;
+}
+
+nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, size_t errlen)
+{
+    return shards_new_bounded(kind, n, depth, encoding, NQ_SHARD_MAX_LIST, UINT64_MAX, err, errlen);
 }
 
 nq_shards_t *shards_new(int kind, int n, int depth, char *err, size_t errlen)

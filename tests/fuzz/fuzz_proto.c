@@ -7,6 +7,7 @@
  *     would refuse, i.e. every decoded field is in range), the re-encoded bytes
  *     decode again, and encoding that gives the same bytes (a fixed point).
  */
+#include "fuzz.h"
 #include "proto.h"
 #include "log.h"
 

@@ -6,6 +6,7 @@
  * of 2^62+1 solutions with a 4-byte payload once made total * per wrap around and the
  * unpacker read past the payload (ASan catches a repeat at once).
  */
+#include "fuzz.h"
 #include "broker_impl.h"
 #include "log.h"
 

@@ -4,6 +4,7 @@
  * refuse every malformed one with a reason, and whatever it accepts must
  * re-encode to the very same bytes (it is canonical) and be countable.
  */
+#include "fuzz.h"
 #include "count.h"
 #include "log.h"
 #include "shard.h"

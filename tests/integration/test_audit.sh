@@ -82,10 +82,16 @@ printf 'x\0y\n' >nul.txt;                           bad nul.txt 1 "line 1: contr
 { cat m.txt; echo extra; } >after.txt;             bad after.txt 1 "text after the root line"
 head -c 5000 /dev/zero | tr '\0' 7 >long.txt; echo >>long.txt; bad long.txt 1 "line 1: longer than"
 sed '1s/count/solve/' m.txt >solve.txt;            bad solve.txt 1 "manifest: count jobs only"
-sed '1s/shards=[0-9]*/shards=7/' m.txt >nshards.txt; bad nshards.txt 1 "line 1: shards=7, but the list"
+sed '1s/shards=[0-9]*/shards=7/' m.txt >nshards.txt
+bad nshards.txt 1 "line 1: shards=7, but no list of n=10 .* has that many: more than 7 shards"
+sed "1s/shards=[0-9]*/shards=$((shards + 1))/" m.txt >mshards.txt
+bad mshards.txt 1 "line 1: shards=$((shards + 1)), but the list of n=10 .* has $shards$"
+# a header that asks for a list whose search never ends (it ran for minutes): refused by its cost
+echo "nq-manifest 1 count n=32 depth=30 encoding=2 shards=1 total=0 unique=0 nodes=0" >deep.txt
+bad deep.txt 1 "line 1: shards=1, but no list of n=32 depth=30 encoding=2 has that many: listing takes"
 : >empty.txt;                                       bad empty.txt 1 "line 1: the file ends where the header should be"
 bad missing.txt 3 "missing.txt"
-ok "truncated, bad hex, non-digits, out of order, leading zero, two spaces, NUL, trailing text, long line, other kind, wrong count, empty: exit 1 with the line; missing file: exit 3"
+ok "truncated, bad hex, non-digits, out of order, leading zero, two spaces, NUL, trailing text, long line, other kind, wrong count either way, a list too dear to search, empty: exit 1 with the line; missing file: exit 3"
 
 for args in "" "m.txt --shards 5-2" "m.txt --sample x" "m.txt --shards 1-2 --sample 3" "m.txt --shards 0-$shards" \
             "m.txt m.txt" "m.txt --bogus" "m.txt --threads 0"; do

@@ -236,4 +236,33 @@ T_TEST(test_bad_arguments)
     T_CHECK(shards_new(NQ_KIND_ENUMERATE, 8, 9, err, sizeof err) == NULL);
 }
 
+/* A bounded list is refused as soon as it is longer than asked or dearer to search than allowed,
+   and built as usual within both: without the step bound, n=32 at depth 30 searched for more than
+   a minute (manifest_scan.c, which lists what a manifest's header says). */
+T_TEST(test_bounded_list_stops_at_either_bound)
+{
+    const int C = NQ_KIND_COUNT, E = NQ_SHARD_ENCODING;
+    char err[256] = "";
+    nq_shards_t *s = shards_new_bounded(C, 8, 1, E, 31, UINT64_MAX, err, sizeof err);
+    T_CHECK(s && shards_count(s) == 31);                 /* exactly as long as allowed */
+    shards_destroy(&s);
+    s = shards_new_bounded(C, 8, 1, E, 30, UINT64_MAX, err, sizeof err);
+    T_CHECK(s == NULL && strstr(err, "more than 30 shards") && !strstr(err, "depth"));
+    s = shards_new_bounded(C, 32, 30, E, NQ_SHARD_MAX_LIST, 1 << 16, err, sizeof err);
+    T_CHECK(s == NULL && strstr(err, "more than 65536 steps"));
+    /* n=10 depth 8: 96 shards, about 5000 steps, the sparsest of n=10 */
+    s = shards_new_bounded(C, 10, 8, E, NQ_SHARD_MAX_LIST, 10000, err, sizeof err);
+    nq_shards_t *ref = shards_new(C, 10, 8, err, sizeof err);
+    T_CHECK(s && ref && shards_count(s) == shards_count(ref));
+    uint8_t a[NQ_MAX_SPEC], b[NQ_MAX_SPEC];
+    for (uint64_t i = 0; s && ref && i < shards_count(ref); i++) {
+        size_t la = shards_get(s, i, a);
+        T_CHECK(la > 0 && la == shards_get(ref, i, b) && memcmp(a, b, la) == 0);
+    }
+    shards_destroy(&s);
+    shards_destroy(&ref);
+    s = shards_new_bounded(C, 10, 8, E, NQ_SHARD_MAX_LIST, 1000, err, sizeof err);
+    T_CHECK(s == NULL && strstr(err, "steps"));
+}
+
 T_RUN_ALL()
