@@ -107,6 +107,22 @@ static int check_caps(nq_store_t *st, uint64_t nshards, const nq_shard_caps_t *c
     return 0;
 }
 
+/*
+ * A count or enumerate list, with a bound on its cost: the depth is the client's choice, and
+ * the list is built inside the broker's loop. Real lists need few steps of search (N=27 at
+ * depth 5, 191 million shards: under 2^20, 0.9 s), but a deep one can search for minutes before
+ * it finds out that it is too long (N=18 at depth 10: 78 s) or its first shard (N=32 at depth
+ * 30): 2^22 steps take a quarter of a second or so. Refused with a reason: use a smaller depth.
+ */
+#define SUBMIT_LIST_STEPS (1ull << 22)
+
+static nq_shards_t *submit_list(const nq_job_spec_t *spec, char *err, size_t errlen)
+{
+    /* the shard caps are checked after (check_caps), with a message that names their option */
+    return shards_new_bounded(spec->kind, (int)spec->n, (int)spec->depth, NQ_SHARD_ENCODING,
+                              NQ_SHARD_MAX_LIST, SUBMIT_LIST_STEPS, err, errlen);
+}
+
 int jobs_check(const nq_job_spec_t *spec, char *err, size_t errlen)
 {
     submit_iter_t it = { .spec = spec };
@@ -116,7 +132,7 @@ int jobs_check(const nq_job_spec_t *spec, char *err, size_t errlen)
         return parse_algos(&it, spec->algo, spec->n, err, errlen);
     if (spec->depth == 0)
         return 0;                       /* the automatic depth always gives a valid list */
-    nq_shards_t *sh = shards_new(spec->kind, (int)spec->n, (int)spec->depth, err, errlen);
+    nq_shards_t *sh = submit_list(spec, err, errlen);
     if (!sh)
         return -1;
     shards_destroy(&sh);
@@ -135,7 +151,7 @@ int jobs_create_capped(nq_store_t *st, nq_job_spec_t *spec, const nq_shard_caps_
             return -1;
         nshards = spec->restarts * (uint64_t)it.nalgos;
     } else {
-        nq_shards_t *list = shards_new(spec->kind, (int)spec->n, (int)spec->depth, err, errlen);
+        nq_shards_t *list = submit_list(spec, err, errlen);
         if (!list)
             return -1;
         spec->depth = (uint32_t)shards_depth(list);

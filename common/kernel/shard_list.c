@@ -190,8 +190,8 @@ static int block_push(builder_t *B, uint64_t shards)
 static int build_blocks(builder_t *B, const board_t *p, int lv)
 {
     if (++B->steps > B->max_steps)
-        return nq_errf(B->err, B->errlen, "listing takes more than %llu steps of search",
-                       (unsigned long long)B->max_steps);
+        return nq_errf(B->err, B->errlen, "listing takes more than %llu steps of search: use a smaller "
+                       "depth", (unsigned long long)B->max_steps);
     if (lv == B->s->split) {
         uint64_t n = walk_leaves(&B->w, p, lv);
         return n ? block_push(B, n) : 0;
