@@ -7,7 +7,11 @@
 #   tests/bench/bench_broker.sh [--nq PATH] [--loadgen PATH] [--shards K] [--runs R]
 # WEB=1: the broker also serves --http, and a loop fetches /, /jobs/1 and /metrics once a
 # second during each run (a browser refreshing the web view), to see what the page costs.
-# WEB=ab: both, alternating run by run in this invocation, with the ratio of the medians.
+# WEB=ab: three arms, alternating run by run in this invocation: without --http; with it and a
+# client fetching a missing page (/x, a 404) three times a second, which is what the client
+# costs the two shared cores; and with the real pages. The last two differ only in what the
+# broker renders, so their ratio is the page's own cost. The HTTP threads' CPU seconds are read
+# from /proc at the end of each run with pages.
 set -euo pipefail
 NQ=${NQ:-build/nq}; LOADGEN=${LOADGEN:-build/tests/nq_loadgen}; K=200000; R=3; WORKERS=16; CREDIT=256
 while [ $# -gt 0 ]; do
@@ -35,32 +39,47 @@ broker_run() {        # results/s for K shards; also prints the broker's peak RS
     rm -f "$tmp"/b.db*
     local wp cp hp web=()
     wp=$(port); cp=$(port); hp=$(port)
-    [ "${WEB:-0}" = 1 ] || [ "${1:-}" = web ] && web=(--http "127.0.0.1:$hp")
+    local pages="/ /jobs/1 /metrics"
+    [ "${1:-}" = web404 ] && pages="/x /x /x"
+    [ "${WEB:-0}" = 1 ] || [ "${1:-}" = web ] || [ "${1:-}" = web404 ] && web=(--http "127.0.0.1:$hp")
     "$NQ" broker --db "$tmp/b.db" --bind "tcp://127.0.0.1:$wp" --control "tcp://127.0.0.1:$cp" --log-level warn \
         "${web[@]}" 2>"$tmp/broker.log" &
     bp=$!
     sleep 0.3
     NQ_BROKER=tcp://127.0.0.1:$cp "$NQ" submit solve 1000 --restarts "$K" --all --timeout 300 >/dev/null
     if [ ${#web[@]} -gt 0 ]; then
-        (while :; do for p in / /jobs/1 /metrics; do curl -s -o /dev/null "http://127.0.0.1:$hp$p"; done
+        (while :; do for p in $pages; do curl -s -o /dev/null "http://127.0.0.1:$hp$p"; done
                      sleep 1; done) &
         lp=$!
     fi
     "$LOADGEN" "tcp://127.0.0.1:$wp" "$WORKERS" "$CREDIT" "$K" | awk '{print $6}'
     [ -n "$lp" ] && { kill "$lp"; wait "$lp" 2>/dev/null || true; lp=""; }
     grep VmHWM "/proc/$bp/status" | awk '{print $2}' >&3
+    if [ ${#web[@]} -gt 0 ] && [ -n "${HTTP_CPU:-}" ]; then   # the HTTP threads' CPU seconds
+        cat /proc/$bp/task/*/stat 2>/dev/null | awk '/MHD/ { s += ($14 + $15) / 100 } END { print s + 0 }' >>"$HTTP_CPU"
+    fi
     kill "$bp"; wait "$bp" 2>/dev/null || true; bp=""
 }
 
-if [ "${WEB:-0}" = ab ]; then       # the web view's cost: without and with, alternating
-    plain=(); paged=()
+if [ "${WEB:-0}" = ab ]; then       # the web view's cost: three arms, alternating
+    plain=(); c404=(); paged=()
+    export HTTP_CPU=$tmp/http_cpu
     for i in $(seq "$R"); do
-        plain+=("$(broker_run 3>/dev/null)"); paged+=("$(broker_run web 3>/dev/null)")
+        plain+=("$(broker_run 3>/dev/null)")
+        c404+=("$(HTTP_CPU= broker_run web404 3>/dev/null)")
+        paged+=("$(broker_run web 3>/dev/null)")
     done
-    p=$(printf '%s\n' "${plain[@]}" | median); w=$(printf '%s\n' "${paged[@]}" | median)
-    printf '| broker, %s shards, median of %s alternating runs | durable results/s | vs without |\n|---|---|---|\n' "$K" "$R"
-    printf '| without --http | %.0f | 1.00 |\n| with --http and /, /jobs/1, /metrics fetched every second | %.0f | %.3f |\n' \
-        "$p" "$w" "$(echo "$w / $p" | bc -l)"
+    p=$(printf '%s\n' "${plain[@]}" | median); n=$(printf '%s\n' "${c404[@]}" | median)
+    w=$(printf '%s\n' "${paged[@]}" | median); cpu=$(median <"$HTTP_CPU")
+    printf '| broker, %s shards, median of %s alternating runs | durable results/s | vs without | vs 404 client |\n' "$K" "$R"
+    printf '|---|---|---|---|\n| without --http | %.0f | 1.00 | |\n' "$p"
+    printf '| --http, a client fetching /x (404) 3 times a second | %.0f | %.3f | 1.00 |\n' "$n" "$(echo "$n / $p" | bc -l)"
+    printf '| --http, the client fetching /, /jobs/1, /metrics every second | %.0f | %.3f | %.3f |\n' \
+        "$w" "$(echo "$w / $p" | bc -l)" "$(echo "$w / $n" | bc -l)"
+    printf '| CPU of the broker'"'"'s HTTP threads per run with pages (median) | %.2f s | | |\n' "$cpu"
+    range() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f..%.0f", lo, hi }'; }
+    printf 'runs: without %s; 404 client %s; pages %s results/s\n' "$(range "${plain[@]}")" "$(range "${c404[@]}")" \
+        "$(range "${paged[@]}")"
     exit 0
 fi
 base=$(for i in $(seq "$R"); do sqlite_baseline; done | median)
