@@ -110,31 +110,52 @@ static uint64_t walk_leaves(const walk_t *w, const board_t *p, int lv)
     return sum;
 }
 
-/* The j-th shard below a prefix of lv levels: its columns from level lv on. 1 found, 0 not (j is reduced). */
-static int walk_nth(const walk_t *w, const board_t *p, int lv, uint64_t *j, uint8_t *cols)
+/* Called for each shard with its columns (cols[0..L-1]); nonzero stops the walk. */
+typedef int (*leaf_fn)(void *ud, const uint8_t *cols);
+
+/* Every shard below a prefix of lv levels, in list order: its columns from level lv on go to
+   cols and leaf is called. Returns the first nonzero leaf returned, else 0. */
+static int walk_each(const walk_t *w, const board_t *p, int lv, uint8_t *cols, leaf_fn leaf, void *ud)
 {
-    if (lv == w->L) {
-        if (board_dead(p, w->b_allowed))
-            return 0;
-        return (*j)-- == 0;
-    }
-    int r = w->rows[lv];
+    if (lv == w->L)
+        return board_dead(p, w->b_allowed) ? 0 : leaf(ud, cols);
+    int r = w->rows[lv], rc;
     uint32_t cand = level_cand(p, r, w->b_allowed);
     if (lv == w->L - 1)
         cand = level_viable(p, r, cand, w->b_allowed);
     for (; cand; cand &= cand - 1) {
         cols[lv] = (uint8_t)__builtin_ctz(cand);
         if (lv == w->L - 1) {
-            if ((*j)-- == 0)
-                return 1;
+            if ((rc = leaf(ud, cols)) != 0)
+                return rc;
             continue;
         }
         board_t q = *p;
         board_put(&q, r, cols[lv]);
-        if (walk_nth(w, &q, lv + 1, j, cols))
-            return 1;
+        if ((rc = walk_each(w, &q, lv + 1, cols, leaf, ud)) != 0)
+            return rc;
     }
     return 0;
+}
+
+static int nth_leaf(void *ud, const uint8_t *cols)
+{
+    uint64_t *j = ud;
+    (void)cols;
+    return (*j)-- == 0;
+}
+
+/* Shard descriptor of root rt with the levels' columns cols: its length. */
+static size_t list_encode(const nq_shards_t *s, const root_t *rt, int L, const uint8_t *cols, uint8_t *out)
+{
+    nq_shard_desc_t d = { .version = s->encoding, .kind = s->kind, .n = s->n, .mode = s->mode,
+                          .weight = s->mode == NQ_SHARD_BORDER ? 0 : 1, .k = s->depth,
+                          .c = rt->c, .d = rt->d };
+    int border = s->mode == NQ_SHARD_BORDER;
+    d.top[0] = rt->a;
+    for (int lv = 0; lv < L; lv++)
+        d.top[lv + border] = cols[lv];
+    return shard_encode(&d, out);
 }
 
 static void walk_init(const nq_shards_t *s, const root_t *rt, walk_t *w)
@@ -418,77 +439,42 @@ size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out)
     memcpy(cols, s->block_cols + lo * (size_t)s->split, (size_t)s->split);
     for (int lv = 0; lv < s->split; lv++)
         board_put(&w.board, w.rows[lv], cols[lv]);
-    if (!walk_nth(&w, &w.board, s->split, &j, cols))
+    if (!walk_each(&w, &w.board, s->split, cols, nth_leaf, &j))
         return 0;   /* cannot happen: the block's count came from the same walk */
-    nq_shard_desc_t d = { .version = s->encoding, .kind = s->kind, .n = s->n, .mode = s->mode,
-                          .weight = s->mode == NQ_SHARD_BORDER ? 0 : 1, .k = s->depth,
-                          .c = rt->c, .d = rt->d };
-    int border = s->mode == NQ_SHARD_BORDER;
-    d.top[0] = rt->a;
-    for (int lv = 0; lv < w.L; lv++)
-        d.top[lv + border] = cols[lv];
-    return shard_encode(&d, out);
+    return list_encode(s, rt, w.L, cols, out);
 }
 
-/* Every leaf below a prefix of lv levels, in walk_nth's order: one walk for a whole block. */
+/* shards_each's walk: the root and block being walked, the next index, the caller's function. */
 typedef struct {
     const nq_shards_t *s;
     const root_t *rt;
-    uint64_t i;                        /* the next shard's index */
+    const walk_t *w;
+    uint64_t i;
     shards_each_fn fn;
     void *ud;
 } each_t;
 
-static int each_emit(each_t *e, const walk_t *w, const uint8_t *cols)
+static int each_leaf(void *ud, const uint8_t *cols)
 {
-    const nq_shards_t *s = e->s;
-    nq_shard_desc_t d = { .version = s->encoding, .kind = s->kind, .n = s->n, .mode = s->mode,
-                          .weight = s->mode == NQ_SHARD_BORDER ? 0 : 1, .k = s->depth,
-                          .c = e->rt->c, .d = e->rt->d };
-    int border = s->mode == NQ_SHARD_BORDER;
+    each_t *e = ud;
     uint8_t out[NQ_MAX_SPEC];
-    d.top[0] = e->rt->a;
-    for (int lv = 0; lv < w->L; lv++)
-        d.top[lv + border] = cols[lv];
-    size_t len = shard_encode(&d, out);
+    size_t len = list_encode(e->s, e->rt, e->w->L, cols, out);
     return e->fn(e->ud, e->i++, out, len);
-}
-
-static int each_walk(each_t *e, const walk_t *w, const board_t *p, int lv, uint8_t *cols)
-{
-    if (lv == w->L)
-        return board_dead(p, w->b_allowed) ? 0 : each_emit(e, w, cols);
-    int r = w->rows[lv], rc;
-    uint32_t cand = level_cand(p, r, w->b_allowed);
-    if (lv == w->L - 1)
-        cand = level_viable(p, r, cand, w->b_allowed);
-    for (; cand; cand &= cand - 1) {
-        cols[lv] = (uint8_t)__builtin_ctz(cand);
-        if (lv == w->L - 1) {
-            if ((rc = each_emit(e, w, cols)) != 0)
-                return rc;
-            continue;
-        }
-        board_t q = *p;
-        board_put(&q, r, cols[lv]);
-        if ((rc = each_walk(e, w, &q, lv + 1, cols)) != 0)
-            return rc;
-    }
-    return 0;
 }
 
 int shards_each(const nq_shards_t *s, shards_each_fn fn, void *ud)
 {
-    each_t e = { s, NULL, 0, fn, ud };
+    each_t e = { s, NULL, NULL, 0, fn, ud };
     for (size_t b = 0; b < s->nblocks; b++) {
         walk_t w = s->walks[s->block_root[b]];
         uint8_t cols[NQ_SHARD_MAX_N];
         e.rt = &s->roots[s->block_root[b]];
+        e.w = &w;
         e.i = s->block_start[b];
         memcpy(cols, s->block_cols + b * (size_t)s->split, (size_t)s->split);
         for (int lv = 0; lv < s->split; lv++)
             board_put(&w.board, w.rows[lv], cols[lv]);
-        int rc = each_walk(&e, &w, &w.board, s->split, cols);
+        int rc = walk_each(&w, &w.board, s->split, cols, each_leaf, &e);
         if (rc != 0)
             return rc;
     }
