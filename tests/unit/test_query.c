@@ -513,8 +513,9 @@ T_TEST(test_result_study)
     /* the web page's bounded table: the first 3 done seeds of each method, both methods there */
     doc_init(&d);
     T_CHECK(query_study_sample(db, 1, 3, &d.pk, d.err, sizeof d.err) == 0);
-    study = get(doc_obj(&d), "study");
-    T_EQ_U64(getu(doc_obj(&d), "sample_per_method"), 3);
+    r = doc_obj(&d);                    /* once: unpacking again frees the first tree */
+    study = get(r, "study");
+    T_EQ_U64(getu(r, "sample_per_method"), 3);
     T_CHECK(study->type == MSGPACK_OBJECT_ARRAY && study->via.array.size == 2);
     if (study->type == MSGPACK_OBJECT_ARRAY && study->via.array.size == 2) {
         const msgpack_object *q = &study->via.array.ptr[0], *m = &study->via.array.ptr[1];
