@@ -676,8 +676,8 @@ static void study_flush(msgpack_packer *pk, study_acc_t *a)
 }
 
 /* Adds the rows of st to the study, one entry per method as the method changes. */
-static int study_scan(sqlite3_stmt *st, const qjob_t *j, study_acc_t *acc, msgpack_packer *pk, uint32_t *count,
-                      int *oom)
+static int study_scan(sqlite3_stmt *st, const qjob_t *j, study_acc_t *acc, msgpack_packer *pk,
+                      uint32_t *count, int *oom)
 {
     int rc;
     while (!*oom && (rc = sqlite3_step(st)) == SQLITE_ROW) {

@@ -203,10 +203,10 @@ int cmd_bench_count(int argc, char **argv)
         u128_to_str(b.total, t1);
         u128_to_str(b.unique, t2);
         if (o.json)
-            printf("{\"n\":%d,\"total\":%s,\"unique\":%s,\"nodes\":%llu,\"seconds\":%.6f,\"nodes_per_s\":%.0f,"
-                   "\"shards\":%zu,\"depth\":%d,\"threads\":%d,\"kernel\":\"%s\",\"list_seconds\":%.6f}\n", (int)o.n,
-                   t1, t2, (unsigned long long)b.nodes, secs, rate, shards_count(shards), shards_depth(shards),
-                   (int)o.threads, count_kernel_name(), listed);
+            printf("{\"n\":%d,\"total\":%s,\"unique\":%s,\"nodes\":%llu,\"seconds\":%.6f,"
+                   "\"nodes_per_s\":%.0f,\"shards\":%zu,\"depth\":%d,\"threads\":%d,\"kernel\":\"%s\","
+                   "\"list_seconds\":%.6f}\n", (int)o.n, t1, t2, (unsigned long long)b.nodes, secs, rate,
+                   shards_count(shards), shards_depth(shards), (int)o.threads, count_kernel_name(), listed);
         else
             printf("n %d  total %s  unique %s\nnodes %llu  seconds %.3f  nodes/s %.3g\n"
                    "shards %zu  depth %d  threads %d  kernel %s\n", (int)o.n, t1, t2, (unsigned long long)b.nodes,

@@ -18,7 +18,10 @@ done
 NQ=$(cd "$(dirname "$NQ")" && pwd)/$(basename "$NQ")
 tmp=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$tmp"; }
+cleanup() {
+    for p in "${pids[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null; done
+    wait 2>/dev/null; rm -rf "$tmp"
+}
 trap cleanup EXIT
 
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -46,16 +49,18 @@ one_run() {
     echo "$t1 - $t0" | bc -l
 }
 
-shards=$("$NQ" estimate count "$N" --depth "$D" | awk '{for (i = 1; i < NF; i++) if ($i == "shards") print $(i+1); exit}')
+shards=$("$NQ" estimate count "$N" --depth "$D" |
+         awk '{for (i = 1; i < NF; i++) if ($i == "shards") print $(i+1); exit}')
 for _ in $(seq "$R"); do
     one_run 3>/dev/null >>"$tmp/off"
     one_run --verify-rate "$P" 3>>"$tmp/checks" >>"$tmp/on"
 done
 off=$(median <"$tmp/off"); on=$(median <"$tmp/on"); checks=$(median <"$tmp/checks")
 over=$(echo "($on / $off - 1) * 100" | bc -l)
-printf '| N=%s depth %s (%s shards), broker + 2 workers (prefetch %s), median of %s, alternating | seconds | checks | overhead |\n' \
+printf '| N=%s depth %s (%s shards), broker + 2 workers (prefetch %s), median of %s, alternating ' \
     "$N" "$D" "$shards" "$PREFETCH" "$R"
+printf '| seconds | checks | overhead |\n'
 printf '|---|---|---|---|\n'
 printf '| without --verify-rate (baseline) | %.2f | 0 | |\n' "$off"
-printf '| --verify-rate %s | %.2f | %s (%.1f %% of shards) | %+.1f %% (target: within 2 points of %.0f %%) |\n' \
-    "$P" "$on" "$checks" "$(echo "100 * $checks / $shards" | bc -l)" "$over" "$(echo "100 * $P" | bc -l)"
+fmt='| --verify-rate %s | %.2f | %s (%.1f %% of shards) | %+.1f %% (target: within 2 points of %.0f %%) |\n'
+printf "$fmt" "$P" "$on" "$checks" "$(echo "100 * $checks / $shards" | bc -l)" "$over" "$(echo "100 * $P" | bc -l)"

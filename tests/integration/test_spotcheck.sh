@@ -47,11 +47,13 @@ echo "$st" | grep -q '"flagged":\["liar"\]' || fail "the liar is not the one fla
 [ "$(echo "$st" | json_get checks_open)" = 0 ] || fail "checks left open: $st"
 "$NQ" status "$id" | grep -q "flagged.*liar" || fail "nq status does not name the liar"
 "$NQ" workers | grep liar | grep -q FLAGGED || fail "nq workers does not flag the liar"
-curl -s "http://127.0.0.1:$MPORT/jobs/$id" | grep -q 'id="flagged">liar<' || fail "the web page does not flag the liar"
+curl -s "http://127.0.0.1:$MPORT/jobs/$id" | grep -q 'id="flagged">liar<' \
+    || fail "the web page does not flag the liar"
 # every result the liar delivered was checked by another identity: no done shard of the job is
 # the liar's without a check row that agrees with it (a lost dispute replaced its result)
 liar_id=$(sql s.db "SELECT id FROM identities WHERE worker = 'liar'")
-unchecked=$(sql s.db "SELECT count(*) FROM shards s WHERE s.job = $id AND s.who = $liar_id AND s.state = 'done'
+unchecked=$(sql s.db "SELECT count(*) FROM shards s
+                      WHERE s.job = $id AND s.who = $liar_id AND s.state = 'done'
                       AND NOT EXISTS (SELECT 1 FROM checks c WHERE c.job = s.job AND c.idx = s.idx
                                       AND c.who <> $liar_id AND c.agreed = 1)")
 delivered=$(sql s.db "SELECT results FROM identities WHERE id = $liar_id")
@@ -81,7 +83,8 @@ id3=$("$NQ" submit count 13 --depth 4 --verify-rate 0.05 --priority 2) || fail "
 wait_for 60 bash -c "[ \$(sqlite3 -readonly s.db 'SELECT checks FROM jobs WHERE id = $id3') -gt 20 ]" \
     || fail "no checks before the kill"
 kill -STOP "$h2"                        # h1's results now wait for h2, the only other identity
-wait_for 60 bash -c "[ \$(sqlite3 -readonly s.db \"SELECT count(*) FROM shards WHERE job = $id3 AND verify <> 0\") -ge 5 ]" \
+open_sql="SELECT count(*) FROM shards WHERE job = $id3 AND verify <> 0"
+wait_for 60 bash -c "[ \$(sqlite3 -readonly s.db \"$open_sql\") -ge 5 ]" \
     || fail "no checks open before the kill"
 kill -9 "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
 open=$(sql s.db "SELECT count(*) FROM shards WHERE job = $id3 AND verify <> 0")

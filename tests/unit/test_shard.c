@@ -48,8 +48,9 @@ static int each_check(void *ud, uint64_t i, const uint8_t *spec, size_t len)
 T_TEST(test_each_equals_get)
 {
     char err[256];
-    int cases[][4] = { { NQ_KIND_COUNT, 12, 1, 2 }, { NQ_KIND_COUNT, 12, 4, 2 }, { NQ_KIND_COUNT, 13, 3, 1 },
-                       { NQ_KIND_COUNT, 11, 5, 2 }, { NQ_KIND_COUNT, 5, 0, 2 }, { NQ_KIND_ENUMERATE, 9, 3, 2 } };
+    int cases[][4] = { { NQ_KIND_COUNT, 12, 1, 2 }, { NQ_KIND_COUNT, 12, 4, 2 },
+                       { NQ_KIND_COUNT, 13, 3, 1 }, { NQ_KIND_COUNT, 11, 5, 2 },
+                       { NQ_KIND_COUNT, 5, 0, 2 }, { NQ_KIND_ENUMERATE, 9, 3, 2 } };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         nq_shards_t *s = shards_new_ex(cases[k][0], cases[k][1], cases[k][2], cases[k][3], err, sizeof err);
         T_CHECK(s != NULL);
