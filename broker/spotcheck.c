@@ -140,10 +140,14 @@ static double spot_draw(const nq_broker_t *b, uint64_t job, uint64_t shard, int6
 
 /* ---- classifying a result ---- */
 
+/* p's record: made (with the name it gives) the first time, then only read, since this runs
+   for every result of a job under spot-checks. */
 static int peer_identity(nq_broker_t *b, nq_peer_t *p, nq_identity_t *rec)
 {
-    if (store_identity(b->store, p->ident, p->hello.worker_id, rec) != 0)
-        return -1;
+    if (p->who == 0 || store_identity_get(b->store, p->who, rec) != 0) {
+        if (store_identity(b->store, p->ident, p->hello.worker_id, rec) != 0)
+            return -1;
+    }
     p->who = rec->id;
     p->outvoted = rec->outvoted > 0;
     return 0;

@@ -71,11 +71,21 @@ static int live_lookup(void *ud, const char *id, int *alive, double *nodes_per_s
     return rc;
 }
 
-static int run_query(nq_http_t *h, web_doc_kind_t kind, uint64_t job, msgpack_packer *pk,
-                     char *err, size_t errlen)
+/* What a page asks of the DB: a document, or (export) a page of a job's rows. */
+typedef struct {
+    web_doc_kind_t kind;
+    uint64_t job, cursor;
+    uint32_t rows;
+    int export;
+} doc_req_t;
+
+static int run_query(nq_http_t *h, const doc_req_t *q, msgpack_packer *pk, char *err, size_t errlen)
 {
     query_live_t live = { live_lookup, h };
-    switch (kind) {
+    uint64_t job = q->job;
+    if (q->export)
+        return query_export(h->db, job, q->cursor, q->rows, 0, pk, err, errlen);
+    switch (q->kind) {
     case WEB_DOC_JOB: return query_job(h->db, job, pk, err, errlen);
     case WEB_DOC_LIST: return query_list(h->db, pk, err, errlen);
     case WEB_DOC_WORKERS: return query_workers(h->db, &live, pk, err, errlen);
@@ -104,7 +114,8 @@ static void doc_init(web_doc_t *d)
     d->doc = NULL;
 }
 
-int web_doc(nq_http_t *h, web_doc_kind_t kind, uint64_t job, web_doc_t *d, char *err, size_t errlen)
+/* Runs q on the listener's connection (opened on first use) and unpacks the answer into d. */
+static int doc_fetch(nq_http_t *h, const doc_req_t *q, web_doc_t *d, char *err, size_t errlen)
 {
     msgpack_packer pk;
     doc_init(d);
@@ -112,23 +123,22 @@ int web_doc(nq_http_t *h, web_doc_kind_t kind, uint64_t job, web_doc_t *d, char 
     pthread_mutex_lock(&h->db_lock);
     int rc = db_open(h, err, errlen);
     if (rc == 0)
-        rc = run_query(h, kind, job, &pk, err, errlen);
+        rc = run_query(h, q, &pk, err, errlen);
     pthread_mutex_unlock(&h->db_lock);
     return unpack(d, rc, err, errlen);
+}
+
+int web_doc(nq_http_t *h, web_doc_kind_t kind, uint64_t job, web_doc_t *d, char *err, size_t errlen)
+{
+    doc_req_t q = { .kind = kind, .job = job };
+    return doc_fetch(h, &q, d, err, errlen);
 }
 
 int web_doc_export(nq_http_t *h, uint64_t job, uint64_t cursor, uint32_t rows, web_doc_t *d,
                    char *err, size_t errlen)
 {
-    msgpack_packer pk;
-    doc_init(d);
-    msgpack_packer_init(&pk, &d->sb, msgpack_sbuffer_write);
-    pthread_mutex_lock(&h->db_lock);
-    int rc = db_open(h, err, errlen);
-    if (rc == 0)
-        rc = query_export(h->db, job, cursor, rows, 0, &pk, err, errlen);
-    pthread_mutex_unlock(&h->db_lock);
-    return unpack(d, rc, err, errlen);
+    doc_req_t q = { .job = job, .cursor = cursor, .rows = rows, .export = 1 };
+    return doc_fetch(h, &q, d, err, errlen);
 }
 
 void web_doc_free(web_doc_t *d)

@@ -709,12 +709,11 @@ static int result_study(sqlite3 *db, const qjob_t *j, uint32_t per_method, msgpa
                             err, errlen);
     if (!st)
         return -2;
-    uint64_t methods = 1, span = j->restarts ? j->restarts : UINT64_MAX;
-    for (const char *c = j->algo; per_method && *c; c++)
-        methods += *c == ',';
-    if (!per_method) {                  /* one pass over every method */
-        methods = 1;
-        span = INT64_MAX;
+    uint64_t methods = 1, span = INT64_MAX;   /* per_method = 0: one pass over every method */
+    if (per_method && j->restarts) {
+        span = j->restarts;
+        for (const char *c = j->algo; *c; c++)
+            methods += *c == ',';
     }
     study_acc_t acc = { .algo = "" };
     qbuf_t items;
@@ -725,7 +724,7 @@ static int result_study(sqlite3 *db, const qjob_t *j, uint32_t per_method, msgpa
         sqlite3_reset(st);
         sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
         sqlite3_bind_int64(st, 2, (sqlite3_int64)(k * span));
-        sqlite3_bind_int64(st, 3, (sqlite3_int64)(span == INT64_MAX ? INT64_MAX : (k + 1) * span));
+        sqlite3_bind_int64(st, 3, (sqlite3_int64)((k + 1) * span));   /* methods = 1 when span is max */
         sqlite3_bind_int64(st, 4, per_method ? (sqlite3_int64)per_method : -1);
         rc = study_scan(st, j, &acc, &items.pk, &count, &oom);
     }

@@ -256,17 +256,7 @@ static const char *db_reason(sqlite3 *db, int rc)
 /* The cached statement id, reset and unbound; NULL (logged) if it cannot be prepared. */
 static sqlite3_stmt *stmt(nq_store_t *s, int id)
 {
-    if (!s->st[id]) {
-        int rc = sqlite3_prepare_v3(s->db, sql_text[id], -1, SQLITE_PREPARE_PERSISTENT, &s->st[id], NULL);
-        if (rc != SQLITE_OK) {
-            nq_log(NQ_LOG_ERROR, "store.prepare", "stmt=%d err=\"%s\"", id, sqlite3_errmsg(s->db));
-            s->st[id] = NULL;
-            return NULL;
-        }
-    }
-    sqlite3_reset(s->st[id]);
-    sqlite3_clear_bindings(s->st[id]);
-    return s->st[id];
+    return store_stmt_cached(s, &s->st[id], sql_text[id]);
 }
 
 /* Steps a statement that returns no row we need, and resets it (so it holds no lock). */
@@ -717,7 +707,9 @@ int store_commit(nq_store_t *s, char *err, size_t errlen)
 sqlite3_stmt *store_stmt_cached(nq_store_t *s, sqlite3_stmt **slot, const char *sql)
 {
     if (!*slot && sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL) != SQLITE_OK) {
-        nq_log(NQ_LOG_ERROR, "store.prepare", "err=\"%s\"", sqlite3_errmsg(s->db));
+        char q[NQ_LOG_QLEN];
+        nq_log(NQ_LOG_ERROR, "store.prepare", "sql=%s err=\"%s\"", nq_log_qs(q, sizeof q, sql),
+               sqlite3_errmsg(s->db));
         *slot = NULL;
         return NULL;
     }

@@ -102,8 +102,6 @@ nq_shards_t *shards_new_bounded(int kind, int n, int depth, int encoding, uint64
 uint64_t shards_count(const nq_shards_t *s);
 /* Writes shard i's descriptor to out (NQ_MAX_SPEC bytes); returns its length, 0 when i is past the end. */
 size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out);
-double shards_cost(const nq_shards_t *s, uint64_t i);
-double shard_cost(const uint8_t *spec, size_t len);   /* the same estimate, from a descriptor */
 /* Calls fn for every shard, in index order, in one walk of the list: O(1) amortized a shard,
    where shards_get walks its block each time. 0, or the first nonzero fn returned. */
 typedef int (*shards_each_fn)(void *ud, uint64_t i, const uint8_t *spec, size_t len);

@@ -481,33 +481,6 @@ int shards_each(const nq_shards_t *s, shards_each_fn fn, void *ud)
     return 0;
 }
 
-/*
- * A rough search-tree size: the product over free rows of the cells the fixed
- * queens leave open (row n-1: only canonical b). Only the order matters
- * (largest first); never 0. Measured rank correlation with the nodes a shard
- * really takes: 0.3 (n=15, depth 1), 0.6 (n=14, depth 2), 0.8 (n=13, depth 3).
- */
-double shards_cost(const nq_shards_t *s, uint64_t i)
-{
-    uint8_t b[NQ_MAX_SPEC];
-    size_t len = shards_get(s, i, b);
-    return shard_cost(b, len);
-}
-
-double shard_cost(const uint8_t *b, size_t len)
-{
-    nq_shard_desc_t d;
-    if (!len || shard_decode(b, len, &d, NULL, 0))
-        return 1e-300;
-    board_t p;
-    board_init(&p, d.n);
-    for (int r = 0; r < d.n; r++)
-        if (d.row_col[r] >= 0)
-            board_put(&p, r, d.row_col[r]);
-    uint32_t last_allowed = d.mode == NQ_SHARD_BORDER ? d.bmask8 | d.bmaskx : p.full;
-    return exp(log_tree_size(&p, last_allowed)) + 1e-300;
-}
-
 void shards_destroy(nq_shards_t **sp)
 {
     if (!sp || !*sp)
