@@ -76,7 +76,9 @@ static uint64_t cols_hash(const uint32_t *cols, uint64_t n)
  * after an upgrade must find the board it stored. The fingerprints were taken
  * from qs4 as of 748a2db, before pass 1's stream moved out of the hot loop into
  * chunks; 1048676 crosses a chunk boundary (2^20) within the look-ahead, and
- * 17 goes through restarts.
+ * 17 goes through restarts. Above 2^24 queens the stream is tiled (since the
+ * change that made 1e9 queens take 40 s instead of 98); 2^24 + 1 has a last
+ * tile of one column, so nearly every column of that tile is cycle-walked.
  */
 T_TEST(test_qs4_same_boards_as_before)
 {
@@ -85,6 +87,8 @@ T_TEST(test_qs4_same_boards_as_before)
         { 1000, 7, 0xb82d765da1fe11a9ULL },
         { 1048676, 7, 0x880fbe5c2bbd40a3ULL },
         { 3000017, 7, 0x9636f2d8be0d3aadULL },
+        { 16777216, 7, 0xa3e060a24675bdd7ULL },
+        { 16777217, 7, 0x379ba47dac61795dULL },
     };
     for (size_t i = 0; i < sizeof pin / sizeof pin[0]; i++) {
         uint32_t *cols = solve_ok(&nq_solver_qs4, pin[i].n, pin[i].seed);
