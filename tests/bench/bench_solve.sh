@@ -7,7 +7,7 @@
 #
 #   NQ=build/nq tests/bench/bench_solve.sh                   # N = 1e6 1e7 1e8, R = 5
 #   SIZES="1e6 1e7" R=3 NQ=build/nq tests/bench/bench_solve.sh
-#   SIZES="1e8 1e9" R=3 R_BIG=1 BASELINE=construct ...      # N >= 1e9 runs R_BIG times (~2 min each)
+#   SIZES="1e8 1e9" R=3 R_BIG=1 BASELINE=construct ...      # N >= 1e9 runs R_BIG times (~50 s each)
 #   ALGO=qs4 BASELINE=qs4-classic SEED=1 OUTDIR=/tmp         # the defaults
 # Run it on a quiet machine: other load makes the numbers meaningless.
 set -eu
