@@ -3,9 +3,8 @@
  * search_fast in count.c (the bottom-up pass of count_flipped too); only plain mode
  * (n <= 3) and shards with fewer than 2 free rows take search_leaves. On a
  * CPU with AVX-512, search_fast hands shards with 4 or more free rows to
- * count_simd.c (about 10x faster); this loop is the portable kernel, the
- * reference the vector kernel is tested against, and the pass that counts a
- * shard's rare last-row cells one solution at a time.
+ * count_simd.c (about 10x faster); this loop is the portable kernel and the
+ * reference the vector kernel is tested against.
  *
  * Iterative backtracking over the free rows with 32-bit masks: the current
  * level lives in registers, a stack keeps (open cells, columns, diagonals)

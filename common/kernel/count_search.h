@@ -84,7 +84,7 @@ int search_fast(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, 
 /* The two kernels search_fast (count.c, the one place that picks) chooses from: the scalar
    loop of count_fast.c, and count_simd.c's 16 lanes (same counts, same nodes). search_simd
    returns NQ_SIMD_DECLINED, having done nothing, where it cannot run (no AVX-512, fewer than
-   4 free rows, no memory); it hands the rare last-row cells of a plan to search_scalar. */
+   4 free rows, no memory). */
 #define NQ_SIMD_DECLINED 1
 int search_scalar(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes);
 int search_simd(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes);

@@ -22,8 +22,11 @@
  *
  * Only weight-8 solutions are counted here (in bulk); solutions whose last-row
  * cell has another weight (symmetric border configurations, rare) need the
- * whole board for their unique check, so a second, scalar pass over the same
- * shard with the last row cut down to those cells counts them one by one.
+ * whole board for their unique check. A second pass over the same shard, with
+ * the last row cut down to those cells, counts them one by one: the same
+ * kernel, but each node also carries its path (the column of every level,
+ * 5 bits each), so that a lane with solutions can rebuild the board. That
+ * pass was scalar until it was measured: a quarter of the time at N = 17-18.
  */
 #include "count_search.h"
 
@@ -41,13 +44,16 @@ enum {
     CAP = 512,            /* nodes a level buffer holds before the search steps down */
     ROOM = CAP + LANES,   /* one step may add up to 16 children past CAP - 16 ... */
     SLACK = LANES,        /* ... and a refill reads 16 entries from any position */
-    FLUSH_STEPS = 1024    /* 32-bit lane counters are summed before they could overflow */
+    FLUSH_STEPS = 1024,   /* 32-bit lane counters are summed before they could overflow */
+    PATH_LEVELS = 6,      /* levels per 32-bit path word (5 bits each) */
+    PATH_WORDS = (NQ_SHARD_MAX_N + PATH_LEVELS - 1) / PATH_LEVELS
 };
 
 /* One level's buffer of nodes, and the lanes it had when the search stepped below it. */
 typedef struct {
     uint32_t open[ROOM + SLACK], col[ROOM + SLACK], dl[ROOM + SLACK], dr[ROOM + SLACK];
     uint32_t lane_open[LANES], lane_col[LANES], lane_dl[LANES], lane_dr[LANES];
+    uint32_t path[PATH_WORDS][ROOM + SLACK], lane_path[PATH_WORDS][LANES];   /* the rare pass only */
     int cnt, rd;
 } simd_level_t;
 
@@ -109,26 +115,32 @@ SIMD_TARGET static inline __m512i v_viable(const nq_levels_t *K, int c, __m512i 
 
 typedef struct {
     __m512i open, col, dl, dr;
+    __m512i path[PATH_WORDS];          /* rare pass: levels 0..c-1's columns */
 } lanes_t;
 
-SIMD_TARGET static inline void lanes_save(simd_level_t *lv, const lanes_t *x)
+/* `rare` is a constant at every call: the main pass's code has no path in it. */
+SIMD_TARGET static inline void lanes_save(simd_level_t *lv, const lanes_t *x, int rare)
 {
     _mm512_storeu_si512(lv->lane_open, x->open);
     _mm512_storeu_si512(lv->lane_col, x->col);
     _mm512_storeu_si512(lv->lane_dl, x->dl);
     _mm512_storeu_si512(lv->lane_dr, x->dr);
+    for (int w = 0; rare && w < PATH_WORDS; w++)
+        _mm512_storeu_si512(lv->lane_path[w], x->path[w]);
 }
 
-SIMD_TARGET static inline void lanes_load(const simd_level_t *lv, lanes_t *x)
+SIMD_TARGET static inline void lanes_load(const simd_level_t *lv, lanes_t *x, int rare)
 {
     x->open = _mm512_loadu_si512(lv->lane_open);
     x->col = _mm512_loadu_si512(lv->lane_col);
     x->dl = _mm512_loadu_si512(lv->lane_dl);
     x->dr = _mm512_loadu_si512(lv->lane_dr);
+    for (int w = 0; rare && w < PATH_WORDS; w++)
+        x->path[w] = _mm512_loadu_si512(lv->lane_path[w]);
 }
 
 /* Empty lanes take the next nodes of the level's buffer, in order. */
-SIMD_TARGET static inline void lanes_refill(simd_level_t *lv, lanes_t *x)
+SIMD_TARGET static inline void lanes_refill(simd_level_t *lv, lanes_t *x, int rare)
 {
     __mmask16 need = _mm512_testn_epi32_mask(x->open, x->open);
     int avail = lv->cnt - lv->rd;
@@ -141,18 +153,22 @@ SIMD_TARGET static inline void lanes_refill(simd_level_t *lv, lanes_t *x)
     x->col = _mm512_mask_expand_epi32(x->col, need, _mm512_loadu_si512(lv->col + r));
     x->dl = _mm512_mask_expand_epi32(x->dl, need, _mm512_loadu_si512(lv->dl + r));
     x->dr = _mm512_mask_expand_epi32(x->dr, need, _mm512_loadu_si512(lv->dr + r));
+    for (int w = 0; rare && w < PATH_WORDS; w++)
+        x->path[w] = _mm512_mask_expand_epi32(x->path[w], need, _mm512_loadu_si512(lv->path[w] + r));
     lv->rd = r + __builtin_popcount(need);
 }
 
 /* Appends the lanes in keep to the level's buffer. */
 SIMD_TARGET static inline void level_push(simd_level_t *lv, __mmask16 keep, __m512i open, __m512i col,
-                                          __m512i dl, __m512i dr)
+                                          __m512i dl, __m512i dr, const __m512i *path, int rare)
 {
     int w = lv->cnt;
     _mm512_storeu_si512(lv->open + w, _mm512_maskz_compress_epi32(keep, open));
     _mm512_storeu_si512(lv->col + w, _mm512_maskz_compress_epi32(keep, col));
     _mm512_storeu_si512(lv->dl + w, _mm512_maskz_compress_epi32(keep, dl));
     _mm512_storeu_si512(lv->dr + w, _mm512_maskz_compress_epi32(keep, dr));
+    for (int i = 0; rare && i < PATH_WORDS; i++)
+        _mm512_storeu_si512(lv->path[i] + w, _mm512_maskz_compress_epi32(keep, path[i]));
     lv->cnt = w + __builtin_popcount(keep);
 }
 
@@ -160,6 +176,7 @@ SIMD_TARGET static inline void level_push(simd_level_t *lv, __mmask16 keep, __m5
 typedef struct {
     __m512i nodes, sols;
     int steps;
+    int err;                           /* rare pass: -1 once count_solution overflowed */
     uint64_t nodes64, sols64, next_poll;
 } simd_tally_t;
 
@@ -174,7 +191,7 @@ SIMD_TARGET static inline void tally_flush(simd_tally_t *t)
 /* A queen placed at level c in every lane: the child's columns, diagonals and open cells at level c+1. */
 typedef struct {
     __mmask16 act;                     /* the lanes that had a queen to place */
-    __m512i col, dl, dr, open;
+    __m512i bit, col, dl, dr, open;
 } placed_t;
 
 /* Each lane takes the lowest queen of its node at level c. */
@@ -183,6 +200,7 @@ SIMD_TARGET static inline placed_t lanes_place(const nq_levels_t *K, int c, lane
     placed_t p;
     __m512i bit = _mm512_and_si512(x->open, _mm512_sub_epi32(_mm512_setzero_si512(), x->open));
     __m128i s = shift_of(K->shift[c + 1]);
+    p.bit = bit;
     p.act = _mm512_test_epi32_mask(x->open, x->open);
     x->open = _mm512_xor_si512(x->open, bit);
     p.col = _mm512_or_si512(x->col, bit);
@@ -198,17 +216,61 @@ SIMD_TARGET static inline placed_t lanes_place(const nq_levels_t *K, int c, lane
  * node; children with a viable cell go to level c+1. Returns the lanes that were active.
  */
 SIMD_TARGET static inline __mmask16 step_main(const nq_levels_t *K, int c, lanes_t *x, simd_level_t *out,
-                                             simd_tally_t *t)
+                                             simd_tally_t *t, int rare)
 {
     placed_t p = lanes_place(K, c, x);
     t->nodes = _mm512_add_epi32(t->nodes, _mm512_maskz_popcnt_epi32(p.act, p.open));
     __m512i vo = v_viable(K, c + 1, p.open, p.col, p.dl, p.dr);
-    level_push(out, _mm512_mask_test_epi32_mask(p.act, vo, vo), vo, p.col, p.dl, p.dr);
+    __m512i path[PATH_WORDS];
+    if (rare) {
+        /* the child's path: the parent's plus this level's column (popcount of the bits below it) */
+        __m512i at = _mm512_sll_epi32(_mm512_popcnt_epi32(_mm512_sub_epi32(p.bit, _mm512_set1_epi32(1))),
+                                      shift_of(5 * (c % PATH_LEVELS)));
+        for (int w = 0; w < PATH_WORDS; w++)
+            path[w] = w == c / PATH_LEVELS ? _mm512_or_si512(x->path[w], at) : x->path[w];
+    }
+    level_push(out, _mm512_mask_test_epi32_mask(p.act, vo, vo), vo, p.col, p.dl, p.dr, path, rare);
     return p.act;
 }
 
+/*
+ * The rare pass's solutions below the level m-3 queens of the lanes in `has`:
+ * each lane's board rebuilt from its path, the last two rows' pairs walked,
+ * and every solution counted with its weight and unique check.
+ */
+SIMD_TARGET static __attribute__((noinline)) void rare_emit(const nq_plan_t *pl, nq_count_acc_t *acc,
+                                                            simd_tally_t *t, __mmask16 has, const lanes_t *x,
+                                                            __m512i bit, __m512i o2, __m512i R, int s2)
+{
+    uint32_t path[PATH_WORDS][LANES], b3[LANES], row2[LANES], last[LANES];
+    for (int w = 0; w < PATH_WORDS; w++)
+        _mm512_storeu_si512(path[w], x->path[w]);
+    _mm512_storeu_si512(b3, bit);
+    _mm512_storeu_si512(row2, o2);
+    _mm512_storeu_si512(last, R);
+    const int m = pl->m;
+    uint8_t cols[NQ_SHARD_MAX_N];
+    memcpy(cols, pl->cols, sizeof cols);   /* the fixed queens */
+    for (unsigned lanes = has; lanes; lanes &= lanes - 1) {
+        int i = __builtin_ctz(lanes);
+        for (int L = 0; L < m - 3; L++)
+            cols[pl->row[L]] = (uint8_t)(path[L / PATH_LEVELS][i] >> (5 * (L % PATH_LEVELS)) & 31);
+        cols[pl->row[m - 3]] = (uint8_t)__builtin_ctz(b3[i]);
+        for (uint32_t v = row2[i]; v; v &= v - 1) {
+            uint32_t u = v & -v, free_last = last[i] & ~(u | u << s2 | u >> s2);
+            cols[pl->row[m - 2]] = (uint8_t)__builtin_ctz(u);
+            for (; free_last; free_last &= free_last - 1) {
+                cols[pl->row[m - 1]] = (uint8_t)__builtin_ctz(free_last);
+                if (count_solution(pl, cols, acc))
+                    t->err = -1;
+            }
+        }
+    }
+}
+
 /* One step at level m-3: the lowest queen of each active lane's node, and the last two rows in closed form. */
-SIMD_TARGET static inline __mmask16 step_last(const nq_levels_t *K, lanes_t *x, simd_tally_t *t)
+SIMD_TARGET static inline __mmask16 step_last(const nq_levels_t *K, lanes_t *x, simd_tally_t *t,
+                                             const nq_plan_t *pl, nq_count_acc_t *acc, int rare)
 {
     const int c = K->m - 3;
     placed_t p = lanes_place(K, c, x);
@@ -229,8 +291,19 @@ SIMD_TARGET static inline __mmask16 step_last(const nq_levels_t *K, lanes_t *x, 
     __m512i sols = _mm512_sub_epi32(_mm512_mullo_epi32(n2, _mm512_popcnt_epi32(R8)), clash8);
     t->nodes = _mm512_mask_add_epi32(t->nodes, act, t->nodes, all);
     t->sols = _mm512_mask_add_epi32(t->sols, act, t->sols, sols);
+    if (rare) {
+        /* all - n2: the pairs; the rare pass's last row holds only rare cells */
+        __mmask16 has = _mm512_mask_cmpgt_epu32_mask(act, _mm512_sub_epi32(all, n2), _mm512_setzero_si512());
+        if (has)
+            rare_emit(pl, acc, t, has, x, p.bit, o2, R, K->shift[c + 2]);
+    }
     return act;
 }
+
+SIMD_TARGET static int drain_main(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
+                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl);
+SIMD_TARGET static int drain_rare(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
+                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl);
 
 /* Flushes the lane counters and polls about every 2^20 nodes: 0, 2 cancelled, -1 overflow. */
 SIMD_TARGET static int tally_poll(simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl)
@@ -246,43 +319,67 @@ SIMD_TARGET static int tally_poll(simd_tally_t *t, nq_count_acc_t *acc, const nq
  * Drains level c (stepping down whenever level c+1 fills up): 0, or what
  * tally_poll returned. Recursion depth is at most m.
  */
-SIMD_TARGET static int drain(const nq_levels_t *K, simd_level_t *lv, int c, simd_tally_t *t,
-                             nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl)
+SIMD_TARGET static inline int drain(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
+                                    simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int rare)
 {
-    lanes_t x = { _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512() };
+    lanes_t x;
+    x.open = x.col = x.dl = x.dr = _mm512_setzero_si512();
+    for (int w = 0; w < PATH_WORDS; w++)
+        x.path[w] = _mm512_setzero_si512();
     int rc;
     for (;;) {
-        lanes_refill(&lv[c], &x);
-        __mmask16 act = c == K->m - 3 ? step_last(K, &x, t) : step_main(K, c, &x, &lv[c + 1], t);
+        lanes_refill(&lv[c], &x, rare);
+        __mmask16 act = c == K->m - 3 ? step_last(K, &x, t, pl, acc, rare)
+                                      : step_main(K, c, &x, &lv[c + 1], t, rare);
         if (!act)
             break;
+        if (rare && t->err)
+            return t->err;
         if (++t->steps == FLUSH_STEPS && (rc = tally_poll(t, acc, ctl)) != 0)
             return rc;
         if (c < K->m - 3 && lv[c + 1].cnt > CAP - LANES) {
-            lanes_save(&lv[c], &x);
-            if ((rc = drain(K, lv, c + 1, t, acc, ctl)) != 0)
+            lanes_save(&lv[c], &x, rare);
+            if ((rc = rare ? drain_rare(K, pl, lv, c + 1, t, acc, ctl) : drain_main(K, pl, lv, c + 1, t, acc, ctl)) != 0)
                 return rc;
-            lanes_load(&lv[c], &x);
+            lanes_load(&lv[c], &x, rare);
         }
     }
     lv[c].cnt = lv[c].rd = 0;
     /* the children this level left below the step-down mark */
-    return c < K->m - 3 && lv[c + 1].cnt ? drain(K, lv, c + 1, t, acc, ctl) : 0;
+    if (c == K->m - 3 || !lv[c + 1].cnt)
+        return 0;
+    return rare ? drain_rare(K, pl, lv, c + 1, t, acc, ctl) : drain_main(K, pl, lv, c + 1, t, acc, ctl);
+}
+
+/* The two passes' drains, each compiled with its own constant `rare`. */
+SIMD_TARGET static int drain_main(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
+                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl)
+{
+    return drain(K, pl, lv, c, t, acc, ctl, 0);
+}
+
+SIMD_TARGET static int drain_rare(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
+                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl)
+{
+    return drain(K, pl, lv, c, t, acc, ctl, 1);
 }
 
 SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count_acc_t *acc,
-                                 const nq_kernel_ctl_t *ctl, uint64_t *nodes_out)
+                                 const nq_kernel_ctl_t *ctl, uint64_t *nodes_out, int rare)
 {
     nq_levels_t K;
     levels_init(&K, pl);
-    simd_tally_t t = { _mm512_setzero_si512(), _mm512_setzero_si512(), 0, 0, 0, NQ_KERNEL_POLL_NODES };
+    simd_tally_t t = { _mm512_setzero_si512(), _mm512_setzero_si512(), 0, 0, 0, 0, NQ_KERNEL_POLL_NODES };
     /* the root: level 0 with the fixed queens' columns, filtered like any other level */
     uint32_t open0 = K.open_of[0] & ~pl->colfix;
     __m512i col = _mm512_set1_epi32((int)pl->colfix), zero = _mm512_setzero_si512();
     __m512i vo = v_viable(&K, 0, _mm512_set1_epi32((int)open0), col, zero, zero);
     t.nodes64 = (unsigned)__builtin_popcount(open0);
-    level_push(&lv[0], _mm512_mask_test_epi32_mask(1, vo, vo), vo, col, zero, zero);
-    int rc = drain(&K, lv, 0, &t, acc, ctl);
+    __m512i path[PATH_WORDS];
+    for (int w = 0; w < PATH_WORDS; w++)
+        path[w] = zero;
+    level_push(&lv[0], _mm512_mask_test_epi32_mask(1, vo, vo), vo, col, zero, zero, path, rare);
+    int rc = rare ? drain_rare(&K, pl, lv, 0, &t, acc, ctl) : drain_main(&K, pl, lv, 0, &t, acc, ctl);
     tally_flush(&t);
     if (rc == 0)
         rc = count_poll(acc, &t.sols64, t.nodes64, NULL);
@@ -329,16 +426,25 @@ int search_simd(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, 
     simd_level_t *lv = levels_get(pl->m);
     if (!lv)
         return NQ_SIMD_DECLINED;
-    int rc = simd_body(pl, lv, acc, ctl, nodes);
-    if (rc != 0 || !pl->leafx)
-        return rc;
-    /* the rare cells of the last row, one solution at a time (nodes already counted above) */
+    uint32_t last_open = pl->full & ~pl->block[pl->m - 1];
+    if (!pl->leafx || (last_open & pl->leaf8)) {
+        int rc = simd_body(pl, lv, acc, ctl, nodes, 0);
+        if (rc != 0 || !pl->leafx)
+            return rc;
+    }
+    /*
+     * The rare cells of the last row, one solution at a time. When the last row has
+     * no weight-8 cell the cut changes nothing, so this pass alone gives the nodes.
+     */
     nq_plan_t px = *pl;
-    uint64_t ignored;
+    uint64_t rare_nodes;
     px.block[px.m - 1] |= ~pl->leafx;
     px.leaf8 = 0;
-    px.node_base = pl->node_base + *nodes;
-    return search_scalar(&px, acc, ctl, &ignored);
+    px.node_base = pl->node_base + ((last_open & pl->leaf8) ? *nodes : 0);
+    int rc = simd_body(&px, lv, acc, ctl, &rare_nodes, 1);
+    if (!(last_open & pl->leaf8))
+        *nodes = rare_nodes;
+    return rc;
 }
 
 #else
