@@ -305,6 +305,14 @@ SIMD_TARGET static int drain_main(const nq_levels_t *K, const nq_plan_t *pl, sim
 SIMD_TARGET static int drain_rare(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
                                   simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl);
 
+/* The drain of the same pass, one level down. */
+SIMD_TARGET static inline int descend(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
+                                      simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl,
+                                      int rare)
+{
+    return rare ? drain_rare(K, pl, lv, c + 1, t, acc, ctl) : drain_main(K, pl, lv, c + 1, t, acc, ctl);
+}
+
 /* Flushes the lane counters and polls about every 2^20 nodes: 0, 2 cancelled, -1 overflow. */
 SIMD_TARGET static int tally_poll(simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl)
 {
@@ -320,7 +328,8 @@ SIMD_TARGET static int tally_poll(simd_tally_t *t, nq_count_acc_t *acc, const nq
  * tally_poll returned. Recursion depth is at most m.
  */
 SIMD_TARGET static inline int drain(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
-                                    simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int rare)
+                                    simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl,
+                                    int rare)
 {
     lanes_t x;
     x.open = x.col = x.dl = x.dr = _mm512_setzero_si512();
@@ -339,16 +348,14 @@ SIMD_TARGET static inline int drain(const nq_levels_t *K, const nq_plan_t *pl, s
             return rc;
         if (c < K->m - 3 && lv[c + 1].cnt > CAP - LANES) {
             lanes_save(&lv[c], &x, rare);
-            if ((rc = rare ? drain_rare(K, pl, lv, c + 1, t, acc, ctl) : drain_main(K, pl, lv, c + 1, t, acc, ctl)) != 0)
+            if ((rc = descend(K, pl, lv, c, t, acc, ctl, rare)) != 0)
                 return rc;
             lanes_load(&lv[c], &x, rare);
         }
     }
     lv[c].cnt = lv[c].rd = 0;
     /* the children this level left below the step-down mark */
-    if (c == K->m - 3 || !lv[c + 1].cnt)
-        return 0;
-    return rare ? drain_rare(K, pl, lv, c + 1, t, acc, ctl) : drain_main(K, pl, lv, c + 1, t, acc, ctl);
+    return c < K->m - 3 && lv[c + 1].cnt ? descend(K, pl, lv, c, t, acc, ctl, rare) : 0;
 }
 
 /* The two passes' drains, each compiled with its own constant `rare`. */

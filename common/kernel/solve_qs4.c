@@ -437,6 +437,6 @@ static int qs4_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts, uint3
 }
 
 const nq_solver_t nq_solver_qs4 = {
-    "qs4", "QS4-style greedy placement + swap repair, ~4.5 bytes/queen (default)",
+    "qs4", "QS4-style greedy placement + swap repair, ~4.6 bytes/queen (default)",
     4, NQ_SOLVE_MAX_N, qs4_memory, qs4_run, NULL,
 };
