@@ -78,7 +78,8 @@ static uint64_t cols_hash(const uint32_t *cols, uint64_t n)
  * chunks; 1048676 crosses a chunk boundary (2^20) within the look-ahead, and
  * 17 goes through restarts. Above 2^24 queens the stream is tiled (since the
  * change that made 1e9 queens take 40 s instead of 98); 2^24 + 1 has a last
- * tile of one column, so nearly every column of that tile is cycle-walked.
+ * tile of one column, so nearly every column of that tile is cycle-walked;
+ * 20971520 is five whole tiles, so nothing is.
  */
 T_TEST(test_qs4_same_boards_as_before)
 {
@@ -89,6 +90,7 @@ T_TEST(test_qs4_same_boards_as_before)
         { 3000017, 7, 0x9636f2d8be0d3aadULL },
         { 16777216, 7, 0xa3e060a24675bdd7ULL },
         { 16777217, 7, 0x379ba47dac61795dULL },
+        { 20971520, 7, 0x3ccea6c7fb98f9c3ULL },
     };
     for (size_t i = 0; i < sizeof pin / sizeof pin[0]; i++) {
         uint32_t *cols = solve_ok(&nq_solver_qs4, pin[i].n, pin[i].seed);
