@@ -234,6 +234,11 @@ static int name_index(const char *const *names, int count, const unsigned char *
     return -1;
 }
 
+int store_shard_state_parse(const unsigned char *s)
+{
+    return name_index(shard_state_names, NQ_SHARD_CANCELLED + 1, s);
+}
+
 /* ---------------------------------------------------------------- small helpers */
 
 
@@ -1041,7 +1046,7 @@ static void shard_row_read(sqlite3_stmt *q, nq_shard_row_t *o)
     memset(o, 0, sizeof *o);
     o->job = col_u64(q, 0);
     o->idx = col_u64(q, 1);
-    int st = name_index(shard_state_names, 6, sqlite3_column_text(q, 2));
+    int st = store_shard_state_parse(sqlite3_column_text(q, 2));
     o->state = st < 0 ? NQ_SHARD_FAILED : (nq_shard_state_t)st;
     o->attempts = (uint32_t)sqlite3_column_int64(q, 3);
     o->lease = col_u64(q, 4);
@@ -1245,7 +1250,7 @@ static int put_lookup(nq_store_t *s, const nq_result_t *r, put_ctx_t *c)
     if (rc == SQLITE_ROW) {
         /* no row: pending, beyond the frontier (whether idx is a shard at all is checked below) */
         c->shard_state = sqlite3_column_type(q, 0) == SQLITE_NULL ? NQ_SHARD_PENDING
-                         : name_index(shard_state_names, 6, sqlite3_column_text(q, 0));
+                         : store_shard_state_parse(sqlite3_column_text(q, 0));
         c->has_result = sqlite3_column_int(q, 1);
         c->status = sqlite3_column_int(q, 2);
         c->total = col_u64(q, 3);

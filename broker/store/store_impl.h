@@ -24,6 +24,8 @@ int store_tx_leave(nq_store_t *s, int own, int rc);
 int store_fail(nq_store_t *s, const char *op, int rc);
 /* Steps a statement that returns nothing we need and resets it: 0, or SQLite's error. */
 int store_step_done(sqlite3_stmt *q);
+/* A shard state as the shards table spells it (nq_shard_state_t), or -1. */
+int store_shard_state_parse(const unsigned char *s);
 
 /* One done shard's contribution to its job's row (004_campaign.sql). */
 typedef struct {

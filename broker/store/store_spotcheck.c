@@ -169,8 +169,6 @@ static void vote_read(sqlite3_stmt *q, int col, nq_vote_t *v)
     v->elapsed = sqlite3_column_double(q, col + 6);
 }
 
-static const char *const state_names[] = { "pending", "leased", "done", "failed", "conflict", "cancelled" };
-
 int store_shard_votes(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_votes_t *out)
 {
     memset(out, 0, sizeof *out);
@@ -182,10 +180,7 @@ int store_shard_votes(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_votes_
     sqlite3_bind_int64(q, 2, (int64_t)idx);
     int e = sqlite3_step(q);
     if (e == SQLITE_ROW) {
-        const char *st = (const char *)sqlite3_column_text(q, 0);
-        for (int i = 0; i < 6; i++)
-            if (st && strcmp(st, state_names[i]) == 0)
-                out->state = i;
+        out->state = store_shard_state_parse(sqlite3_column_text(q, 0));
         out->verify = sqlite3_column_int(q, 1);
         if (sqlite3_column_int(q, 10)) {        /* it has a result: the first vote */
             out->votes[0].who = sqlite3_column_int64(q, 2);

@@ -93,6 +93,12 @@ static inline uint64_t perm_at(const qs4_perm_t *p, uint64_t i)
 #define LOCAL_ABOVE (1ULL << 24)
 #define GROUP_MIN (1ULL << 16)           /* fewer parked columns: not worth grouping */
 
+/* Tiles of 2^TILE_BITS columns that cover [0, n), the last one perhaps partly. */
+static uint64_t tiles_of(uint64_t n)
+{
+    return (n + (1ULL << TILE_BITS) - 1) >> TILE_BITS;
+}
+
 typedef struct {
     uint64_t n;
     int tiled;
@@ -109,7 +115,7 @@ static void stream_init(qs4_stream_t *s, uint64_t n, nq_rng_t *rng)
     s->tiled = n > LOCAL_ABOVE;
     if (!s->tiled)
         return;
-    s->tiles = (n + (1ULL << TILE_BITS) - 1) >> TILE_BITS;
+    s->tiles = tiles_of(n);
     perm_init(&s->visits, s->tiles << (TILE_BITS - SLICE_BITS), rng);
     for (int i = 0; i < 3; i++) {
         s->key[i] = (uint32_t)rng_next(rng);
@@ -412,7 +418,7 @@ static int qs4_run(uint64_t n, uint64_t seed, const nq_solve_opts_t *opts, uint3
     q.dg = bm;
     q.ad = q.dg + q.bm_bytes / 2 / sizeof(uint64_t);
     q.group_len = group_len(n);
-    q.tiles = (n + (1ULL << TILE_BITS) - 1) >> TILE_BITS;
+    q.tiles = tiles_of(n);
     if (q.group_len) {
         q.group_buf = malloc(q.group_len * sizeof *q.group_buf);
         q.rank = malloc(q.tiles * sizeof *q.rank);
