@@ -74,7 +74,7 @@ void levels_init(nq_levels_t *lv, const nq_plan_t *pl)
     memset(lv, 0, sizeof *lv);
     lv->m = pl->m;
     for (int i = 0; i < pl->m; i++) {
-        lv->open_of[i] = pl->full & ~pl->block[i];
+        lv->open_of[i] = plan_open(pl, i);
         lv->shift[i] = pl->shift[i];
     }
     for (int i = 0; i + 2 < pl->m; i++) {

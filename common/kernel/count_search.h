@@ -41,6 +41,9 @@ typedef struct {
  */
 void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip);
 
+/* Free level L's cells that no fixed queen attacks: its open cells before any queen of the search. */
+static inline uint32_t plan_open(const nq_plan_t *pl, int L) { return pl->full & ~pl->block[L]; }
+
 /*
  * The per-level tables both counting kernels read (count_fast.c, count_simd.c):
  * the open cells of each level before any queen of the search, and the row

@@ -461,7 +461,7 @@ int search_simd(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, 
     simd_level_t *lv = levels_get(pl->m);
     if (!lv)
         return NQ_SIMD_DECLINED;
-    uint32_t last_open = pl->full & ~pl->block[pl->m - 1];
+    uint32_t last_open = plan_open(pl, pl->m - 1);
     if (!pl->leafx || (last_open & pl->leaf8)) {
         int rc = simd_body(pl, lv, acc, ctl, nodes, 0);
         if (rc != 0 || !pl->leafx)

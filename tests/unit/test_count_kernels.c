@@ -50,7 +50,7 @@ static void compare(const nq_plan_t *pl, int n, int depth, size_t i, const char 
     T_CHECK(same(&s, &v));
     T_EQ_U64(s.rc, 0);
     *rare += pl->leafx != 0 && s.total != 0;
-    rare_only += pl->leafx != 0 && s.total != 0 && !(pl->leaf8 & pl->full & ~pl->block[pl->m - 1]);
+    rare_only += pl->leafx != 0 && s.total != 0 && !(pl->leaf8 & plan_open(pl, pl->m - 1));
 }
 
 /* Shard i of s, decoded, and its plan in one orientation. */
