@@ -53,4 +53,18 @@ static inline uint64_t rng_below(nq_rng_t *r, uint64_t bound)
     return (uint64_t)(m >> 64);
 }
 
+/* a = a uniform random permutation of 0..n-1 (Fisher-Yates from the top: the draws that
+   fix every solver's board for a seed, so their order must not change). */
+static inline void rng_permutation(nq_rng_t *r, uint32_t *a, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++)
+        a[i] = (uint32_t)i;
+    for (uint64_t i = n; i-- > 1;) {
+        uint64_t j = rng_below(r, i + 1);
+        uint32_t t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+    }
+}
+
 #endif

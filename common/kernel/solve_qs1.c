@@ -75,14 +75,7 @@ static int qs1_try_swap(qs1_t *q, uint64_t i, uint64_t j)
 static void qs1_start(qs1_t *q, nq_rng_t *rng)
 {
     uint64_t n = q->n;
-    for (uint64_t i = 0; i < n; i++)
-        q->cols[i] = (uint32_t)i;
-    for (uint64_t i = n - 1; i > 0; i--) {
-        uint64_t j = rng_below(rng, i + 1);
-        uint32_t t = q->cols[i];
-        q->cols[i] = q->cols[j];
-        q->cols[j] = t;
-    }
+    rng_permutation(rng, q->cols, n);
     for (uint64_t r = 0; r < n; r++)
         qs1_put(q, r, q->cols[r]);
 }

@@ -286,14 +286,7 @@ static void parked_group(qs4_t *q, uint64_t lo, nq_rng_t *rng)
     uint64_t tiles = q->tiles;
     uint32_t *rank = q->rank;
     uint64_t *at = q->at;
-    for (uint64_t t = 0; t < tiles; t++)
-        rank[t] = (uint32_t)t;
-    for (uint64_t t = tiles - 1; t > 0; t--) {
-        uint64_t u = rng_below(rng, t + 1);
-        uint32_t x = rank[t];
-        rank[t] = rank[u];
-        rank[u] = x;
-    }
+    rng_permutation(rng, rank, tiles);
     uint32_t *cols = q->cols;
     for (uint64_t c0 = lo; c0 < q->n; c0 += q->group_len) {
         uint64_t len = q->n - c0 < q->group_len ? q->n - c0 : q->group_len;

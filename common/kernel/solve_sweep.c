@@ -73,14 +73,7 @@ static void sw_lift(sw_t *s, uint64_t r)
 static void sw_start(sw_t *s)
 {
     uint64_t n = s->n;
-    for (uint64_t i = 0; i < n; i++)
-        s->cols[i] = (uint32_t)i;
-    for (uint64_t i = n - 1; i > 0; i--) {
-        uint64_t j = rng_below(&s->rng, i + 1);
-        uint32_t t = s->cols[i];
-        s->cols[i] = s->cols[j];
-        s->cols[j] = t;
-    }
+    rng_permutation(&s->rng, s->cols, n);
     for (uint64_t r = 0; r < n; r++)
         sw_put(s, r, s->cols[r]);
 }
