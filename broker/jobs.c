@@ -260,10 +260,13 @@ static void job_finish(nq_broker_t *b, nq_job_t *j, nq_job_state_t st)
 }
 
 /*
- * Every shard looks decided, yet copies are still queued or out: spare quorum copies, or a
- * re-lease whose first holder delivered late. The store's counts decide (the in-memory ones
- * could count a shard that failed and later got a result twice); if they agree, the copies are
- * moot and are dropped, so every honest schedule ends.
+ * Every shard looks decided, yet copies are still queued or out: spare quorum copies, a
+ * re-lease whose first holder delivered late, or spot-check copies of checks already decided
+ * (after a restart, a check is queued again from the store while the identity that held it
+ * delivers it; every live identity may then have voted, so nobody could ever take the copy).
+ * The store's counts decide (the in-memory ones could count a shard that failed and later got
+ * a result twice); if they agree, the copies are moot and are dropped, so every honest
+ * schedule ends. The caller has asked spotcheck_holds first: no check is open.
  */
 static void job_settle(nq_broker_t *b, nq_job_t *j)
 {
@@ -277,6 +280,7 @@ static void job_settle(nq_broker_t *b, nq_job_t *j)
         return;
     leases_cancel_job(b, j->id);
     j->npending = 0;
+    j->nchecks = 0;
     j->frontier = j->shards_total;
     j->ngrace = 0;
 }

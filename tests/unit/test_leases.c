@@ -1,14 +1,16 @@
 /*
  * Leases, jobs and quorum on a fake clock: the broker is driven one round at a time
  * (broker_round) from this thread, with b->clock replaced, and scripted workers on loopback.
- * Liveness expiry, stalled progress, grace after a restart, and quorum's duplicate, late and
- * dissenting votes are checked through the store, without sleeping through real timeouts.
+ * Liveness expiry, stalled progress, grace after a restart, quorum's duplicate, late and
+ * dissenting votes, and spot-check copies made moot across a restart are checked through the
+ * store, without sleeping through real timeouts.
  */
 #include "t.h"
 
 #include "broker.h"
 #include "broker_impl.h"
 #include "count.h"
+#include "store_spotcheck.h"
 
 #include <unistd.h>
 #include <zmq.h>
@@ -333,6 +335,75 @@ T_TEST(test_quorum_votes)
     fake_close(&a);
     fake_close(&c);
     fake_close(&late);
+    teardown();
+}
+
+static void fake_credit(fake_t *w, uint32_t credit)
+{
+    nq_msg_t c = { .type = NQ_MSG_CREDIT };
+    c.u.credit.credit = credit;
+    fake_send(w, &c);
+}
+
+/*
+ * Spot-checks across a restart, with every result checked (--verify-rate 1). `a` delivers every
+ * shard; `b2` holds every check copy when the broker goes down. The restarted broker queues a
+ * check copy for each open check from the store; then b2 comes back and delivers the checks it
+ * held, deciding all of them. The queued copies are now moot, and neither a nor b2 may take them
+ * (both voted): the job must end anyway, not wait on copies nobody can run (a CI hang, once).
+ */
+T_TEST(test_spotcheck_moot_copies_after_restart)
+{
+    setup();
+    nq_job_spec_t spec = { .kind = NQ_KIND_COUNT, .n = 6, .max_attempts = 5, .quorum = 1,
+                           .verify_ppm = 1000000 };
+    uint64_t job = 0;
+    char err[256];
+    T_CHECK(jobs_submit(b, &spec, &job, err, sizeof err) == 0);
+    nq_job_t *j = jobs_find(b, job);
+    T_CHECK(j != NULL);
+    uint64_t nshards = j ? j->shards_total : 0;
+    fake_t a, b2;
+    fake_hello(&a, "spot-a", 31, 16);
+    run_with(0.2, 0.05, (fake_t *[]){ &a, NULL });
+    T_EQ_U64(a.ntasks, nshards);
+    fake_credit(&a, 0);
+    vote_all(&a, 0);
+    run_with(0.2, 0.05, (fake_t *[]){ &a, NULL });
+    results_flush(b);
+    fake_hello(&b2, "spot-b", 32, 16);
+    run_with(0.2, 0.05, (fake_t *[]){ &a, &b2, NULL });
+    T_EQ_U64(b2.ntasks, nshards);         /* every result drew a check, and b2 holds them all */
+    uint64_t open = 0;
+    T_CHECK(store_spot_open(b->store, job, &open) == 0 && open == nshards);
+    broker_destroy(&b);                   /* down with every check open */
+    fake_close(&a);
+    fake_close(&b2);
+    b = broker_start();
+    j = jobs_find(b, job);
+    T_CHECK(j != NULL && j->nchecks == nshards);   /* requeued from the store */
+    nq_task_t held[16];
+    int nheld = b2.ntasks;
+    memcpy(held, b2.tasks, sizeof held);
+    fake_hello(&b2, "spot-b", 32, 0);     /* same session, no credit yet: it only delivers */
+    fake_hello(&a, "spot-a", 31, 0);
+    run_with(0.2, 0.05, (fake_t *[]){ &a, &b2, NULL });
+    for (int i = 0; i < nheld; i++)
+        fake_result(&b2, &held[i], 0);
+    run_with(0.2, 0.05, (fake_t *[]){ &a, &b2, NULL });
+    results_flush(b);
+    T_CHECK(store_spot_open(b->store, job, &open) == 0 && open == 0);
+    fake_credit(&a, 16);
+    fake_credit(&b2, 16);
+    run_with(0.5, 0.05, (fake_t *[]){ &a, &b2, NULL });
+    results_flush(b);
+    nq_job_row_t row;
+    T_CHECK(store_job_get(b->store, job, &row) == 0);
+    T_EQ_U64(row.shards_done, nshards);
+    T_CHECK(row.state == NQ_JOB_DONE);
+    T_CHECK(jobs_find(b, job) == NULL);
+    fake_close(&a);
+    fake_close(&b2);
     teardown();
 }
 
