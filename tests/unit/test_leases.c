@@ -77,6 +77,13 @@ static void fake_send(fake_t *w, const nq_msg_t *m)
     msgpack_sbuffer_destroy(&sb);
 }
 
+static void fake_credit(fake_t *w, uint32_t credit)
+{
+    nq_msg_t c = { .type = NQ_MSG_CREDIT };
+    c.u.credit.credit = credit;
+    fake_send(w, &c);
+}
+
 static void fake_hello(fake_t *w, const char *id, uint64_t nonce, uint32_t credit)
 {
     char ep[256];
@@ -93,9 +100,7 @@ static void fake_hello(fake_t *w, const char *id, uint64_t nonce, uint32_t credi
     h.u.hello.nonce = nonce;
     h.u.hello.threads = 1;
     fake_send(w, &h);
-    nq_msg_t c = { .type = NQ_MSG_CREDIT };
-    c.u.credit.credit = credit;
-    fake_send(w, &c);
+    fake_credit(w, credit);
 }
 
 /* Reads what the broker sent: TASKs are kept (spec copied into the frame's place is not needed). */
@@ -336,13 +341,6 @@ T_TEST(test_quorum_votes)
     fake_close(&c);
     fake_close(&late);
     teardown();
-}
-
-static void fake_credit(fake_t *w, uint32_t credit)
-{
-    nq_msg_t c = { .type = NQ_MSG_CREDIT };
-    c.u.credit.credit = credit;
-    fake_send(w, &c);
 }
 
 /*
