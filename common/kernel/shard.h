@@ -109,6 +109,11 @@ int shards_each(const nq_shards_t *s, shards_each_fn fn, void *ud);
 /* The lease order, a permutation of 0..count-1: the shard at position pos. Roots (a, c, d)
    by their estimated size, largest first; a root's shards in list order. O(log roots). */
 uint64_t shards_at(const nq_shards_t *s, uint64_t pos);
+/* shards_each for the shards at lease positions pos..pos+count-1 (clipped to the list), in
+   lease order: fn gets each one's index and descriptor. O(log blocks) plus one block's walk
+   to find pos, then O(1) amortized a shard. Lets threads take runs of the lease order
+   without the whole list of descriptors in memory. */
+int shards_each_at(const nq_shards_t *s, uint64_t pos, uint64_t count, shards_each_fn fn, void *ud);
 int shards_encoding(const nq_shards_t *s);
 int shards_depth(const nq_shards_t *s);
 void shards_destroy(nq_shards_t **s);

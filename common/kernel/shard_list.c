@@ -341,13 +341,20 @@ static int order_build(nq_shards_t *s)
     return 0;
 }
 
-uint64_t shards_at(const nq_shards_t *s, uint64_t pos)
+/* The slot in the lease order holding position pos: the last root starting at or before it. */
+static size_t order_slot(const nq_shards_t *s, uint64_t pos)
 {
-    size_t lo = 0, hi = s->nroots;             /* the last order slot starting at or before pos */
+    size_t lo = 0, hi = s->nroots;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
         if (s->order_start[mid] <= pos) lo = mid; else hi = mid;
     }
+    return lo;
+}
+
+uint64_t shards_at(const nq_shards_t *s, uint64_t pos)
+{
+    size_t lo = order_slot(s, pos);
     uint32_t r = s->order[lo];
     return s->block_start[s->roots[r].first_block] + (pos - s->order_start[lo]);
 }
@@ -423,15 +430,22 @@ uint64_t shards_count(const nq_shards_t *s) { return s->block_start[s->nblocks];
 int shards_depth(const nq_shards_t *s) { return s->depth; }
 int shards_encoding(const nq_shards_t *s) { return s->encoding; }
 
-size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out)
+/* The block holding shard i (< shards_count): the last one starting at or before i. */
+static size_t block_of(const nq_shards_t *s, uint64_t i)
 {
-    if (i >= shards_count(s))
-        return 0;
-    size_t lo = 0, hi = s->nblocks;            /* the last block starting at or before i */
+    size_t lo = 0, hi = s->nblocks;
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
         if (s->block_start[mid] <= i) lo = mid; else hi = mid;
     }
+    return lo;
+}
+
+size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out)
+{
+    if (i >= shards_count(s))
+        return 0;
+    size_t lo = block_of(s, i);
     const root_t *rt = &s->roots[s->block_root[lo]];
     walk_t w = s->walks[s->block_root[lo]];
     uint8_t cols[NQ_SHARD_MAX_N];
@@ -444,12 +458,14 @@ size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out)
     return list_encode(s, rt, w.L, cols, out);
 }
 
-/* shards_each's walk: the root and block being walked, the next index, the caller's function. */
+/* shards_each's walk: the root and block being walked, the next index, the shards wanted
+   ([from, to)), the caller's function; past_end is set when the walk passed `to`. */
 typedef struct {
     const nq_shards_t *s;
     const root_t *rt;
     const walk_t *w;
-    uint64_t i;
+    uint64_t i, from, to;
+    int past_end;
     shards_each_fn fn;
     void *ud;
 } each_t;
@@ -458,25 +474,55 @@ static int each_leaf(void *ud, const uint8_t *cols)
 {
     each_t *e = ud;
     uint8_t out[NQ_MAX_SPEC];
+    if (e->i < e->from) {               /* the start of the first block, before the range */
+        e->i++;
+        return 0;
+    }
+    if (e->i >= e->to) {
+        e->past_end = 1;
+        return 1;
+    }
     size_t len = list_encode(e->s, e->rt, e->w->L, cols, out);
     return e->fn(e->ud, e->i++, out, len);
 }
 
-int shards_each(const nq_shards_t *s, shards_each_fn fn, void *ud)
+/* Walks the blocks from b on until e->to: 0, or the first nonzero e->fn returned. */
+static int each_blocks(const nq_shards_t *s, size_t b, each_t *e)
 {
-    each_t e = { s, NULL, NULL, 0, fn, ud };
-    for (size_t b = 0; b < s->nblocks; b++) {
+    for (; b < s->nblocks && s->block_start[b] < e->to; b++) {
         walk_t w = s->walks[s->block_root[b]];
         uint8_t cols[NQ_SHARD_MAX_N];
-        e.rt = &s->roots[s->block_root[b]];
-        e.w = &w;
-        e.i = s->block_start[b];
+        e->rt = &s->roots[s->block_root[b]];
+        e->w = &w;
+        e->i = s->block_start[b];
         memcpy(cols, s->block_cols + b * (size_t)s->split, (size_t)s->split);
         for (int lv = 0; lv < s->split; lv++)
             board_put(&w.board, w.rows[lv], cols[lv]);
-        int rc = walk_each(&w, &w.board, s->split, cols, each_leaf, &e);
+        int rc = walk_each(&w, &w.board, s->split, cols, each_leaf, e);
+        if (rc != 0)
+            return e->past_end ? 0 : rc;
+    }
+    return 0;
+}
+
+int shards_each(const nq_shards_t *s, shards_each_fn fn, void *ud)
+{
+    each_t e = { .s = s, .from = 0, .to = UINT64_MAX, .fn = fn, .ud = ud };
+    return each_blocks(s, 0, &e);
+}
+
+int shards_each_at(const nq_shards_t *s, uint64_t pos, uint64_t count, shards_each_fn fn, void *ud)
+{
+    uint64_t total = shards_count(s), end = pos >= total ? pos : count < total - pos ? pos + count : total;
+    while (pos < end) {
+        size_t k = order_slot(s, pos);
+        uint64_t run = (s->order_start[k + 1] < end ? s->order_start[k + 1] : end) - pos;
+        uint64_t first = s->block_start[s->roots[s->order[k]].first_block] + (pos - s->order_start[k]);
+        each_t e = { .s = s, .from = first, .to = first + run, .fn = fn, .ud = ud };
+        int rc = each_blocks(s, block_of(s, first), &e);
         if (rc != 0)
             return rc;
+        pos += run;
     }
     return 0;
 }

@@ -66,6 +66,57 @@ T_TEST(test_each_equals_get)
     }
 }
 
+typedef struct { const nq_shards_t *s; uint64_t pos, bad; int stop_at; } each_at_check_t;
+
+static int each_at_check(void *ud, uint64_t i, const uint8_t *spec, size_t len)
+{
+    each_at_check_t *c = ud;
+    uint8_t want[NQ_MAX_SPEC];
+    size_t wl = shards_get(c->s, i, want);
+    if (i != shards_at(c->s, c->pos) || wl != len || memcmp(want, spec, len) != 0)
+        c->bad++;
+    c->pos++;
+    return c->stop_at >= 0 && (uint64_t)c->stop_at == i ? 9 : 0;
+}
+
+/* shards_each_at gives the shards of the lease order, position by position, whatever the runs
+   it is asked for: runs that start inside a block, cross roots, run past the end or are empty. */
+T_TEST(test_each_at_equals_lease_order)
+{
+    char err[256];
+    int cases[][4] = { { NQ_KIND_COUNT, 12, 1, 2 }, { NQ_KIND_COUNT, 12, 4, 2 },
+                       { NQ_KIND_COUNT, 13, 3, 1 }, { NQ_KIND_COUNT, 5, 0, 2 }, { NQ_KIND_ENUMERATE, 9, 3, 2 } };
+    uint64_t runs[] = { 1, 2, 7, 64, 1000 };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        nq_shards_t *s = shards_new_ex(cases[k][0], cases[k][1], cases[k][2], cases[k][3], err, sizeof err);
+        T_CHECK(s != NULL);
+        if (!s)
+            continue;
+        uint64_t n = shards_count(s);
+        for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+            each_at_check_t c = { s, 0, 0, -1 };
+            for (uint64_t pos = 0; pos < n; pos += runs[r]) {
+                c.pos = pos;
+                T_CHECK(shards_each_at(s, pos, runs[r], each_at_check, &c) == 0);
+                T_EQ_U64(c.pos, pos + runs[r] < n ? pos + runs[r] : n);
+            }
+            T_EQ_U64(c.bad, 0);
+        }
+        each_at_check_t none = { s, n, 0, -1 };
+        T_CHECK(shards_each_at(s, n, 5, each_at_check, &none) == 0 && none.pos == n);
+        T_CHECK(shards_each_at(s, UINT64_MAX, UINT64_MAX, each_at_check, &none) == 0 && none.pos == n);
+        T_CHECK(shards_each_at(s, 0, 0, each_at_check, &none) == 0 && none.pos == n);
+        each_at_check_t all = { s, 0, 0, -1 };
+        T_CHECK(shards_each_at(s, 0, UINT64_MAX, each_at_check, &all) == 0);
+        T_EQ_U64(all.pos, n);
+        T_EQ_U64(all.bad, 0);
+        each_at_check_t stop = { s, 0, 0, (int)shards_at(s, n / 2) };
+        T_CHECK(shards_each_at(s, 0, n, each_at_check, &stop) == 9);
+        T_EQ_U64(stop.pos, n / 2 + 1);
+        shards_destroy(&s);
+    }
+}
+
 T_TEST(test_roundtrip)
 {
     char err[256];
