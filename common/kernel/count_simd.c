@@ -14,7 +14,8 @@
  * shifts are uniform vector shifts. A lane whose node is used up is refilled
  * from the level's buffer (expand); children are packed with compress. When
  * level L+1's buffer is nearly full the search steps down to it, and back up
- * when it is drained, so memory stays at a few hundred kB whatever the shard.
+ * when it can no longer fill every lane (see drain), so memory stays at 1.4 MB
+ * a thread whatever the shard.
  * The level m-3 queens end in closed form: for a queen there, with o2 the
  * open cells of row m-2 and R those of the last row, the completions are
  * the pairs (u in o2, v in R) where u does not attack v; u, u << s and u >> s
@@ -33,6 +34,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -41,7 +43,7 @@
 
 enum {
     LANES = 16,
-    CAP = 512,            /* nodes a level buffer holds before the search steps down */
+    CAP = 1024,           /* nodes a level buffer holds before the search steps down (see drain) */
     ROOM = CAP + LANES,   /* one step may add up to 16 children past CAP - 16 ... */
     SLACK = LANES,        /* ... and a refill reads 16 entries from any position */
     FLUSH_STEPS = 1024,   /* 32-bit lane counters are summed before they could overflow */
@@ -55,6 +57,7 @@ typedef struct {
     uint32_t lane_open[LANES], lane_col[LANES], lane_dl[LANES], lane_dr[LANES];
     uint32_t path[PATH_WORDS][ROOM + SLACK], lane_path[PATH_WORDS][LANES];   /* the rare pass only */
     int cnt, rd;
+    int held;                          /* the lane_* arrays hold the level's lanes (else all empty) */
 } simd_level_t;
 
 int count_simd_available(void)
@@ -139,15 +142,25 @@ SIMD_TARGET static inline void lanes_load(const simd_level_t *lv, lanes_t *x, in
         x->path[w] = _mm512_loadu_si512(lv->lane_path[w]);
 }
 
-/* Empty lanes take the next nodes of the level's buffer (read position *rd of cnt), in order. */
-SIMD_TARGET static inline void lanes_refill(const simd_level_t *lv, int *rd, int cnt, lanes_t *x, int rare)
+/*
+ * Empty lanes take the next nodes of the level's buffer (read position *rd of cnt), in order.
+ * When the buffer cannot fill them all: 1 and nothing taken unless `final` (the parent level
+ * has no more children to give), else as many as there are.
+ */
+SIMD_TARGET static inline int lanes_refill(const simd_level_t *lv, int *rd, int cnt, lanes_t *x, int rare,
+                                           int final)
 {
     __mmask16 need = _mm512_testn_epi32_mask(x->open, x->open);
     int r = *rd, avail = cnt - r;
-    if (!need || avail <= 0)
-        return;
-    if (__builtin_popcount(need) > avail)
+    if (!need)
+        return 0;
+    if (__builtin_popcount(need) > avail) {
+        if (!final)
+            return 1;
+        if (avail <= 0)
+            return 0;
         need = (__mmask16)_pdep_u32((1u << avail) - 1, need);
+    }
     x->open = _mm512_mask_expand_epi32(x->open, need, _mm512_loadu_si512(lv->open + r));
     x->col = _mm512_mask_expand_epi32(x->col, need, _mm512_loadu_si512(lv->col + r));
     x->dl = _mm512_mask_expand_epi32(x->dl, need, _mm512_loadu_si512(lv->dl + r));
@@ -155,6 +168,21 @@ SIMD_TARGET static inline void lanes_refill(const simd_level_t *lv, int *rd, int
     for (int w = 0; rare && w < PATH_WORDS; w++)
         x->path[w] = _mm512_mask_expand_epi32(x->path[w], need, _mm512_loadu_si512(lv->path[w] + r));
     *rd = r + __builtin_popcount(need);
+    return 0;
+}
+
+/* A starved level keeps its unread nodes (fewer than LANES) at the start of its buffer: one
+   vector each (a refill reads 16 entries from any position, so these loads stay in the buffer). */
+SIMD_TARGET static inline void level_compact(simd_level_t *lv, int rd, int cnt, int rare)
+{
+    _mm512_storeu_si512(lv->open, _mm512_loadu_si512(lv->open + rd));
+    _mm512_storeu_si512(lv->col, _mm512_loadu_si512(lv->col + rd));
+    _mm512_storeu_si512(lv->dl, _mm512_loadu_si512(lv->dl + rd));
+    _mm512_storeu_si512(lv->dr, _mm512_loadu_si512(lv->dr + rd));
+    for (int w = 0; rare && w < PATH_WORDS; w++)
+        _mm512_storeu_si512(lv->path[w], _mm512_loadu_si512(lv->path[w] + rd));
+    lv->cnt = cnt - rd;
+    lv->rd = 0;
 }
 
 /* Appends the lanes in keep to the level's buffer, which holds *cnt nodes. */
@@ -300,16 +328,17 @@ SIMD_TARGET static inline __mmask16 step_last(const nq_levels_t *K, lanes_t *x, 
 }
 
 SIMD_TARGET static int drain_main(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
-                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl);
+                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final);
 SIMD_TARGET static int drain_rare(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
-                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl);
+                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final);
 
 /* The drain of the same pass, one level down. */
 SIMD_TARGET static inline int descend(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
                                       simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl,
-                                      int rare)
+                                      int rare, int final)
 {
-    return rare ? drain_rare(K, pl, lv, c + 1, t, acc, ctl) : drain_main(K, pl, lv, c + 1, t, acc, ctl);
+    return rare ? drain_rare(K, pl, lv, c + 1, t, acc, ctl, final)
+                : drain_main(K, pl, lv, c + 1, t, acc, ctl, final);
 }
 
 /* Flushes the lane counters and polls about every 2^20 nodes: 0, 2 cancelled, -1 overflow. */
@@ -323,8 +352,17 @@ SIMD_TARGET static int tally_poll(simd_tally_t *t, nq_count_acc_t *acc, const nq
 }
 
 /*
- * Drains level c (stepping down whenever level c+1 fills up): 0, or what
- * tally_poll returned. Recursion depth is at most m.
+ * Runs level c (stepping down whenever level c+1 fills up): 0, or what tally_poll returned.
+ * Recursion depth is at most m.
+ *
+ * Until `final` (level c-1 is done, so no more nodes will come), the level runs only while
+ * its buffer can fill every empty lane: when it cannot, it keeps its lanes and its last few
+ * nodes (lv[c].held) and returns, and level c-1 makes more children before the next visit.
+ * A level used to run to the end at every visit, its last steps on fewer and fewer lanes:
+ * at N=17, depth 1, 95.1 % of the lanes of a step were busy, now 99.97 % (41.0 M steps, now
+ * 39.0 M). With visits cut short, a bigger buffer pays (CAP 1024, was 512): fewer visits,
+ * each one a save, a compaction and a load. N=17: 0.499 s against 0.524 s; N=18: 3.50 s
+ * against 3.69 s (interleaved medians of 9 and 5, one thread, depth 1).
  *
  * The buffer positions and the lane tallies live in locals while the level
  * runs, and go back to memory only around a step down or a poll: the vector
@@ -337,17 +375,31 @@ SIMD_TARGET static int tally_poll(simd_tally_t *t, nq_count_acc_t *acc, const nq
 SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_levels_t *K, const nq_plan_t *pl,
                                                                    simd_level_t *lv, int c, simd_tally_t *t,
                                                                    nq_count_acc_t *acc,
-                                                                   const nq_kernel_ctl_t *ctl, int rare)
+                                                                   const nq_kernel_ctl_t *ctl, int rare,
+                                                                   int final)
 {
     const int last = K->m - 3;
     lanes_t x;
-    x.open = x.col = x.dl = x.dr = _mm512_setzero_si512();
-    for (int w = 0; w < PATH_WORDS; w++)
-        x.path[w] = _mm512_setzero_si512();
+    if (lv[c].held) {
+        lanes_load(&lv[c], &x, rare);
+    } else {
+        x.open = x.col = x.dl = x.dr = _mm512_setzero_si512();
+        for (int w = 0; w < PATH_WORDS; w++)
+            x.path[w] = _mm512_setzero_si512();
+    }
     simd_tally_t tl = *t;
     int rc = 0, rd = lv[c].rd, cnt = lv[c].cnt, out_cnt = c < last ? lv[c + 1].cnt : 0;
     for (;;) {
-        lanes_refill(&lv[c], &rd, cnt, &x, rare);
+        if (lanes_refill(&lv[c], &rd, cnt, &x, rare, final)) {
+            /* starved: keep the lanes and the unread nodes for the next visit */
+            lanes_save(&lv[c], &x, rare);
+            lv[c].held = 1;
+            level_compact(&lv[c], rd, cnt, rare);
+            if (c < last)
+                lv[c + 1].cnt = out_cnt;
+            *t = tl;
+            return 0;
+        }
         __mmask16 act = c == last ? step_last(K, &x, &tl, pl, acc, rare)
                                   : step_main(K, c, &x, &lv[c + 1], &out_cnt, &tl, rare);
         if (!act)
@@ -368,7 +420,7 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
             lv[c].rd = rd;
             lv[c + 1].cnt = out_cnt;
             *t = tl;
-            rc = descend(K, pl, lv, c, t, acc, ctl, rare);
+            rc = descend(K, pl, lv, c, t, acc, ctl, rare, 0);
             tl = *t;
             if (rc != 0)
                 break;
@@ -379,24 +431,24 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
     *t = tl;
     if (rc != 0)
         return rc;
-    lv[c].cnt = lv[c].rd = 0;
+    lv[c].cnt = lv[c].rd = lv[c].held = 0;
     if (c < last)
         lv[c + 1].cnt = out_cnt;
-    /* the children this level left below the step-down mark */
-    return c < last && out_cnt ? descend(K, pl, lv, c, t, acc, ctl, rare) : 0;
+    /* level c is done: the last visit of level c+1, to what it holds */
+    return c < last && (out_cnt || lv[c + 1].held) ? descend(K, pl, lv, c, t, acc, ctl, rare, 1) : 0;
 }
 
 /* The two passes' drains, each compiled with its own constant `rare`. */
 SIMD_TARGET static int drain_main(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
-                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl)
+                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final)
 {
-    return drain(K, pl, lv, c, t, acc, ctl, 0);
+    return drain(K, pl, lv, c, t, acc, ctl, 0, final);
 }
 
 SIMD_TARGET static int drain_rare(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
-                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl)
+                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final)
 {
-    return drain(K, pl, lv, c, t, acc, ctl, 1);
+    return drain(K, pl, lv, c, t, acc, ctl, 1, final);
 }
 
 SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count_acc_t *acc,
@@ -404,6 +456,8 @@ SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count
 {
     nq_levels_t K;
     levels_init(&K, pl);
+    for (int c = 0; c < pl->m; c++)      /* empty levels, whatever a cancelled pass left */
+        lv[c].cnt = lv[c].rd = lv[c].held = 0;
     simd_tally_t t = { _mm512_setzero_si512(), _mm512_setzero_si512(), 0, 0, 0, 0, NQ_KERNEL_POLL_NODES };
     /* the root: level 0 with the fixed queens' columns, filtered like any other level */
     uint32_t open0 = K.open_of[0] & ~pl->colfix;
@@ -429,7 +483,7 @@ SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count
         x.open = _mm512_maskz_loadu_epi32((__mmask16)((1u << k) - 1), bits);
         step_main(&K, 0, &x, &lv[1], &lv[1].cnt, &t, rare);
     }
-    int rc = rare ? drain_rare(&K, pl, lv, 1, &t, acc, ctl) : drain_main(&K, pl, lv, 1, &t, acc, ctl);
+    int rc = rare ? drain_rare(&K, pl, lv, 1, &t, acc, ctl, 1) : drain_main(&K, pl, lv, 1, &t, acc, ctl, 1);
     tally_flush(&t);
     if (rc == 0)
         rc = count_poll(acc, &t.sols64, t.nodes64, NULL);
@@ -438,10 +492,15 @@ SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count
 }
 
 /*
- * The level buffers, ~9 kB a level, are the thread's own and kept between shards: a deep
- * shard's whole search can take less time than a malloc of m levels (past glibc's mmap
- * threshold, ~120 kB at N = 18, that was an mmap, page faults and an munmap per shard).
- * Not zeroed: only the counters need a value, buffers are read only where they were written.
+ * The level buffers, ~43 kB a level (17 of them for the main pass, the rest the rare pass's
+ * paths), are the thread's own and kept between shards: a deep shard's whole search can take
+ * less time than a malloc of m levels (past glibc's mmap threshold that was an mmap, page
+ * faults and an munmap per shard). All NQ_SHARD_MAX_N levels, 1.4 MB, sit in one 2 MB huge
+ * page where the kernel gives one (MADV_HUGEPAGE; a hint, nothing depends on it): a small
+ * shard touches the start of four arrays, the lanes and the counters on each of its levels,
+ * ~70 pages of 4 kB, more than the first-level TLB holds (N=16, depth 4: 0.168 s against
+ * 0.175 s with CAP 1024, medians of 9). Not zeroed: only the counters need a value, and
+ * what is read past them (a refill's or a compaction's 16 entries) goes unused.
  * Freed by the key's destructor when the thread ends.
  */
 static pthread_key_t levels_key;
@@ -456,16 +515,17 @@ static simd_level_t *levels_get(int m)
     pthread_once(&levels_once, levels_key_make);
     level_pool_t *p = pthread_getspecific(levels_key);
     if (!p || p->cap < m) {
-        level_pool_t *q = malloc(sizeof *q + (size_t)NQ_SHARD_MAX_N * sizeof q->lv[0]);
+        size_t huge = (size_t)2 << 20, size = sizeof(level_pool_t) + (size_t)NQ_SHARD_MAX_N * sizeof p->lv[0];
+        size = (size + huge - 1) / huge * huge;
+        level_pool_t *q = aligned_alloc(huge, size);
         if (!q)
             return NULL;
+        madvise(q, size, MADV_HUGEPAGE);
         q->cap = NQ_SHARD_MAX_N;
         free(p);
         pthread_setspecific(levels_key, q);
         p = q;
     }
-    for (int c = 0; c < m; c++)
-        p->lv[c].cnt = p->lv[c].rd = 0;
     return p->lv;
 }
 
