@@ -503,37 +503,34 @@ SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count
  * what is read past them (a refill's or a compaction's 16 entries) goes unused.
  * Freed by the key's destructor when the thread ends.
  */
-static pthread_key_t levels_key;
+static pthread_key_t levels_key;      /* only to free a thread's pool when the thread ends */
 static pthread_once_t levels_once = PTHREAD_ONCE_INIT;
+static _Thread_local simd_level_t *levels_mine;   /* a TLS load a shard, not a key lookup */
 
-typedef struct { int cap; simd_level_t lv[]; } level_pool_t;
+typedef struct { simd_level_t lv[NQ_SHARD_MAX_N]; } level_pool_t;
 
 static void levels_key_make(void) { pthread_key_create(&levels_key, free); }
 
-static simd_level_t *levels_get(int m)
+static simd_level_t *levels_get(void)
 {
+    if (levels_mine)
+        return levels_mine;
     pthread_once(&levels_once, levels_key_make);
-    level_pool_t *p = pthread_getspecific(levels_key);
-    if (!p || p->cap < m) {
-        size_t huge = (size_t)2 << 20, size = sizeof(level_pool_t) + (size_t)NQ_SHARD_MAX_N * sizeof p->lv[0];
-        size = (size + huge - 1) / huge * huge;
-        level_pool_t *q = aligned_alloc(huge, size);
-        if (!q)
-            return NULL;
-        madvise(q, size, MADV_HUGEPAGE);
-        q->cap = NQ_SHARD_MAX_N;
+    size_t huge = (size_t)2 << 20, size = (sizeof(level_pool_t) + huge - 1) / huge * huge;
+    level_pool_t *p = aligned_alloc(huge, size);
+    if (!p || pthread_setspecific(levels_key, p) != 0) {
         free(p);
-        pthread_setspecific(levels_key, q);
-        p = q;
+        return NULL;
     }
-    return p->lv;
+    madvise(p, size, MADV_HUGEPAGE);
+    return levels_mine = p->lv;
 }
 
 int search_simd(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
 {
     if (pl->m < 4 || !count_simd_available())
         return NQ_SIMD_DECLINED;
-    simd_level_t *lv = levels_get(pl->m);
+    simd_level_t *lv = levels_get();
     if (!lv)
         return NQ_SIMD_DECLINED;
     uint32_t last_open = plan_open(pl, pl->m - 1);
