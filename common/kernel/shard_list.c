@@ -138,13 +138,6 @@ static int walk_each(const walk_t *w, const board_t *p, int lv, uint8_t *cols, l
     return 0;
 }
 
-static int nth_leaf(void *ud, const uint8_t *cols)
-{
-    uint64_t *j = ud;
-    (void)cols;
-    return (*j)-- == 0;
-}
-
 /* Shard descriptor of root rt with the levels' columns cols: its length. */
 static size_t list_encode(const nq_shards_t *s, const root_t *rt, int L, const uint8_t *cols, uint8_t *out)
 {
@@ -352,11 +345,15 @@ static size_t order_slot(const nq_shards_t *s, uint64_t pos)
     return lo;
 }
 
+/* The index of the shard at position pos, which slot k of the lease order holds. */
+static uint64_t slot_shard(const nq_shards_t *s, size_t k, uint64_t pos)
+{
+    return s->block_start[s->roots[s->order[k]].first_block] + (pos - s->order_start[k]);
+}
+
 uint64_t shards_at(const nq_shards_t *s, uint64_t pos)
 {
-    size_t lo = order_slot(s, pos);
-    uint32_t r = s->order[lo];
-    return s->block_start[s->roots[r].first_block] + (pos - s->order_start[lo]);
+    return slot_shard(s, order_slot(s, pos), pos);
 }
 
 /* ---- the list ---- */
@@ -441,23 +438,6 @@ static size_t block_of(const nq_shards_t *s, uint64_t i)
     return lo;
 }
 
-size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out)
-{
-    if (i >= shards_count(s))
-        return 0;
-    size_t lo = block_of(s, i);
-    const root_t *rt = &s->roots[s->block_root[lo]];
-    walk_t w = s->walks[s->block_root[lo]];
-    uint8_t cols[NQ_SHARD_MAX_N];
-    uint64_t j = i - s->block_start[lo];
-    memcpy(cols, s->block_cols + lo * (size_t)s->split, (size_t)s->split);
-    for (int lv = 0; lv < s->split; lv++)
-        board_put(&w.board, w.rows[lv], cols[lv]);
-    if (!walk_each(&w, &w.board, s->split, cols, nth_leaf, &j))
-        return 0;   /* cannot happen: the block's count came from the same walk */
-    return list_encode(s, rt, w.L, cols, out);
-}
-
 /* shards_each's walk: the root and block being walked, the next index, the shards wanted
    ([from, to)), the caller's function; past_end is set when the walk passed `to`. */
 typedef struct {
@@ -505,6 +485,28 @@ static int each_blocks(const nq_shards_t *s, size_t b, each_t *e)
     return 0;
 }
 
+/* shards_get's callback: the one shard asked for, copied out. */
+typedef struct { uint8_t *out; size_t len; } get_t;
+
+static int get_copy(void *ud, uint64_t i, const uint8_t *spec, size_t len)
+{
+    get_t *g = ud;
+    (void)i;
+    memcpy(g->out, spec, len);
+    g->len = len;
+    return 0;
+}
+
+size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out)
+{
+    if (i >= shards_count(s))
+        return 0;
+    get_t g = { out, 0 };
+    each_t e = { .s = s, .from = i, .to = i + 1, .fn = get_copy, .ud = &g };
+    each_blocks(s, block_of(s, i), &e);
+    return g.len;
+}
+
 int shards_each(const nq_shards_t *s, shards_each_fn fn, void *ud)
 {
     each_t e = { .s = s, .from = 0, .to = UINT64_MAX, .fn = fn, .ud = ud };
@@ -517,7 +519,7 @@ int shards_each_at(const nq_shards_t *s, uint64_t pos, uint64_t count, shards_ea
     while (pos < end) {
         size_t k = order_slot(s, pos);
         uint64_t run = (s->order_start[k + 1] < end ? s->order_start[k + 1] : end) - pos;
-        uint64_t first = s->block_start[s->roots[s->order[k]].first_block] + (pos - s->order_start[k]);
+        uint64_t first = slot_shard(s, k, pos);
         each_t e = { .s = s, .from = first, .to = first + run, .fn = fn, .ud = ud };
         int rc = each_blocks(s, block_of(s, first), &e);
         if (rc != 0)
