@@ -15,7 +15,8 @@
  * from the level's buffer (expand); children are packed with compress. When
  * level L+1's buffer is nearly full the search steps down to it, and back up
  * when it can no longer fill every lane (see drain), so memory stays at 1.4 MB
- * a thread whatever the shard.
+ * a thread whatever the shard. A level runs two such groups of 16 lanes in
+ * turn, so that one group's wait for its refill overlaps the other's step.
  * The level m-3 queens end in closed form: for a queen there, with o2 the
  * open cells of row m-2 and R those of the last row, the completions are
  * the pairs (u in o2, v in R) where u does not attack v; u, u << s and u >> s
