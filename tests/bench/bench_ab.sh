@@ -15,7 +15,7 @@ while [ $# -gt 0 ]; do
     case $1 in --a) A=$2; shift 2 ;; --b) B=$2; shift 2 ;; --runs) R=$2; shift 2 ;; --) shift; break ;;
                *) echo "usage: $0 --a P --b P [--runs R] -- COUNT-ARGS..." >&2; exit 2 ;; esac
 done
-[ -x "$A" ] && [ -x "$B" ] || { echo "bench_ab: give --a and --b, two executables" >&2; exit 2; }
+if [ ! -x "$A" ] || [ ! -x "$B" ]; then echo "bench_ab: give --a and --b, two executables" >&2; exit 2; fi
 [ $# -gt 0 ] || { echo "bench_ab: give the count's arguments after --" >&2; exit 2; }
 [ "$(nproc)" -ge 2 ] || { echo "bench_ab: needs two CPUs" >&2; exit 2; }
 command -v taskset >/dev/null || { echo "bench_ab: needs taskset (util-linux)" >&2; exit 2; }
