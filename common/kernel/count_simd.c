@@ -196,17 +196,26 @@ SIMD_TARGET static inline void level_compact(simd_level_t *lv, int rd, int cnt, 
     lv->rd = 0;
 }
 
-/* Appends the lanes in keep to the level's buffer, which holds *cnt nodes. */
+/*
+ * Appends the lanes in keep to the level's buffer, which holds *cnt nodes. One compress of
+ * the lane numbers and a permute per array, not a compress per array: on this core a compress
+ * is two uops on the permute pipes, which the refill's expands also need (6 uops for 8 in the
+ * main pass, 11 for 20 in the rare one). N=18, depth 2: 2-3 % less time in 10 paired rounds of
+ * tests/bench/bench_ab.sh on either vCPU. Past the kept lanes the stores write copies of lane
+ * 0, which nothing reads (a refill takes only the first cnt entries).
+ */
 SIMD_TARGET static inline void level_push(simd_level_t *lv, int *cnt, __mmask16 keep, __m512i open,
                                           __m512i col, __m512i dl, __m512i dr, const __m512i *path, int rare)
 {
     int w = *cnt;
-    _mm512_storeu_si512(lv->open + w, _mm512_maskz_compress_epi32(keep, open));
-    _mm512_storeu_si512(lv->col + w, _mm512_maskz_compress_epi32(keep, col));
-    _mm512_storeu_si512(lv->dl + w, _mm512_maskz_compress_epi32(keep, dl));
-    _mm512_storeu_si512(lv->dr + w, _mm512_maskz_compress_epi32(keep, dr));
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512i from = _mm512_maskz_compress_epi32(keep, lane);
+    _mm512_storeu_si512(lv->open + w, _mm512_permutexvar_epi32(from, open));
+    _mm512_storeu_si512(lv->col + w, _mm512_permutexvar_epi32(from, col));
+    _mm512_storeu_si512(lv->dl + w, _mm512_permutexvar_epi32(from, dl));
+    _mm512_storeu_si512(lv->dr + w, _mm512_permutexvar_epi32(from, dr));
     for (int i = 0; rare && i < PATH_WORDS; i++)
-        _mm512_storeu_si512(lv->path[i] + w, _mm512_maskz_compress_epi32(keep, path[i]));
+        _mm512_storeu_si512(lv->path[i] + w, _mm512_permutexvar_epi32(from, path[i]));
     *cnt = w + __builtin_popcount(keep);
 }
 
