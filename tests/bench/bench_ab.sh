@@ -6,7 +6,9 @@
 # 4.4 s while the other took 3.6 s, the same minutes). So each round runs A and
 # B together, one pinned to each vCPU, and the next round swaps the vCPUs:
 # both see the same minutes and both vCPUs equally. Prints every round, then
-# whole-process medians and B's time as a ratio of A's (the baseline).
+# whole-process medians and B's time as a ratio of A's (the baseline), over all
+# rounds and on each vCPU alone (when one vCPU is the slow one, and which one
+# changes by the minute, the per-vCPU medians are the ones to read).
 #   tests/bench/bench_ab.sh --a PATH --b PATH [--runs R] -- COUNT-ARGS...
 # e.g. tests/bench/bench_ab.sh --a /tmp/nq_old --b build-rel/nq --runs 6 -- 18 --depth 2 --threads 1
 set -euo pipefail
@@ -43,7 +45,13 @@ for i in $(seq "$R"); do
     fi
     ta=$(cat "$tmp/ta.$i"); tb=$(cat "$tmp/tb.$i")
     cat "$tmp/ta.$i" >>"$tmp/all_a"; cat "$tmp/tb.$i" >>"$tmp/all_b"
+    cat "$tmp/ta.$i" >>"$tmp/cpu$ca.a"; cat "$tmp/tb.$i" >>"$tmp/cpu$cb.b"
     printf '| %s | %s | %.3f | %.3f | %.3f |\n' "$i" "$ca" "$ta" "$tb" "$(echo "$tb / $ta" | bc -l)"
 done
 ma=$(median <"$tmp/all_a"); mb=$(median <"$tmp/all_b")
 printf '| median of %s | | %.3f | %.3f | %.3f |\n' "$R" "$ma" "$mb" "$(echo "$mb / $ma" | bc -l)"
+for c in 0 1; do
+    if [ ! -s "$tmp/cpu$c.a" ] || [ ! -s "$tmp/cpu$c.b" ]; then continue; fi
+    ma=$(median <"$tmp/cpu$c.a"); mb=$(median <"$tmp/cpu$c.b")
+    printf '| median on vCPU %s | | %.3f | %.3f | %.3f |\n' "$c" "$ma" "$mb" "$(echo "$mb / $ma" | bc -l)"
+done
