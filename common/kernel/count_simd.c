@@ -46,7 +46,7 @@ enum {
     LANES = 16,
     GROUPS = 2,           /* groups of 16 lanes a level steps in turn (see drain) */
     CAP = 1024,           /* nodes a level buffer holds before the search steps down (see drain) */
-    ROOM = CAP + LANES,   /* one step may add up to 16 children past CAP - 16 ... */
+    ROOM = CAP + LANES,   /* a round of two steps starts below CAP - 32 and pushes 16 entries ... */
     SLACK = LANES,        /* ... and a refill reads 16 entries from any position */
     FLUSH_STEPS = 1024,   /* 32-bit lane counters are summed before they could overflow */
     PATH_LEVELS = 6,      /* levels per 32-bit path word (5 bits each) */
@@ -407,6 +407,8 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
                                                                    int final)
 {
     const int last = K->m - 3;
+    /* registers only because every loop over the groups is unrolled (#pragma GCC unroll): left
+       a loop, GCC kept x on the stack, and two groups were slower than one */
     lanes_t x[GROUPS];
     if (lv[c].held) {
         lanes_load(&lv[c], x, rare);
