@@ -46,7 +46,7 @@ enum {
     LANES = 16,
     GROUPS = 2,           /* groups of 16 lanes a level steps in turn (see drain) */
     CAP = 1024,           /* nodes a level buffer holds before the search steps down (see drain) */
-    ROOM = CAP + LANES,   /* a round of two steps starts below CAP - 32 and pushes 16 entries ... */
+    ROOM = CAP + LANES,   /* a round of two steps starts at <= CAP - 32; a push writes 16 entries ... */
     SLACK = LANES,        /* ... and a refill reads 16 entries from any position */
     FLUSH_STEPS = 1024,   /* 32-bit lane counters are summed before they could overflow */
     PATH_LEVELS = 6,      /* levels per 32-bit path word (5 bits each) */
