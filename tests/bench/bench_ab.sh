@@ -21,7 +21,8 @@ if [ ! -x "$A" ] || [ ! -x "$B" ]; then echo "bench_ab: give --a and --b, two ex
 [ $# -gt 0 ] || { echo "bench_ab: give the count's arguments after --" >&2; exit 2; }
 [ "$(nproc)" -ge 2 ] || { echo "bench_ab: needs two CPUs" >&2; exit 2; }
 command -v taskset >/dev/null || { echo "bench_ab: needs taskset (util-linux)" >&2; exit 2; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# shellcheck source=tests/bench/bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"   # median
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 # one timed run: CPU, binary, output file; wall seconds of the whole process go to stdout

@@ -12,7 +12,8 @@ nq=$build/nq
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 "$nq" run count "$n" --depth "$depth" --db "$tmp/a.db" >/dev/null 2>&1
 shards=$(sqlite3 -readonly "$tmp/a.db" "SELECT shards_total FROM jobs WHERE id = 1")
-median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# shellcheck source=tests/bench/bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"   # median
 timed() { local s e; s=$(date +%s.%N); "$@" >/dev/null; e=$(date +%s.%N); echo "$e - $s" | bc; }
 for _ in $(seq "$R"); do timed "$nq" export 1 --db "$tmp/a.db" --manifest "$tmp/m.txt"; done | median >"$tmp/exp"
 for _ in $(seq "$R"); do timed "$nq" audit "$tmp/m.txt" --sample 100 --threads 2; done | median >"$tmp/aud"

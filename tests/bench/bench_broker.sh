@@ -20,7 +20,8 @@ while [ $# -gt 0 ]; do
 done
 tmp=$(mktemp -d); bp=""; lp=""
 trap '[ -n "$bp" ] && kill -9 "$bp" 2>/dev/null; [ -n "$lp" ] && kill "$lp" 2>/dev/null; rm -rf "$tmp"' EXIT
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# shellcheck source=tests/bench/bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"   # median
 port() { echo $((20000 + RANDOM % 30000)); }
 
 sqlite_baseline() {   # rows/s, 100-row transactions, WAL + FULL, like a careful hand-written store

@@ -23,7 +23,8 @@ ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 tmp=$(mktemp -d); bp=""; lp=""; sp=""
 cleanup() { for p in $bp $lp $sp; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
 trap cleanup EXIT
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# shellcheck source=tests/bench/bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"   # median
 port() { echo $((20000 + RANDOM % 30000)); }
 now() { date +%s.%N; }
 ms() { echo "($2 - $1) * 1000" | bc -l; }

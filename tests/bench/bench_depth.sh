@@ -11,7 +11,8 @@ while [ $# -gt 0 ]; do
                *) echo "usage: $0 [--nq P] [--from N] [--to N] [--runs R]" >&2; exit 2 ;; esac
 done
 [ -x "$NQ" ] || { echo "bench_depth: $NQ is not executable" >&2; exit 2; }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# shellcheck source=tests/bench/bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"   # median
 field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 

@@ -18,7 +18,8 @@ wall() {   # wall seconds of one command
     t0=$(date +%s.%N); "$@" >/dev/null 2>&1; t1=$(date +%s.%N)
     echo "$t1 - $t0" | bc -l
 }
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+# shellcheck source=tests/bench/bench_lib.sh
+. "$(dirname "$0")/bench_lib.sh"   # median
 
 # Round-robin: each round runs every configuration once, so a drift of the
 # shared machine's speed hits them all alike (phases one after the other

@@ -1,0 +1,5 @@
+# Shared by the benchmark scripts here: source it, don't run it.
+#   . "$(dirname "$0")/bench_lib.sh"
+
+# The median of the numbers on stdin, one a line (the mean of the middle two for an even count).
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
