@@ -176,6 +176,8 @@ int shard_flip(int n, int c, int d)
     return c + d < n - 1;
 }
 
+size_t shard_border_bytes(int version) { return version >= 3 ? 3 : 2; }
+
 int shard_level_rows(int version, int mode, int n, int k, int c, int d, int flip, uint8_t *rows)
 {
     int L = 0;
@@ -241,7 +243,7 @@ int shard_probe(const uint8_t *spec, size_t len, int extra, uint64_t (*pick)(voi
     board_t p;
     uint8_t rows[NQ_SHARD_MAX_N];
     *weight = 1;
-    if (shard_decode(spec, len, &d, NULL, 0) || d.version != NQ_SHARD_ENCODING || d.mode != NQ_SHARD_BORDER ||
+    if (shard_decode(spec, len, &d, NULL, 0) || d.version < 2 || d.mode != NQ_SHARD_BORDER ||
         d.k + extra > d.n - 2 || extra < 0)
         return -1;
     board_init(&p, d.n);
@@ -290,7 +292,7 @@ static int decode_header(const uint8_t *b, size_t len, nq_shard_desc_t *o, char 
         return nq_errf(err, errlen, "shard mode %d invalid for this kind and n", o->mode);
     if (o->k < lo || o->k > hi)
         return nq_errf(err, errlen, "shard depth %d out of range %d..%d", o->k, lo, hi);
-    size_t want = HDR + (size_t)o->k + (o->mode == NQ_SHARD_BORDER ? 2 : 0);
+    size_t want = HDR + (size_t)o->k + (o->mode == NQ_SHARD_BORDER ? shard_border_bytes(o->version) : 0);
     if (len != want)
         return nq_errf(err, errlen, "shard descriptor length %zu, expected %zu", len, want);
     return 0;
@@ -301,7 +303,8 @@ static int decode_levels(nq_shard_desc_t *o, board_t *p, char *err, size_t errle
 {
     uint8_t rows[NQ_SHARD_MAX_N];
     int border = o->mode == NQ_SHARD_BORDER, n = o->n;
-    o->flip = border && shard_flip(n, o->c, o->d);
+    if (border && o->version < 3)
+        o->flip = shard_flip(n, o->c, o->d);   /* encoding 3 carries it (decode_queens) */
     int L = shard_level_rows(o->version, o->mode, n, o->k, o->c, o->d, o->flip, rows);
     for (int i = 0; i < L; i++) {
         int r = rows[i], col = o->top[i + border];
@@ -327,6 +330,9 @@ static int decode_queens(const uint8_t *b, nq_shard_desc_t *o, board_t *p, char 
         o->c = t[0]; o->d = t[1];
         if (o->c >= n || o->d >= n)
             return nq_errf(err, errlen, "shard border position out of range");
+        o->flip = o->version >= 3 ? t[2] : 0;
+        if (o->flip > 1)
+            return nq_errf(err, errlen, "shard direction byte %d is not 0 or 1", o->flip);
         if (border_place_acd(n, o->top[0], o->c, o->d, p))
             return nq_errf(err, errlen, "shard border queens attack each other");
         if (border_weights(n, o->top[0], o->c, o->d, p, o) == 0)
@@ -366,6 +372,8 @@ size_t shard_encode(const nq_shard_desc_t *d, uint8_t *out)
         out[len++] = d->top[r];
     if (d->mode == NQ_SHARD_BORDER) {
         out[len++] = (uint8_t)d->c; out[len++] = (uint8_t)d->d;
+        if (d->version >= 3)
+            out[len++] = (uint8_t)d->flip;
     }
     return len;
 }

@@ -143,7 +143,7 @@ static size_t list_encode(const nq_shards_t *s, const root_t *rt, int L, const u
 {
     nq_shard_desc_t d = { .version = s->encoding, .kind = s->kind, .n = s->n, .mode = s->mode,
                           .weight = s->mode == NQ_SHARD_BORDER ? 0 : 1, .k = s->depth,
-                          .c = rt->c, .d = rt->d };
+                          .c = rt->c, .d = rt->d, .flip = rt->flip };
     int border = s->mode == NQ_SHARD_BORDER;
     d.top[0] = rt->a;
     for (int lv = 0; lv < L; lv++)
@@ -264,8 +264,9 @@ static int build_roots(builder_t *B)
                 nq_shard_desc_t o;
                 if (shard_border_root(n, a, c, d, &p, &o) == 0)
                     continue;
-                root_t rt = { (uint8_t)a, (uint8_t)c, (uint8_t)d, (uint8_t)shard_flip(n, c, d),
-                              o.bmask8 | o.bmaskx, 0 };
+                int flip = s->encoding >= 3 ? shard_flip_probe(n, a, c, d, &p, o.bmask8 | o.bmaskx, o.bmaskx)
+                                            : shard_flip(n, c, d);
+                root_t rt = { (uint8_t)a, (uint8_t)c, (uint8_t)d, (uint8_t)flip, o.bmask8 | o.bmaskx, 0 };
                 if (root_add(B, &rt))
                     return -1;
             }
@@ -392,7 +393,7 @@ nq_shards_t *shards_new_bounded(int kind, int n, int depth, int encoding, uint64
     }
     s->kind = kind; s->n = n; s->depth = depth; s->encoding = encoding;
     s->mode = (kind == NQ_KIND_COUNT && n >= NQ_SHARD_BORDER_MIN_N) ? NQ_SHARD_BORDER : NQ_SHARD_PLAIN;
-    s->len = HDR + (size_t)depth + (s->mode == NQ_SHARD_BORDER ? 2 : 0);
+    s->len = HDR + (size_t)depth + (s->mode == NQ_SHARD_BORDER ? shard_border_bytes(encoding) : 0);
     int L = s->mode == NQ_SHARD_BORDER ? depth - 1 : depth;
     s->split = L > 2 ? L - 2 : 0;
     s->bcap = 64;

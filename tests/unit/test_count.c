@@ -354,4 +354,33 @@ T_TEST(test_u128)
     T_CHECK(u128_add_checked(&a, 1) == -1 && a == big);
 }
 
+/* Either direction counts a root's completions: every n=10 root (encoding 3, depth 1) counted
+   top-down and bottom-up gives the same total and unique, rare b (weight 2 or 4) included, and
+   the sums are the known ones. Only the node counts may differ. */
+T_TEST(test_direction_byte_counts_the_same)
+{
+    char err[256] = "";
+    nq_shards_t *s = shards_new(NQ_KIND_COUNT, 10, 1, err, sizeof err);
+    T_CHECK(s != NULL);
+    uint64_t total[2] = { 0, 0 }, unique[2] = { 0, 0 }, mismatch = 0;
+    for (uint64_t i = 0; s && i < shards_count(s); i++) {
+        uint8_t b[NQ_MAX_SPEC];
+        size_t len = shards_get(s, i, b);
+        nq_count_result_t r[2];
+        for (int flip = 0; flip < 2; flip++) {
+            b[len - 1] = (uint8_t)flip;
+            T_CHECK(count_shard(b, len, &r[flip], NULL, err, sizeof err) == 0);
+            total[flip] += (uint64_t)r[flip].total;
+            unique[flip] += (uint64_t)r[flip].unique;
+        }
+        mismatch += r[0].total != r[1].total || r[0].unique != r[1].unique;
+    }
+    T_EQ_U64(mismatch, 0);
+    T_EQ_U64(total[0], 724);
+    T_EQ_U64(total[1], 724);
+    T_EQ_U64(unique[0], 92);
+    T_EQ_U64(unique[1], 92);
+    shards_destroy(&s);
+}
+
 T_RUN_ALL()

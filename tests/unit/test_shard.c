@@ -316,4 +316,36 @@ T_TEST(test_bounded_list_stops_at_either_bound)
     T_CHECK(s == NULL && strstr(err, "steps"));
 }
 
+/* Encoding 3 carries each border root's direction (shard_flip.c): a list from n=19 has it from
+   random probes of both trees, and it differs from encoding 2's rule (c + d < n - 1) for some
+   roots, not all; a stored job's encoding-2 list is unchanged; a direction byte other than 0 or 1
+   is refused. */
+T_TEST(test_encoding3_direction)
+{
+    char err[256] = "";
+    nq_shards_t *s3 = shards_new(NQ_KIND_COUNT, 19, 1, err, sizeof err);
+    nq_shards_t *s2 = shards_new_ex(NQ_KIND_COUNT, 19, 1, 2, err, sizeof err);
+    T_CHECK(s3 && s2 && shards_count(s3) == shards_count(s2));
+    uint64_t differ = 0, bad = 0;
+    for (uint64_t i = 0; s3 && s2 && i < shards_count(s3); i++) {
+        uint8_t x[NQ_MAX_SPEC], y[NQ_MAX_SPEC], z[NQ_MAX_SPEC];
+        size_t l3 = shards_get(s3, i, x), l2 = shards_get(s2, i, y);
+        nq_shard_desc_t d3, d2;
+        if (l3 != l2 + 1 || shard_decode(x, l3, &d3, err, sizeof err) || shard_decode(y, l2, &d2, err, sizeof err) ||
+            x[l3 - 1] != d3.flip || d2.flip != (d2.c + d2.d < 18) || d3.c != d2.c || d3.d != d2.d ||
+            shard_encode(&d3, z) != l3 || memcmp(x, z, l3) != 0) {
+            bad++;
+            continue;
+        }
+        differ += d3.flip != d2.flip;
+        memcpy(z, x, l3);
+        z[l3 - 1] = 2;
+        T_CHECK(refused(z, l3, "direction"));
+    }
+    T_EQ_U64(bad, 0);
+    T_CHECK(differ > 0 && differ < shards_count(s3) / 2);
+    shards_destroy(&s3);
+    shards_destroy(&s2);
+}
+
 T_RUN_ALL()
