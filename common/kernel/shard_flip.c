@@ -23,6 +23,8 @@
 #include "shard_board.h"
 #include "shard.h"
 
+#include <stdatomic.h>
+
 enum {
     PROBES = 256,          /* random paths a direction */
     PROBE_MIN_N = 19       /* below, the rule: a root's search is over before the probes are */
@@ -106,11 +108,9 @@ static u128 tree_estimate(const board_t *root, const uint8_t *rows, int m, uint3
     return est;
 }
 
-int shard_flip_probe(int n, int a, int c, int d, const board_t *root, uint32_t b_allowed, uint32_t b_rare)
+/* The direction whose tree the probes estimate smaller: 1 bottom-up. */
+static int flip_estimate(int n, int a, int c, int d, const board_t *root, uint32_t b_allowed)
 {
-    /* rare b (weight 2 or 4) are counted solution by solution bottom-up: keep the rule there */
-    if (n < PROBE_MIN_N || b_rare)
-        return shard_flip(n, c, d);
     uint8_t rows[2][NQ_SHARD_MAX_N];
     int m = 0;
     for (int r = 1; r < n; r++)
@@ -125,4 +125,28 @@ int shard_flip_probe(int n, int a, int c, int d, const board_t *root, uint32_t b
         est[dir] = tree_estimate(root, rows[dir], m, b_allowed, &rng);
     }
     return est[1] < est[0];
+}
+
+/*
+ * The answers, by (n, a, c, d): 0 not yet known, else 1 + the direction. A list is built in
+ * the broker's loop (a submit, a job's load), and the probes of every root cost 1.6 s at N=28
+ * and 3 s at N=32 (0.3 s and 0.6 s before them), so each answer is computed once a process:
+ * however often clients submit, the probes stall the broker at most once for each N. 1 MB of
+ * zeroed memory that is only touched for the N that are listed; the bytes are atomics since
+ * lists may be built on several threads (both would store the same answer).
+ */
+static _Atomic uint8_t flip_known[NQ_SHARD_MAX_N + 1][NQ_SHARD_MAX_N][NQ_SHARD_MAX_N][NQ_SHARD_MAX_N];
+
+int shard_flip_probe(int n, int a, int c, int d, const board_t *root, uint32_t b_allowed, uint32_t b_rare)
+{
+    /* rare b (weight 2 or 4) are counted solution by solution bottom-up: keep the rule there */
+    if (n < PROBE_MIN_N || b_rare)
+        return shard_flip(n, c, d);
+    _Atomic uint8_t *known = &flip_known[n][a][c][d];
+    int v = atomic_load_explicit(known, memory_order_relaxed);
+    if (!v) {
+        v = 1 + flip_estimate(n, a, c, d, root, b_allowed);
+        atomic_store_explicit(known, (uint8_t)v, memory_order_relaxed);
+    }
+    return v - 1;
 }

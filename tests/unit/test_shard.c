@@ -318,8 +318,8 @@ T_TEST(test_bounded_list_stops_at_either_bound)
 
 /* Encoding 3 carries each border root's direction (shard_flip.c): a list from n=19 has it from
    random probes of both trees, and it differs from encoding 2's rule (c + d < n - 1) for some
-   roots, not all; a stored job's encoding-2 list is unchanged; a direction byte other than 0 or 1
-   is refused. */
+   roots, not all; listed again it is the same; a stored job's encoding-2 list is unchanged; a
+   direction byte other than 0 or 1 is refused. */
 T_TEST(test_encoding3_direction)
 {
     char err[256] = "";
@@ -344,6 +344,15 @@ T_TEST(test_encoding3_direction)
     }
     T_EQ_U64(bad, 0);
     T_CHECK(differ > 0 && differ < shards_count(s3) / 2);
+    /* listed again, the directions come from shard_flip.c's answers of the first list */
+    nq_shards_t *again = shards_new(NQ_KIND_COUNT, 19, 1, err, sizeof err);
+    T_CHECK(again && s3 && shards_count(again) == shards_count(s3));
+    for (uint64_t i = 0; again && s3 && i < shards_count(s3); i++) {
+        uint8_t x[NQ_MAX_SPEC], y[NQ_MAX_SPEC];
+        size_t lx = shards_get(s3, i, x);
+        T_CHECK(lx == shards_get(again, i, y) && memcmp(x, y, lx) == 0);
+    }
+    shards_destroy(&again);
     shards_destroy(&s3);
     shards_destroy(&s2);
 }
