@@ -113,7 +113,9 @@ static int check_caps(nq_store_t *st, uint64_t nshards, const nq_shard_caps_t *c
  * depth 5, 191 million shards: under 2^20, 0.9 s), but a deep one can search for minutes before
  * it finds out that it is too long (N=18 at depth 10: 78 s) or its first shard (N=32 at depth
  * 30). 2^22 steps take 0.2 s (N=32) to 0.9 s (N=18, each step walking the last two levels) on
- * one core; past them the list is refused with a reason: use a smaller depth.
+ * one core; past them the list is refused with a reason: use a smaller depth. From N=19 a list
+ * also estimates each root's search direction (common/kernel/shard_flip.c), 1.6 s at N=28 and
+ * 3 s at N=32, but only the first time this process lists that N.
  */
 #define SUBMIT_LIST_STEPS (1ull << 22)
 
