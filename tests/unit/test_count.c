@@ -283,7 +283,7 @@ static int ref_solution(void *ud, const uint8_t *cols, int n)
     return 0;
 }
 
-/* Both encodings: a job stored with encoding 1 is still served exactly. */
+/* Every encoding: a job stored with encoding 1 or 2 is still served exactly. */
 T_TEST(test_per_shard_reference)
 {
     char err[256];
