@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libzmq3-dev libmsgpack-dev libsqlite3-dev libmicrohttpd-dev libsodium-dev
       python3-zmq python3-msgpack sqlite3 iproute2 clang libclang-rt-dev shellcheck yamllint procps dpkg-dev file bc
-      curl chromium prometheus)   # the web view is tested in Chromium, /metrics against Prometheus
+      curl chromium prometheus    # the web view is tested in Chromium, /metrics against Prometheus
+      gdb)                        # a failing integration test prints each live broker's threads
 missing=()
 for p in "${pkgs[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -23,7 +23,20 @@ fail() {
     for f in "$T"/*.log; do
         [ -f "$f" ] && { echo "--- $f (last 20 lines)"; tail -20 "$f"; } >&2
     done
+    stacks_of_brokers >&2
     exit 1
+}
+
+# Where each live broker is, thread by thread, when a test fails (gdb, where installed): a broker
+# that stopped answering once in test_spotcheck left only its silent log behind.
+stacks_of_brokers() {
+    command -v gdb >/dev/null || return 0
+    local p
+    for p in "${PIDS[@]:-}"; do
+        if [ -z "$p" ] || ! grep -qa broker "/proc/$p/cmdline" 2>/dev/null; then continue; fi
+        echo "--- broker pid $p: threads"
+        timeout 30 gdb -p "$p" -batch -ex "thread apply all bt" 2>/dev/null | grep -E "^(Thread|#)" | head -80
+    done
 }
 
 ok() { echo "ok: $*"; }
