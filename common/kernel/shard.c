@@ -303,8 +303,6 @@ static int decode_levels(nq_shard_desc_t *o, board_t *p, char *err, size_t errle
 {
     uint8_t rows[NQ_SHARD_MAX_N];
     int border = o->mode == NQ_SHARD_BORDER, n = o->n;
-    if (border && o->version < 3)
-        o->flip = shard_flip(n, o->c, o->d);   /* encoding 3 carries it (decode_queens) */
     int L = shard_level_rows(o->version, o->mode, n, o->k, o->c, o->d, o->flip, rows);
     for (int i = 0; i < L; i++) {
         int r = rows[i], col = o->top[i + border];
@@ -330,7 +328,7 @@ static int decode_queens(const uint8_t *b, nq_shard_desc_t *o, board_t *p, char 
         o->c = t[0]; o->d = t[1];
         if (o->c >= n || o->d >= n)
             return nq_errf(err, errlen, "shard border position out of range");
-        o->flip = o->version >= 3 ? t[2] : 0;
+        o->flip = o->version >= 3 ? t[2] : shard_flip(n, o->c, o->d);   /* encoding 3 carries it */
         if (o->flip > 1)
             return nq_errf(err, errlen, "shard direction byte %d is not 0 or 1", o->flip);
         if (border_place_acd(n, o->top[0], o->c, o->d, p))

@@ -26,7 +26,7 @@
  * bottom-up when c + d < n - 1, which measured 21-26% fewer nodes than
  * top-down everywhere. Encoding 3 carries the direction in the descriptor:
  * from n = 19 the list takes, for each root, the direction whose tree random
- * probes estimate smaller (shard_flip.c; 3.3 % fewer nodes at n = 19), below
+ * probes estimate smaller (shard_flip.c; 3.4 % fewer nodes at n = 19), below
  * that encoding 2's rule. Rows c and d hold side queens
  * and are not levels. Because a shard fixes exactly the levels the kernel
  * would branch on first, splitting at any depth never repeats the search above

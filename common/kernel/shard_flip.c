@@ -6,10 +6,10 @@
  * root's whole tree, and the rule takes the worse one for about a root in four (N=18: 178 of
  * 631). Encoding 3 estimates both trees and takes the smaller: Knuth's estimator, random paths
  * from the root whose branching factors, multiplied, estimate the nodes of each level. With
- * PROBES paths a direction, N=19 searched 3.3 % fewer nodes (54.08·10^9 against 55.91·10^9);
- * N=18: 3.0 % with 128 paths, 3.9 % with 512, 4.0 % choosing by an exact count of each tree's
- * first 9 levels. Below PROBE_MIN_N the probes cost more than they save (N=18: 0.08 s of
- * listing for 128 paths, against a 3 s count on one core); there the rule stays.
+ * PROBES paths a direction, N=19 searched 3.4 % fewer nodes (54.01·10^9 against 55.91·10^9)
+ * and N=20 3.2 %; N=18 3.6 % (4.1 % with 1,024 paths; 4.0-4.2 % choosing by an exact count of
+ * each tree's first 9 levels). Below PROBE_MIN_N the probes cost more than they save (N=18:
+ * 0.19 s of listing, against a 3 s count on one core); there the rule stays.
  *
  * Roots with b of weight 2 or 4 keep the rule: bottom-up counts those solution by solution
  * (count_flipped in count.c), and chosen that way the count measured slower for fewer nodes.
@@ -111,18 +111,14 @@ static u128 tree_estimate(const board_t *root, const uint8_t *rows, int m, uint3
 /* The direction whose tree the probes estimate smaller: 1 bottom-up. */
 static int flip_estimate(int n, int a, int c, int d, const board_t *root, uint32_t b_allowed)
 {
-    uint8_t rows[2][NQ_SHARD_MAX_N];
-    int m = 0;
-    for (int r = 1; r < n; r++)
-        if (r != c && r != d)
-            rows[0][m++] = (uint8_t)r;
-    for (int i = 0; i < m; i++)
-        rows[1][i] = rows[0][m - 1 - i];
+    uint8_t rows[NQ_SHARD_MAX_N];
     u128 est[2];
     for (int dir = 0; dir < 2; dir++) {
+        /* every free row in the kernel's order: the levels of a shard as deep as the board */
+        int m = shard_level_rows(NQ_SHARD_ENCODING, NQ_SHARD_BORDER, n, n, c, d, dir, rows);
         uint64_t rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 48 | (uint64_t)a << 32 | (uint64_t)c << 16 |
                                                 (uint64_t)d << 1 | (uint64_t)dir);
-        est[dir] = tree_estimate(root, rows[dir], m, b_allowed, &rng);
+        est[dir] = tree_estimate(root, rows, m, b_allowed, &rng);
     }
     return est[1] < est[0];
 }
