@@ -10,6 +10,8 @@ PIDS=()
 
 cleanup() {
     local p
+    trap '' USR1                        # ignored first: killing its sleep lets it fire
+    pkill -P "$WATCHDOG" 2>/dev/null; kill "$WATCHDOG" 2>/dev/null
     for p in "${PIDS[@]:-}"; do
         [ -n "$p" ] && kill -9 "$p" 2>/dev/null
     done
@@ -40,6 +42,15 @@ stacks_of_brokers() {
 }
 
 ok() { echo "ok: $*"; }
+
+# A test that hangs must still say where. ctest kills a test at its TIMEOUT (300 s) with SIGKILL,
+# so no trap runs and the logs and broker stacks that fail() prints are lost; the watchdog fails
+# the test itself a little before that. Its output goes to /dev/null: a child left holding the
+# test's stdout would keep ctest waiting for it.
+TEST_BUDGET=${NQ_TEST_BUDGET:-280}
+( sleep "$TEST_BUDGET"; kill -USR1 $$ ) >/dev/null 2>&1 &
+WATCHDOG=$!
+trap 'fail "the test ran past its budget of $TEST_BUDGET s (ctest kills it at 300 s)"' USR1
 
 # A TCP port nobody listens on (random in a high range, checked).
 free_port() {
