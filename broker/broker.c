@@ -351,24 +351,6 @@ static void ask_hello(nq_broker_t *b, const void *rid, size_t len)
     broker_send(b, &tmp, &w);
 }
 
-static void on_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb)
-{
-    double now = b->now;
-    for (uint32_t i = 0; i < hb->count; i++) {
-        nq_lease_t *l = leases_find(b, hb->items[i].lease);
-        if (!l)
-            continue;                   /* re-leased elsewhere meanwhile: its result is still compared */
-        if (!l->peer)
-            leases_attach(b, l, p);     /* re-armed after a broker restart: the owner is back */
-        else if (l->peer != p)
-            continue;                   /* someone else's: a heartbeat cannot take a lease */
-        if (hb->items[i].progress != l->progress) {
-            l->progress = hb->items[i].progress;
-            l->progress_at = now;
-        }
-    }
-}
-
 static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const nq_msg_t *m, const char *key)
 {
     if (m->type == NQ_MSG_HELLO) {
@@ -390,8 +372,11 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
         return;
     }
     switch (m->type) {
-    case NQ_MSG_CREDIT: p->credit = m->u.credit.credit; peer_hunger(b, p); break;
-    case NQ_MSG_HEARTBEAT: on_heartbeat(b, p, &m->u.heartbeat); break;
+    case NQ_MSG_CREDIT:
+        p->credit = m->u.credit.credit < NQ_CREDIT_MAX ? m->u.credit.credit : NQ_CREDIT_MAX;
+        peer_hunger(b, p);
+        break;
+    case NQ_MSG_HEARTBEAT: leases_heartbeat(b, p, &m->u.heartbeat); break;
     case NQ_MSG_RESULT: results_on_result(b, p, &m->u.result); break;
     case NQ_MSG_SOLPART: results_on_solpart(b, p, &m->u.solpart); break;
     case NQ_MSG_BYE: peers_drop(b, p, 0, "bye"); break;

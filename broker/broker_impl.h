@@ -68,6 +68,8 @@ typedef struct nq_lease {
     nq_peer_t *peer;                   /* NULL: re-armed after restart, owner not yet back */
     uint64_t progress;
     double progress_at;                /* when progress last moved */
+    uint64_t sync;                     /* its peer's sync_sent when it was sent (see on_heartbeat) */
+    uint32_t listed;                   /* the hb_stamp of the last heartbeat that listed it */
     struct nq_lease *next_in_peer;
     struct nq_lease *hnext;            /* hash chain */
 } nq_lease_t;
@@ -75,6 +77,11 @@ typedef struct nq_lease {
 /* A worker that sends results failing the broker's checks is flagged; after this many it gets
    no more work (its credit is ignored), so its shards go to others. */
 #define QUARANTINE_AFTER 3
+
+/* A worker's heartbeat lists every lease it holds, queued and unacknowledged ones too, in at most
+   NQ_MAX_HEARTBEAT_ITEMS items: credit beyond half of that is ignored, so the list always fits
+   (a reply held back while the store is down can double what a worker holds). */
+#define NQ_CREDIT_MAX (NQ_MAX_HEARTBEAT_ITEMS / 2)
 
 /* Restarts (a HELLO with a new nonce on the same connection) allowed per window before they
    count as misbehaviour: an honest worker restarts rarely, a hostile one to shed its leases. */
@@ -102,8 +109,11 @@ struct nq_peer {
     double dropped_logged;
     nq_peer_t *hnext;                  /* chain in the broker's peer table (by routing id) */
     nq_peer_t *ihnext;                 /* chain in its identity table (by ident_hash) */
-    uint32_t credit;                   /* shards it wants outstanding */
+    uint32_t credit;                   /* shards it wants outstanding, at most NQ_CREDIT_MAX */
     uint32_t outstanding;
+    uint64_t sync_sent;                /* the last sync token sent to it in a HEARTBEAT */
+    double sync_at;                    /* when */
+    uint32_t hb_stamp;                 /* heartbeats read from it */
     double last_recv, last_sent;       /* monotonic seconds */
     nq_lease_t *leases;
     uint64_t nodes_done;               /* for nodes/s */
@@ -261,6 +271,8 @@ void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p);   /* counts it; logs a ra
 nq_lease_t *leases_find(nq_broker_t *b, uint64_t id);
 nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id);
 void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p);
+/* A worker's heartbeat: progress, re-armed leases, and the leases it never received. */
+void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb);
 void leases_remove(nq_broker_t *b, nq_lease_t *l);
 void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char *why);
 void leases_dispatch(nq_broker_t *b);              /* hand out work while credit allows */

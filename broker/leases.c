@@ -221,6 +221,7 @@ void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p)
     p->leases = l;
     p->outstanding++;
     l->progress_at = b->now;
+    l->sync = p->sync_sent;             /* only a later token can prove it lost */
     peer_hunger(b, p);
 }
 
@@ -435,6 +436,67 @@ void leases_dispatch(nq_broker_t *b)
     }
 }
 
+/* ---- a worker's inventory ---- */
+
+/* Releases p's leases sent before token `sync` that the heartbeat `stamp` did not list. A release
+   may end a job and free other leases with it, so each batch is found again by id. */
+static void release_unlisted(nq_broker_t *b, nq_peer_t *p, uint32_t stamp, uint64_t sync)
+{
+    enum { BATCH = 64 };
+    uint64_t lost[BATCH];
+    size_t n;
+    do {
+        n = 0;
+        for (nq_lease_t *l = p->leases; l && n < BATCH; l = l->next_in_peer)
+            if (l->listed != stamp && l->sync < sync)
+                lost[n++] = l->id;
+        for (size_t i = 0; i < n; i++) {
+            nq_lease_t *l = leases_find(b, lost[i]);
+            if (l && l->peer == p)
+                leases_release(b, l, 0, "lost on its way to the worker");
+        }
+    } while (n == BATCH);
+}
+
+/*
+ * A worker's HEARTBEAT lists every lease it holds (queued, running, and finished but not yet
+ * acknowledged) and echoes the last sync token it read from us.
+ *
+ * A TASK can be lost on its way. When a worker's connection is replaced (it gave up on us after
+ * we were silent past its liveness window, or ZeroMQ reconnected under it), what was queued on
+ * the old one is gone while we still count the lease, and the worker's credit with it. Such a
+ * lease never reports progress, so the stall timer never takes it back: the worker idles with
+ * its credit full of leases it never saw, and the job never ends (test_spotcheck saw this when
+ * a loaded CI host stalled the broker for over 0.6 s).
+ *
+ * Messages on one connection arrive in order. So a lease sent before the token the worker echoes
+ * either reached it, and is listed (or its RESULT, sent before this heartbeat, was read before
+ * it), or was lost. Lost ones go back to pending without costing the shard an attempt: nobody
+ * did anything wrong. No clock is involved, so a slow worker or a stalled broker cannot make an
+ * honest lease look lost. O(items + the peer's leases) per heartbeat.
+ */
+void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb)
+{
+    uint32_t stamp = ++p->hb_stamp;
+    for (uint32_t i = 0; i < hb->count; i++) {
+        nq_lease_t *l = leases_find(b, hb->items[i].lease);
+        if (!l)
+            continue;                   /* re-leased elsewhere meanwhile: its result is still compared */
+        if (!l->peer)
+            leases_attach(b, l, p);     /* re-armed after a broker restart: the owner is back */
+        else if (l->peer != p)
+            continue;                   /* someone else's: a heartbeat cannot take a lease */
+        l->listed = stamp;
+        if (hb->items[i].progress != l->progress) {
+            l->progress = hb->items[i].progress;
+            l->progress_at = b->now;
+        }
+    }
+    if (hb->sync == 0 || hb->sync > p->sync_sent || hb->count == NQ_MAX_HEARTBEAT_ITEMS)
+        return;                         /* no token echoed, one we never sent, or a list cut short */
+    release_unlisted(b, p, stamp, hb->sync);
+}
+
 /* ---- liveness ---- */
 
 void leases_tick(nq_broker_t *b, double now)
@@ -466,9 +528,13 @@ void leases_tick(nq_broker_t *b, double now)
                     leases_release(b, l, 1, "progress stalled");
             }
         }
-        if (now - p->last_sent > hb) {
-            nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };
-            broker_send(b, p, &m);
+        if (now - p->last_sent > hb || now - p->sync_at > dead) {
+            nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };   /* a busy worker gets a token too */
+            m.u.heartbeat.sync = p->sync_sent + 1;
+            if (broker_send(b, p, &m) == 0) {
+                p->sync_sent++;
+                p->sync_at = now;
+            }
         }
     }
 }

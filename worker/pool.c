@@ -198,6 +198,10 @@ uint32_t pool_progress(nq_pool_t *p, nq_hb_item_t *items, uint32_t max)
         items[n].lease = t->t.lease;
         items[n].progress = 0;
     }
+    for (nq_wtask_t *t = p->done; t && n < max; t = t->next, n++) {   /* finished, not yet sent */
+        items[n].lease = t->t.lease;
+        items[n].progress = atomic_load_explicit(&t->progress, memory_order_relaxed);
+    }
     pthread_mutex_unlock(&p->lock);
     return n;
 }

@@ -31,6 +31,7 @@ struct nq_worker {
     uint32_t hb_ms, liveness, credit;
     double last_recv, last_sent, backoff, next_connect;
     double hello_at;                   /* when we last introduced ourselves */
+    uint64_t sync, sync_echoed;        /* the broker's last sync token, and the last we echoed */
     nq_wtask_t *outbox;
     nq_rng_t rng;
 };
@@ -72,13 +73,23 @@ static void send_hello(nq_worker_t *w)
     w->hello_at = now_s();
 }
 
+/* Everything we hold, with the broker's last token: a lease it sent before that token and does
+   not find here never reached us, and it takes it back (leases_heartbeat). So the list must be
+   whole: queued, running, finished, and sent but not acknowledged. */
 static void send_heartbeat(nq_worker_t *w)
 {
     static nq_hb_item_t items[NQ_MAX_HEARTBEAT_ITEMS];
     nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };
+    uint32_t n = w->pool ? pool_progress(w->pool, items, NQ_MAX_HEARTBEAT_ITEMS) : 0;
+    for (nq_wtask_t *t = w->outbox; t && n < NQ_MAX_HEARTBEAT_ITEMS; t = t->next, n++) {
+        items[n].lease = t->t.lease;
+        items[n].progress = atomic_load_explicit(&t->progress, memory_order_relaxed);
+    }
     m.u.heartbeat.items = items;
-    m.u.heartbeat.count = w->pool ? pool_progress(w->pool, items, NQ_MAX_HEARTBEAT_ITEMS) : 0;
-    send_msg(w, &m);
+    m.u.heartbeat.count = n;
+    m.u.heartbeat.sync = w->sync;
+    if (send_msg(w, &m) == 0)
+        w->sync_echoed = w->sync;
 }
 
 /* SOLPARTs first (the permutation), then the RESULT that refers to them. */
@@ -143,6 +154,7 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
         if (m->u.welcome.broker_nonce != w->broker_nonce) {
             /* A broker we have not introduced ourselves to (first contact or a restart). */
             w->broker_nonce = m->u.welcome.broker_nonce;
+            w->sync = w->sync_echoed = 0;   /* its tokens, not an earlier session's */
             send_hello(w);
             outbox_resend(w, now_s());
             send_heartbeat(w);
@@ -159,7 +171,7 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
     case NQ_MSG_TASK: on_task(w, &m->u.task); break;
     case NQ_MSG_ACK: outbox_ack(w, &m->u.ack); break;
     case NQ_MSG_CANCEL: pool_cancel_job(w->pool, m->u.cancel.job); break;
-    case NQ_MSG_HEARTBEAT: break;
+    case NQ_MSG_HEARTBEAT: w->sync = m->u.heartbeat.sync; break;   /* echoed by tick() */
     default:
         nq_log(NQ_LOG_WARN, "message.bad", "from=broker reason=\"unexpected %s\"", proto_type_name(m->type));
     }
@@ -323,7 +335,7 @@ static void tick(nq_worker_t *w, double now)
         w->backoff = w->backoff * 2 > 32 ? 32 : w->backoff * 2;
         return;
     }
-    if (now - w->last_sent >= hb)
+    if (now - w->last_sent >= hb || w->sync != w->sync_echoed)
         send_heartbeat(w);
     outbox_resend(w, now - hb * w->liveness * 2);   /* an unacked result: say it again */
 }

@@ -38,7 +38,7 @@ void pool_cancel_job(nq_pool_t *p, uint64_t job);
 nq_wtask_t *pool_take_queued(nq_pool_t *p);         /* not started: for handing back */
 void pool_cancel_all(nq_pool_t *p);
 uint32_t pool_busy(nq_pool_t *p);                    /* queued + running */
-uint32_t pool_progress(nq_pool_t *p, nq_hb_item_t *items, uint32_t max);
+uint32_t pool_progress(nq_pool_t *p, nq_hb_item_t *items, uint32_t max);   /* running, queued, done */
 
 void task_run(nq_wtask_t *t);                        /* run_task.c */
 void task_free(nq_wtask_t *t);

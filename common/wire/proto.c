@@ -72,7 +72,9 @@ static const field_t f_task[] = {
     FU8(task.kind, 1, 3), FU64(task.n, 1, NQ_MAX_N), FBIN(task.spec, task.spec_len, NQ_MAX_SPEC),
     FANY(task.seed), FSTR(task.algo, 0), FANY(task.max_steps), FANY(task.proof),
 };
-static const field_t f_heartbeat[] = { { "heartbeat.items", F_HB, 0, 0, 0, NQ_MAX_HEARTBEAT_ITEMS } };
+static const field_t f_heartbeat[] = {
+    { "heartbeat.items", F_HB, 0, 0, 0, NQ_MAX_HEARTBEAT_ITEMS }, FANY(heartbeat.sync),
+};
 static const field_t f_result[] = {
     FANY(result.job), FANY(result.shard), FANY(result.lease), FU8(result.kind, 1, 3),
     FU8(result.status, 0, 2), FANY(result.total), FANY(result.unique), FANY(result.nodes),

@@ -18,7 +18,8 @@
 #include <stdint.h>
 #include <msgpack.h>
 
-#define NQ_PROTO_VERSION      2            /* 2: TASK, RESULT and SOLPART carry a lease proof */
+#define NQ_PROTO_VERSION      3            /* 2: TASK, RESULT and SOLPART carry a lease proof;
+                                              3: HEARTBEAT carries a sync token */
 #define NQ_MAX_FRAME          (64u << 20)  /* bytes; also ZMQ_MAXMSGSIZE on every socket */
 #define NQ_MAX_PAYLOAD        (48u << 20)  /* RESULT payload / SOLPART data bytes */
 #define NQ_MAX_HEARTBEAT_ITEMS 4096        /* leases reported in one HEARTBEAT */
@@ -80,6 +81,8 @@ typedef struct { uint64_t lease, progress; } nq_hb_item_t;
 typedef struct {
     uint32_t count;               /* 0..NQ_MAX_HEARTBEAT_ITEMS */
     nq_hb_item_t *items;          /* decode: malloc'd by proto_decode, freed by proto_msg_free */
+    uint64_t sync;                /* broker -> worker: a new token; worker -> broker: the last token
+                                     it read (0: none), so every lease sent before it is in items */
 } nq_heartbeat_t;
 
 typedef struct {

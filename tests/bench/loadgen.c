@@ -80,6 +80,7 @@ static uint64_t serve(void *s)
                 acks++;
             } else if (m.type == NQ_MSG_HEARTBEAT) {
                 nq_msg_t h = { .type = NQ_MSG_HEARTBEAT };
+                h.u.heartbeat.sync = m.u.heartbeat.sync;   /* it holds nothing: every TASK is answered at once */
                 send_msg(s, &h);
             }
             proto_msg_free(&m);

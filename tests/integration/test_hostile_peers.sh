@@ -53,6 +53,24 @@ if grep -q $'\x1b' "$T/broker.log" || grep -q "^ts=x" "$T/broker.log"; then fail
 ok "erring worker: job failed after $n error results, message in nq status, log clean"
 kill "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
 
+# 3b. Tasks that never arrive: a worker whose TASKs are lost on the wire (here it drops them) says
+# so in its heartbeats, which list nothing under the broker's token. Each lease comes back
+# without costing its shard an attempt, and nothing waits for the worker to die.
+start_broker d.db
+id=$("$NQ" submit count 8 --depth 2) || fail "submit"
+out=$($H drop_tasks "$WEP" 3) || fail "drop_tasks script"
+dropped=$(sed -n 's/^drop_tasks: \([0-9]*\) dropped$/\1/p' <<<"$out")
+lost=$(grep -c 'reason="lost on its way to the worker"' "$T/broker.log")
+[ "${dropped:-0}" -ge 8 ] || fail "the dropper took only '${dropped:-}' tasks in 3 s: $out"
+[ "$lost" = "$dropped" ] || fail "$dropped tasks dropped, $lost leases taken back"
+attempts=$(sql d.db "SELECT coalesce(max(attempts), 0) FROM shards WHERE job = $id")
+[ "$attempts" = 0 ] || fail "a lost task cost its shard an attempt ($attempts)"
+start_worker h4; h4=$LAST_PID
+wait_for 60 job_done "$id" || fail "job did not finish after the dropped tasks"
+[ "$(job_field "$id" total)" = "$total8" ] || fail "wrong total after the dropped tasks"
+ok "tasks lost on the wire: $dropped dropped, $lost leases taken back uncharged, total exact"
+kill "$h4" "$BROKER_PID"; wait "$h4" "$BROKER_PID" 2>/dev/null
+
 # 4. Quorum with a late, a duplicate and a silent voter: the job must end.
 start_broker v.db
 id=$("$NQ" submit count 8 --depth 2 --quorum 2) || fail "submit"

@@ -32,13 +32,13 @@ ctx = zmq.Context()
 s = ctx.socket(zmq.DEALER)
 s.setsockopt(zmq.LINGER, 0)
 s.connect(sys.argv[1])
-pack = lambda *f: s.send(msgpack.packb([2, *f], use_bin_type=True))
+pack = lambda *f: s.send(msgpack.packb([3, *f], use_bin_type=True))
 pack(1, "html-peer", int.from_bytes(os.urandom(8), "little"), "<img src=x onerror=alert(2)>", 1,
      "<script>alert(3)</script>")
 pack(3, 0)                                   # CREDIT 0: it takes no work, it only stays alive
 end = time.monotonic() + float(sys.argv[2])
 while time.monotonic() < end:
-    pack(5, [])                              # HEARTBEAT
+    pack(5, [], 0)                           # HEARTBEAT: holds nothing, echoes no token
     time.sleep(0.1)
 PY
 start peer "$PY" peer.py "$WEP" 60

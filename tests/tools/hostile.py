@@ -13,7 +13,7 @@ import time
 import msgpack
 import zmq
 
-VERSION = 2
+VERSION = 3
 HELLO, WELCOME, CREDIT, TASK, HEARTBEAT, RESULT, SOLPART, ACK, CANCEL, BYE = range(1, 11)
 RES_OK, RES_NOTFOUND, RES_ERROR = 0, 1, 2
 
@@ -34,6 +34,7 @@ class Peer:
         self.nonce = nonce if nonce is not None else int.from_bytes(os.urandom(8), "little")
         self.tasks = []
         self.acks = 0
+        self.sync = 0                   # the broker's last HEARTBEAT token, echoed in ours
         self.hello(credit)
 
     def send(self, mtype, *fields):
@@ -46,7 +47,7 @@ class Peer:
         self.send(CREDIT, credit)
 
     def heartbeat(self):
-        self.send(HEARTBEAT, [[t["lease"], 0] for t in self.tasks])
+        self.send(HEARTBEAT, [[t["lease"], 0] for t in self.tasks], self.sync)
 
     def pump(self, seconds, want_tasks=None, heartbeat=True):
         """Reads for up to `seconds`, keeping TASKs; stops early once want_tasks are held."""
@@ -66,6 +67,8 @@ class Peer:
                 self.tasks.append(dict(job=job, shard=shard, lease=lease, kind=kind, proof=proof))
             elif m[1] == ACK:
                 self.acks += 1
+            elif m[1] == HEARTBEAT:
+                self.sync = m[3]
 
     def result(self, t, total=0, unique=0, status=RES_OK, payload=b"", proof=None, lease=None):
         self.send(RESULT, t["job"], t["shard"], t["lease"] if lease is None else lease, t["kind"], status,
@@ -231,8 +234,25 @@ def export_rows0(ctx, ep, job):
     s.close(0)
 
 
+def drop_tasks(ctx, ep, seconds):
+    """Takes TASKs and drops them, as if each were lost on the wire, for `seconds`. Its heartbeats
+    are honest: they list nothing and echo the broker's last token. Prints how many it dropped."""
+    p = Peer(ctx, ep, "hostile-dropper", credit=4)
+    end = time.monotonic() + float(seconds)
+    dropped = 0
+    while time.monotonic() < end:
+        p.pump(0.1)
+        dropped += len(p.tasks)
+        p.tasks = []
+    p.send(CREDIT, 0)                   # no more work; a second of heartbeats gives back the last
+    p.pump(1.0)
+    dropped += len(p.tasks)
+    print(f"drop_tasks: {dropped} dropped")
+    p.close()
+
+
 SCENARIOS = {f.__name__: f for f in (quorum_bypass, rehello_burn, error_results, quorum_voters, forge_flood,
-                                     bad_ids, hello_flood, export_rows0, takeover)}
+                                     bad_ids, hello_flood, export_rows0, takeover, drop_tasks)}
 
 if __name__ == "__main__":
     ctx = zmq.Context()

@@ -102,6 +102,7 @@ static void base_heartbeat(frames_t *f, nq_msg_t *m, nq_hb_item_t *items, uint32
     for (uint32_t i = 0; i < m->u.heartbeat.count; i++)
         items[i] = (nq_hb_item_t){ some_u64(f), some_u64(f) };
     m->u.heartbeat.items = items;
+    m->u.heartbeat.sync = some_u64(f);
 }
 
 static void base_ctl(frames_t *f, nq_msg_t *m)

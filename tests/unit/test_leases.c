@@ -66,7 +66,16 @@ static void teardown(void)
 }
 
 /* A scripted worker: a DEALER that has said HELLO with its own nonce (its identity). */
-typedef struct { void *s; char id[32]; uint64_t nonce; nq_task_t tasks[16]; int ntasks; int acks; } fake_t;
+typedef struct {
+    void *s;
+    char id[32];
+    uint64_t nonce;
+    nq_task_t tasks[16];
+    uint64_t task_sync[16];             /* the broker's last token when each TASK was read */
+    int ntasks, acks;
+    uint64_t sync;                      /* the broker's last HEARTBEAT token */
+    int echo;                           /* heartbeats echo it (an honest worker's inventory) */
+} fake_t;
 
 static void fake_send(fake_t *w, const nq_msg_t *m)
 {
@@ -119,9 +128,12 @@ static void fake_read(fake_t *w)
             if (m.type == NQ_MSG_TASK && w->ntasks < 16) {
                 w->tasks[w->ntasks] = m.u.task;
                 w->tasks[w->ntasks].spec = NULL;
+                w->task_sync[w->ntasks] = w->sync;
                 w->ntasks++;
             } else if (m.type == NQ_MSG_ACK) {
                 w->acks++;
+            } else if (m.type == NQ_MSG_HEARTBEAT) {
+                w->sync = m.u.heartbeat.sync;
             }
             proto_msg_free(&m);
         }
@@ -129,15 +141,22 @@ static void fake_read(fake_t *w)
     }
 }
 
-static void fake_heartbeat(fake_t *w, uint64_t progress)
+/* A heartbeat listing the first `count` tasks held, with token `sync`. */
+static void fake_inventory(fake_t *w, int count, uint64_t progress, uint64_t sync)
 {
     nq_hb_item_t items[16];
-    for (int i = 0; i < w->ntasks; i++)
+    for (int i = 0; i < count; i++)
         items[i] = (nq_hb_item_t){ w->tasks[i].lease, progress };
     nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };
-    m.u.heartbeat.count = (uint32_t)w->ntasks;
+    m.u.heartbeat.count = (uint32_t)count;
     m.u.heartbeat.items = items;
+    m.u.heartbeat.sync = sync;
     fake_send(w, &m);
+}
+
+static void fake_heartbeat(fake_t *w, uint64_t progress)
+{
+    fake_inventory(w, w->ntasks, progress, w->echo ? w->sync : 0);
 }
 
 /* A vote: total = 195 * (shard + 1), so residues mod 13 and 15 are both 0 and always consistent. */
@@ -230,6 +249,45 @@ T_TEST(test_stalled_progress)
     results_flush(b);
     T_CHECK(b->peers != NULL);           /* alive: only its lease was taken back */
     T_EQ_U64(shard_attempts(job, shard), 1);
+    fake_close(&w);
+    teardown();
+}
+
+/*
+ * A TASK lost on its way (the worker's connection was replaced with it queued) is taken back,
+ * uncharged, once the worker echoes a token sent after it without listing it. A heartbeat whose
+ * token predates the TASK (it crossed the TASK on the wire), one with a token never sent, and one
+ * with no token take nothing back.
+ */
+T_TEST(test_lost_task_taken_back)
+{
+    setup();
+    uint64_t job = submit(8, 1);
+    fake_t w;
+    fake_hello(&w, "w-lossy", 13, 2);
+    w.echo = 1;
+    run_for(0.5, 0.05, &w, NULL);       /* holds two leases, lists them, echoes every token */
+    T_EQ_U64(w.ntasks, 2);
+    T_CHECK(w.sync > 0);
+    T_EQ_U64(b->peers->outstanding, 2);
+    nq_task_t lost = w.tasks[1];
+    uint64_t before = w.task_sync[1];   /* its token: sent before the TASK */
+    w.ntasks = 1;                       /* the second TASK never arrived */
+    fake_inventory(&w, 1, 1, before);
+    fake_inventory(&w, 1, 1, UINT64_MAX);
+    fake_inventory(&w, 1, 1, 0);
+    usleep(2000);
+    broker_round(b, 5);
+    T_CHECK(leases_find(b, lost.lease) != NULL);
+    T_CHECK(shard_state(job, lost.shard) == NQ_SHARD_LEASED);
+    run_for(0.5, 0.05, &w, NULL);       /* a later token, echoed without it: taken back */
+    results_flush(b);
+    T_CHECK(leases_find(b, lost.lease) == NULL);
+    T_EQ_U64(shard_attempts(job, lost.shard), 0);
+    T_EQ_U64(w.ntasks, 2);              /* its credit came back: the worker got new work */
+    T_CHECK(w.tasks[1].lease != lost.lease);
+    T_CHECK(leases_find(b, w.tasks[0].lease) != NULL);   /* the one it holds stays its own */
+    T_EQ_U64(b->peers->outstanding, 2);
     fake_close(&w);
     teardown();
 }

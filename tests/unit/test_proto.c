@@ -512,8 +512,8 @@ T_TEST(test_reject_empty_and_oversize)
     T_REJECT(big, (size_t)NQ_MAX_FRAME + 1, "exceeds NQ_MAX_FRAME");
     free(big);
     nq_msg_t m;
-    T_CHECK(proto_decode("\x92\x02\x0a", 3, NULL, NULL, 0) == -1);   /* no crash without err/m */
-    T_CHECK(proto_decode("\x91\x02", 2, &m, NULL, 0) == -1);
+    T_CHECK(proto_decode("\x92\x03\x0a", 3, NULL, NULL, 0) == -1);   /* no crash without err/m */
+    T_CHECK(proto_decode("\x91\x03", 2, &m, NULL, 0) == -1);
 }
 
 T_TEST(test_reject_garbage)
@@ -522,9 +522,9 @@ T_TEST(test_reject_garbage)
     T_REJECT("\xc1", 1, "invalid msgpack byte 0xc1");
     T_REJECT("\x80", 1, "is map, expected array");
     T_REJECT("\x90", 1, "array has 0 elements");
-    T_REJECT("\x91\x02", 2, "array has 1 elements");
+    T_REJECT("\x91\x03", 2, "array has 1 elements");
     T_REJECT("\x92\xa1" "1\x01", 4, "field 'version' is str, expected uint");
-    T_REJECT("\x92\x02\xcb\x00\x00\x00\x00\x00\x00\xf0\x3f", 11, "field 'type' is float, expected uint");
+    T_REJECT("\x92\x03\xcb\x00\x00\x00\x00\x00\x00\xf0\x3f", 11, "field 'type' is float, expected uint");
     nq_rng_t r;
     rng_init(&r, 1, 0);
     uint8_t buf[64];
@@ -535,7 +535,7 @@ T_TEST(test_reject_garbage)
         nq_msg_t m;
         char err[128];
         if (proto_decode(buf, len, &m, err, sizeof err) == 0)
-            proto_msg_free(&m);   /* possible in principle (e.g. "\x92\x02\x0a"), just free */
+            proto_msg_free(&m);   /* possible in principle (e.g. "\x92\x03\x0a"), just free */
     }
 }
 
@@ -557,34 +557,34 @@ T_TEST(test_reject_truncated_everywhere)
         msgpack_sbuffer_destroy(&sb);
     }
     /* the reasons name the failure */
-    T_REJECT("\x97\x02\x01\xaa" "abcdef", 10, "field 'worker_id' declared length 10 exceeds frame");
-    T_REJECT("\x93\x02\x03\xcd\x01", 5, "field 'credit' truncated");
-    T_REJECT("\x92\x02\xcd", 3, "field 'type' truncated");
-    T_REJECT("\x93\x02", 2, "message declared array of 3 elements exceeds frame");
+    T_REJECT("\x97\x03\x01\xaa" "abcdef", 10, "field 'worker_id' declared length 10 exceeds frame");
+    T_REJECT("\x93\x03\x03\xcd\x01", 5, "field 'credit' truncated");
+    T_REJECT("\x92\x03\xcd", 3, "field 'type' truncated");
+    T_REJECT("\x93\x03", 2, "message declared array of 3 elements exceeds frame");
 }
 
 T_TEST(test_reject_huge_declared_lengths)
 {
     /* HELLO whose worker_id claims 4 GiB */
-    T_REJECT("\x97\x02\x01\xdb\xff\xff\xff\xff" "abc", 11, "declared length 4294967295 exceeds frame");
+    T_REJECT("\x97\x03\x01\xdb\xff\xff\xff\xff" "abc", 11, "declared length 4294967295 exceeds frame");
     /* TASK whose spec claims 4 GiB, after valid leading fields */
-    T_REJECT("\x9d\x02\x04\x07\x01\x63\x02\x01\x12\xc6\xff\xff\xff\xff\x00", 15,
+    T_REJECT("\x9d\x03\x04\x07\x01\x63\x02\x01\x12\xc6\xff\xff\xff\xff\x00", 15,
              "field 'spec' declared length 4294967295 exceeds frame");
     /* top-level array of 2^32-1 elements in 5 bytes */
     T_REJECT("\xdd\xff\xff\xff\xff", 5, "declared array of 4294967295 elements exceeds frame");
     T_REJECT("\xdc\xff\xff\x01\x05", 5, "exceeds frame");
     /* HEARTBEAT with an items array of 2^32-1, and of 6 when the 15 bytes left hold 5 */
-    T_REJECT("\x93\x02\x05\xdd\xff\xff\xff\xff\x92\x00\x00", 11, "exceeds frame");
-    T_REJECT("\x93\x02\x05\xdc\x00\x06\x92\x00\x00\x92\x00\x00\x92\x00\x00\x92\x00\x00\x92\x00\x00",
+    T_REJECT("\x94\x03\x05\xdd\xff\xff\xff\xff\x92\x00\x00", 11, "exceeds frame");
+    T_REJECT("\x94\x03\x05\xdc\x00\x06\x92\x00\x00\x92\x00\x00\x92\x00\x00\x92\x00\x00\x92\x00\x00",
              21, "declares 6 items, more than the frame can hold");
     /* CTL_REQ whose params map claims 2^32-1 entries */
-    T_REJECT("\x95\x02\x0b\xa1x\x00\xdf\xff\xff\xff\xff\xa1k\x01", 14, "exceeds frame");
+    T_REJECT("\x95\x03\x0b\xa1x\x00\xdf\xff\xff\xff\xff\xa1k\x01", 14, "exceeds frame");
     /* CTL_REP documents: a bin32, an ext32, a map32 claiming gigabytes */
-    T_REJECT("\x95\x02\x0c\x00\xa0\xc6\x7f\xff\xff\xff\x00", 11, "field 'doc' declared length");
-    T_REJECT("\x95\x02\x0c\x00\xa0\xc9\x7f\xff\xff\xff\x01\x00", 12, "field 'doc' declared length");
-    T_REJECT("\x95\x02\x0c\x00\xa0\x91\xdf\x7f\xff\xff\xff\x00\x00", 13, "declared map of");
+    T_REJECT("\x95\x03\x0c\x00\xa0\xc6\x7f\xff\xff\xff\x00", 11, "field 'doc' declared length");
+    T_REJECT("\x95\x03\x0c\x00\xa0\xc9\x7f\xff\xff\xff\x01\x00", 12, "field 'doc' declared length");
+    T_REJECT("\x95\x03\x0c\x00\xa0\x91\xdf\x7f\xff\xff\xff\x00\x00", 13, "declared map of");
     /* a SOLPART whose data bin is over the payload cap (declared, not present) */
-    T_REJECT("\x98\x02\x07\x01\x01\x01\x00\xc6\x03\x00\x00\x04", 12, "exceeds frame");
+    T_REJECT("\x98\x03\x07\x01\x01\x01\x00\xc6\x03\x00\x00\x04", 12, "exceeds frame");
 }
 
 /* Every field of every sample, replaced by a value of each wrong msgpack type. */
@@ -663,7 +663,7 @@ T_TEST(test_reject_out_of_range)
     /* version and type are range-checked too */
     msgpack_sbuffer sb, bad;
     encode_sample(sample_index("ack"), &sb);
-    msgpack_object v = obj_uint(3);
+    msgpack_object v = obj_uint(NQ_PROTO_VERSION + 1);
     frame_edit(&sb, 0, &v, &bad);
     T_REJECT(bad.data, bad.size, "wrong version");
     msgpack_sbuffer_destroy(&bad);
@@ -672,17 +672,18 @@ T_TEST(test_reject_out_of_range)
 
 T_TEST(test_reject_wrong_version)
 {
-    T_REJECT("\x92\x00\x0a", 3, "field 'version' is 0, this build speaks 2 (wrong version)");
-    T_REJECT("\x92\x03\x0a", 3, "wrong version");
+    T_REJECT("\x92\x00\x0a", 3, "field 'version' is 0, this build speaks 3 (wrong version)");
+    T_REJECT("\x92\x02\x0a", 3, "wrong version");   /* version 2: HEARTBEAT had no sync token */
+    T_REJECT("\x92\x04\x0a", 3, "wrong version");
     T_REJECT("\x92\xcf\xff\xff\xff\xff\xff\xff\xff\xff\x0a", 11, "wrong version");
     T_REJECT("\x92\xff\x0a", 3, "field 'version' out of range");   /* -1 */
 }
 
 T_TEST(test_reject_unknown_type)
 {
-    T_REJECT("\x92\x02\x00", 3, "field 'type' is 0 (unknown type)");
-    T_REJECT("\x92\x02\x0d", 3, "field 'type' is 13 (unknown type)");
-    T_REJECT("\x92\x02\xcc\xc8", 4, "is 200 (unknown type)");
+    T_REJECT("\x92\x03\x00", 3, "field 'type' is 0 (unknown type)");
+    T_REJECT("\x92\x03\x0d", 3, "field 'type' is 13 (unknown type)");
+    T_REJECT("\x92\x03\xcc\xc8", 4, "is 200 (unknown type)");
     T_CHECK(!strcmp(proto_type_name(0), "?"));
     T_CHECK(!strcmp(proto_type_name(13), "?"));
     T_CHECK(!strcmp(proto_type_name(-1), "?"));
@@ -692,9 +693,9 @@ T_TEST(test_reject_unknown_type)
 
 T_TEST(test_reject_field_count)
 {
-    T_REJECT("\x93\x02\x0a\x00", 4, "BYE: has 1 fields, expected 0");
-    T_REJECT("\x92\x02\x09", 3, "CANCEL: has 0 fields, expected 1");
-    T_REJECT("\x94\x02\x09\x01\x02", 5, "CANCEL: has 2 fields, expected 1");
+    T_REJECT("\x93\x03\x0a\x00", 4, "BYE: has 1 fields, expected 0");
+    T_REJECT("\x92\x03\x09", 3, "CANCEL: has 0 fields, expected 1");
+    T_REJECT("\x94\x03\x09\x01\x02", 5, "CANCEL: has 2 fields, expected 1");
     msgpack_sbuffer sb, bad;
     encode_sample(sample_index("hello"), &sb);
     frame_edit(&sb, 4, NULL, &bad);   /* drop 'host' */
@@ -714,7 +715,7 @@ T_TEST(test_reject_trailing_bytes)
         encode_sample(i, &sb);
         msgpack_sbuffer_write(&sb, "\x00", 1);
         T_REJECT(sb.data, sb.size, "trailing bytes (1 after the message)");
-        msgpack_sbuffer_write(&sb, "\x92\x02\x0a", 3);   /* a second whole message */
+        msgpack_sbuffer_write(&sb, "\x92\x03\x0a", 3);   /* a second whole message */
         T_REJECT(sb.data, sb.size, "trailing bytes (4 after the message)");
         msgpack_sbuffer_destroy(&sb);
     }
@@ -796,13 +797,13 @@ T_TEST(test_reject_bad_bins)
     free(f);
 }
 
-/* [1, HEARTBEAT, [ n items of [i, i] ]] packed by hand; `shape` breaks item 0. */
+/* [3, HEARTBEAT, [ n items of [i, i] ], 7] packed by hand; `shape` breaks item 0. */
 static void hb_frame(msgpack_sbuffer *sb, uint32_t n, int shape)
 {
     msgpack_packer pk;
     msgpack_sbuffer_init(sb);
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, 3); msgpack_pack_uint8(&pk, NQ_PROTO_VERSION); msgpack_pack_uint8(&pk, NQ_MSG_HEARTBEAT);
+    msgpack_pack_array(&pk, 4); msgpack_pack_uint8(&pk, NQ_PROTO_VERSION); msgpack_pack_uint8(&pk, NQ_MSG_HEARTBEAT);
     msgpack_pack_array(&pk, n);
     for (uint32_t i = 0; i < n; i++) {
         if (i == 0 && shape == 1) { msgpack_pack_uint8(&pk, 5); continue; }
@@ -811,6 +812,7 @@ static void hb_frame(msgpack_sbuffer *sb, uint32_t n, int shape)
         if (i == 0 && shape == 3) msgpack_pack_int8(&pk, -1); else msgpack_pack_uint32(&pk, i);
         msgpack_pack_uint64(&pk, (uint64_t)i << 40);   /* 9 bytes: the frame is not short */
     }
+    msgpack_pack_uint64(&pk, 7);        /* the sync token */
 }
 
 T_TEST(test_reject_bad_heartbeat)
@@ -884,7 +886,7 @@ static void ctlrep_frame(msgpack_sbuffer *sb, const char *prefix, size_t plen, c
                          size_t fill_count)
 {
     msgpack_sbuffer_init(sb);
-    msgpack_sbuffer_write(sb, "\x95\x02\x0c\x00\xa0", 5);
+    msgpack_sbuffer_write(sb, "\x95\x03\x0c\x00\xa0", 5);
     msgpack_sbuffer_write(sb, prefix, plen);
     for (size_t i = 0; i < fill_count; i++)
         msgpack_sbuffer_write(sb, &fill, 1);
@@ -905,7 +907,7 @@ T_TEST(test_reject_deep_doc)
     msgpack_sbuffer_destroy(&sb);
     /* maps count too: {"":{"":...{"":1}}} nine deep */
     msgpack_sbuffer_init(&sb);
-    msgpack_sbuffer_write(&sb, "\x95\x02\x0c\x00\xa0", 5);
+    msgpack_sbuffer_write(&sb, "\x95\x03\x0c\x00\xa0", 5);
     for (int i = 0; i < NQ_MAX_DOC_DEPTH + 1; i++)
         msgpack_sbuffer_write(&sb, "\x81\xa0", 2);
     msgpack_sbuffer_write(&sb, "\x01", 1);
@@ -1047,13 +1049,13 @@ static const char *source_dir(void)
 static size_t bad_seed(int i, msgpack_sbuffer *sb, const char **name)
 {
     static const struct { const char *name; const char *bytes; size_t len; } raw[] = {
-        { "bad-huge-str", "\x97\x02\x01\xdb\xff\xff\xff\xff" "abc", 11 },
+        { "bad-huge-str", "\x97\x03\x01\xdb\xff\xff\xff\xff" "abc", 11 },
         { "bad-huge-array", "\xdd\xff\xff\xff\xff", 5 },
-        { "bad-deep-doc", "\x95\x02\x0c\x00\xa0\x91\x91\x91\x91\x91\x91\x91\x91\x91\x01", 15 },
-        { "bad-version", "\x92\x03\x0a", 3 },
-        { "bad-unknown-type", "\x92\x02\x0d", 3 },
-        { "bad-hb-item", "\x93\x02\x05\x91\x93\x01\x02\x03", 8 },
-        { "bad-dup-param", "\x95\x02\x0b\xa2op\x00\x82\xa1n\x01\xa1n\x02", 14 },
+        { "bad-deep-doc", "\x95\x03\x0c\x00\xa0\x91\x91\x91\x91\x91\x91\x91\x91\x91\x01", 15 },
+        { "bad-version", "\x92\x02\x0a", 3 },   /* version 2: no longer spoken */
+        { "bad-unknown-type", "\x92\x03\x0d", 3 },
+        { "bad-hb-item", "\x94\x03\x05\x91\x93\x01\x02\x03", 8 },
+        { "bad-dup-param", "\x95\x03\x0b\xa2op\x00\x82\xa1n\x01\xa1n\x02", 14 },
     };
     int nraw = (int)(sizeof raw / sizeof raw[0]);
     msgpack_sbuffer_init(sb);

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# A broker that stalls past its workers' liveness window while they work (SIGSTOP 1.5 s, ten
+# times, against a window of 0.6 s): each worker gives up on it and reconnects, and TASKs queued
+# on the connection it dropped are lost. The broker must take those leases back (the workers'
+# heartbeats list what they hold under the broker's sync token) and the job must end exact, with
+# no shard charged an attempt. Before the fix, the lost leases filled both workers' credit and
+# the job sat forever with nothing running; a loaded CI host hit this in test_spotcheck.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
+
+N=14 DEPTH=4                            # 52,118 small shards: TASKs are always on the wire
+start_broker s.db
+start_worker w1 --threads 1 --id w1
+start_worker w2 --threads 1 --id w2
+id=$("$NQ" submit count $N --depth $DEPTH) || fail "submit"
+wait_for 30 bash -c "[ \$(sqlite3 -readonly s.db 'SELECT shards_done FROM jobs WHERE id = $id') -gt 100 ]" \
+    || fail "no results before the stalls"
+for _ in $(seq 10); do
+    kill -STOP "$BROKER_PID"; sleep 1.5; kill -CONT "$BROKER_PID"; sleep 0.7
+done
+job_done "$id" && fail "the job ended before the stalls did: make it longer"
+wait_for 120 job_done "$id" || fail "the job did not finish after the stalls: $("$NQ" status "$id")"
+[ "$(job_field "$id" total)" = "$(oeis_total $N)" ] || fail "total wrong: $("$NQ" status "$id" --json)"
+[ "$(job_field "$id" shards_failed)" = 0 ] || fail "shards failed"
+attempts=$(sql s.db "SELECT max(attempts) FROM shards WHERE job = $id")
+[ "$attempts" = 0 ] || fail "a shard was charged an attempt ($attempts)"
+silent=$(cat w1.log w2.log | grep -c "worker.broker_silent")
+[ "$silent" -ge 10 ] || fail "the workers gave up on the broker only $silent times: the test did not test"
+lost=$(grep -c 'reason="lost on its way to the worker"' broker.log)
+ok "broker stalled 10 x 1.5 s: workers reconnected $silent times, $lost lost TASKs taken back," \
+   "count $N exact, no shard charged"
