@@ -155,6 +155,7 @@ typedef struct nq_solbuf {
 typedef struct {
     uint64_t results_total, results_duplicate, results_conflict, results_rejected;
     uint64_t messages_bad, commits;
+    uint64_t leases_lost;              /* TASKs a worker's inventory showed it never got */
     double commit_seconds_sum, commit_seconds_max;
 } nq_broker_stats_t;
 

@@ -102,6 +102,7 @@ void broker_metrics_tick(nq_broker_t *b, double now)
     s.results_duplicate = b->stats.results_duplicate;
     s.results_conflict = b->stats.results_conflict;
     s.results_rejected = b->stats.results_rejected;
+    s.leases_lost = b->stats.leases_lost;
     s.messages_bad = b->stats.messages_bad;
     s.results_per_s = (double)(b->stats.results_total - last_results) / dt;
     last_results = b->stats.results_total;

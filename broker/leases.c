@@ -277,8 +277,9 @@ void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char
     int failed = 0;
     store_shard_release(b->store, job, shard, count_attempt, &failed);
     nq_job_t *j = jobs_find(b, job);
-    nq_log(NQ_LOG_INFO, "lease.release", "job=%llu shard=%llu reason=\"%s\" failed=%d",
-           (unsigned long long)job, (unsigned long long)shard, why, failed);
+    if (why)                            /* NULL: the caller logs one line for many */
+        nq_log(NQ_LOG_INFO, "lease.release", "job=%llu shard=%llu reason=\"%s\" failed=%d",
+               (unsigned long long)job, (unsigned long long)shard, why, failed);
     if (!j)
         return;
     if (failed)
@@ -438,13 +439,14 @@ void leases_dispatch(nq_broker_t *b)
 
 /* ---- a worker's inventory ---- */
 
-/* Releases p's leases sent before token `sync` that the heartbeat `stamp` did not list. A release
-   may end a job and free other leases with it, so each batch is found again by id. */
+/* Releases p's leases sent before token `sync` that the heartbeat `stamp` did not list, with one
+   log line for all of them (a worker that drops 2,048 TASKs a heartbeat must not flood the log).
+   A release may end a job and free other leases with it, so each batch is found again by id. */
 static void release_unlisted(nq_broker_t *b, nq_peer_t *p, uint32_t stamp, uint64_t sync)
 {
     enum { BATCH = 64 };
     uint64_t lost[BATCH];
-    size_t n;
+    size_t n, released = 0;
     do {
         n = 0;
         for (nq_lease_t *l = p->leases; l && n < BATCH; l = l->next_in_peer)
@@ -452,10 +454,16 @@ static void release_unlisted(nq_broker_t *b, nq_peer_t *p, uint32_t stamp, uint6
                 lost[n++] = l->id;
         for (size_t i = 0; i < n; i++) {
             nq_lease_t *l = leases_find(b, lost[i]);
-            if (l && l->peer == p)
-                leases_release(b, l, 0, "lost on its way to the worker");
+            if (l && l->peer == p) {
+                leases_release(b, l, 0, NULL);
+                released++;
+            }
         }
     } while (n == BATCH);
+    b->stats.leases_lost += released;
+    if (released)
+        nq_log(NQ_LOG_INFO, "lease.lost", "worker=%s leases=%zu reason=\"sent before the token it "
+               "echoed, missing from its heartbeat\"", p->hello.worker_id, released);
 }
 
 /*

@@ -174,6 +174,9 @@ char *metrics_render(const nq_metrics_snapshot_t *s)
     put_u64(f, "nq_results_rejected_total", "counter",
             "Results that failed the broker's checks (wrong lease, proof or answer).",
             s->results_rejected);
+    put_u64(f, "nq_leases_lost_total", "counter",
+            "Leases taken back because the worker's heartbeat showed it never got the TASK.",
+            s->leases_lost);
     put_u64(f, "nq_messages_bad_total", "counter",
             "Malformed or unexpected messages dropped.", s->messages_bad);
     put_family(f, "nq_results_per_second", "gauge", "Recent rate of shard results.");

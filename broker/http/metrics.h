@@ -34,6 +34,7 @@ typedef struct {
     double wall;                   /* unix seconds when the broker took it (the charts' time axis) */
     uint64_t shards_by_state[6];   /* pending, leased, done, failed, conflict, cancelled (active jobs) */
     uint64_t results_total, results_duplicate, results_conflict, results_rejected, messages_bad;
+    uint64_t leases_lost;
     double results_per_s;
     uint32_t workers_alive, jobs_active;
     uint64_t commits;

@@ -101,7 +101,7 @@ static nq_metrics_snapshot_t sample_snapshot(const nq_metrics_worker_t *w, size_
     nq_metrics_snapshot_t s = {
         .shards_by_state = { 5, 2, 40, 1, 0, 3 },
         .results_total = 45, .results_duplicate = 4, .results_conflict = 1,
-        .messages_bad = 7, .results_per_s = 12.5, .workers_alive = 2, .jobs_active = 1,
+        .messages_bad = 7, .leases_lost = 6, .results_per_s = 12.5, .workers_alive = 2, .jobs_active = 1,
         .commits = 9, .commit_seconds_sum = 0.25, .commit_seconds_max = 0.125,
         .nworkers = nw, .workers = w,
     };
@@ -121,6 +121,8 @@ T_TEST(test_render_families)
     T_CHECK(has_line(t, "nq_results_duplicate_total 4"));
     T_CHECK(has_line(t, "nq_results_conflict_total 1"));
     T_CHECK(has_line(t, "nq_messages_bad_total 7"));
+    T_CHECK(has_line(t, "# TYPE nq_leases_lost_total counter"));
+    T_CHECK(has_line(t, "nq_leases_lost_total 6"));
     T_CHECK(has_line(t, "# TYPE nq_shards gauge"));
     T_CHECK(has_line(t, "nq_shards{state=\"pending\"} 5"));
     T_CHECK(has_line(t, "nq_shards{state=\"leased\"} 2"));
