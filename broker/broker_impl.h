@@ -68,7 +68,7 @@ typedef struct nq_lease {
     nq_peer_t *peer;                   /* NULL: re-armed after restart, owner not yet back */
     uint64_t progress;
     double progress_at;                /* when progress last moved */
-    uint64_t sync;                     /* its peer's sync_sent when it was sent (see on_heartbeat) */
+    uint64_t sync;                     /* its peer's sync_sent when it was sent (see leases_heartbeat) */
     uint32_t listed;                   /* the hb_stamp of the last heartbeat that listed it */
     struct nq_lease *next_in_peer;
     struct nq_lease *hnext;            /* hash chain */
