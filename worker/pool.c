@@ -186,22 +186,21 @@ uint32_t pool_busy(nq_pool_t *p)
     return n;
 }
 
+uint32_t task_items(const nq_wtask_t *list, nq_hb_item_t *items, uint32_t n, uint32_t max)
+{
+    for (const nq_wtask_t *t = list; t && n < max; t = t->next, n++) {
+        items[n].lease = t->t.lease;
+        items[n].progress = atomic_load_explicit(&t->progress, memory_order_relaxed);
+    }
+    return n;
+}
+
 uint32_t pool_progress(nq_pool_t *p, nq_hb_item_t *items, uint32_t max)
 {
-    uint32_t n = 0;
     pthread_mutex_lock(&p->lock);
-    for (nq_wtask_t *t = p->running; t && n < max; t = t->next, n++) {
-        items[n].lease = t->t.lease;
-        items[n].progress = atomic_load_explicit(&t->progress, memory_order_relaxed);
-    }
-    for (nq_wtask_t *t = p->queue; t && n < max; t = t->next, n++) {
-        items[n].lease = t->t.lease;
-        items[n].progress = 0;
-    }
-    for (nq_wtask_t *t = p->done; t && n < max; t = t->next, n++) {   /* finished, not yet sent */
-        items[n].lease = t->t.lease;
-        items[n].progress = atomic_load_explicit(&t->progress, memory_order_relaxed);
-    }
+    uint32_t n = task_items(p->running, items, 0, max);
+    n = task_items(p->queue, items, n, max);   /* not started: progress 0 */
+    n = task_items(p->done, items, n, max);    /* finished, not yet sent */
     pthread_mutex_unlock(&p->lock);
     return n;
 }

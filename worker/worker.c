@@ -81,12 +81,8 @@ static void send_heartbeat(nq_worker_t *w)
     static nq_hb_item_t items[NQ_MAX_HEARTBEAT_ITEMS];
     nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };
     uint32_t n = w->pool ? pool_progress(w->pool, items, NQ_MAX_HEARTBEAT_ITEMS) : 0;
-    for (nq_wtask_t *t = w->outbox; t && n < NQ_MAX_HEARTBEAT_ITEMS; t = t->next, n++) {
-        items[n].lease = t->t.lease;
-        items[n].progress = atomic_load_explicit(&t->progress, memory_order_relaxed);
-    }
     m.u.heartbeat.items = items;
-    m.u.heartbeat.count = n;
+    m.u.heartbeat.count = task_items(w->outbox, items, n, NQ_MAX_HEARTBEAT_ITEMS);
     m.u.heartbeat.sync = w->sync;
     if (send_msg(w, &m) == 0)
         w->sync_echoed = w->sync;

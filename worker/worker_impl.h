@@ -39,6 +39,8 @@ nq_wtask_t *pool_take_queued(nq_pool_t *p);         /* not started: for handing 
 void pool_cancel_all(nq_pool_t *p);
 uint32_t pool_busy(nq_pool_t *p);                    /* queued + running */
 uint32_t pool_progress(nq_pool_t *p, nq_hb_item_t *items, uint32_t max);   /* running, queued, done */
+/* Heartbeat items for the tasks of `list`, written from items[n] on, at most max in all: the new n. */
+uint32_t task_items(const nq_wtask_t *list, nq_hb_item_t *items, uint32_t n, uint32_t max);
 
 void task_run(nq_wtask_t *t);                        /* run_task.c */
 void task_free(nq_wtask_t *t);

@@ -13,8 +13,8 @@ start_broker s.db
 start_worker w1 --threads 1 --id w1
 start_worker w2 --threads 1 --id w2
 id=$("$NQ" submit count $N --depth $DEPTH) || fail "submit"
-wait_for 30 bash -c "[ \$(sqlite3 -readonly s.db 'SELECT shards_done FROM jobs WHERE id = $id') -gt 100 ]" \
-    || fail "no results before the stalls"
+under_way() { [ "$(job_field "$id" shards_done)" -gt 100 ]; }
+wait_for 30 under_way || fail "no results before the stalls"
 for _ in $(seq 10); do
     kill -STOP "$BROKER_PID"; sleep 1.5; kill -CONT "$BROKER_PID"; sleep 0.7
 done
