@@ -124,7 +124,8 @@ typedef struct {
     __m512i path[PATH_WORDS];          /* rare pass: levels 0..c-1's columns */
 } lanes_t;
 
-/* `rare` is a constant at every call: the main pass's code has no path in it. */
+/* `rare` is a constant at every call, the path words the pass carries (0 in the main pass, whose
+   code has no path in it; see drain_rare). */
 SIMD_TARGET static inline void lanes_save(simd_level_t *lv, const lanes_t *x, int rare)
 {
 #pragma GCC unroll 4
@@ -134,7 +135,7 @@ SIMD_TARGET static inline void lanes_save(simd_level_t *lv, const lanes_t *x, in
         _mm512_storeu_si512(lv->lane_col + o, x[g].col);
         _mm512_storeu_si512(lv->lane_dl + o, x[g].dl);
         _mm512_storeu_si512(lv->lane_dr + o, x[g].dr);
-        for (int w = 0; rare && w < PATH_WORDS; w++)
+        for (int w = 0; w < rare; w++)
             _mm512_storeu_si512(lv->lane_path[w] + o, x[g].path[w]);
     }
 }
@@ -148,7 +149,7 @@ SIMD_TARGET static inline void lanes_load(const simd_level_t *lv, lanes_t *x, in
         x[g].col = _mm512_loadu_si512(lv->lane_col + o);
         x[g].dl = _mm512_loadu_si512(lv->lane_dl + o);
         x[g].dr = _mm512_loadu_si512(lv->lane_dr + o);
-        for (int w = 0; rare && w < PATH_WORDS; w++)
+        for (int w = 0; w < rare; w++)
             x[g].path[w] = _mm512_loadu_si512(lv->lane_path[w] + o);
     }
 }
@@ -176,7 +177,7 @@ SIMD_TARGET static inline int lanes_refill(const simd_level_t *lv, int *rd, int 
     x->col = _mm512_mask_expand_epi32(x->col, need, _mm512_loadu_si512(lv->col + r));
     x->dl = _mm512_mask_expand_epi32(x->dl, need, _mm512_loadu_si512(lv->dl + r));
     x->dr = _mm512_mask_expand_epi32(x->dr, need, _mm512_loadu_si512(lv->dr + r));
-    for (int w = 0; rare && w < PATH_WORDS; w++)
+    for (int w = 0; w < rare; w++)
         x->path[w] = _mm512_mask_expand_epi32(x->path[w], need, _mm512_loadu_si512(lv->path[w] + r));
     *rd = r + __builtin_popcount(need);
     return 0;
@@ -190,7 +191,7 @@ SIMD_TARGET static inline void level_compact(simd_level_t *lv, int rd, int cnt, 
     _mm512_storeu_si512(lv->col, _mm512_loadu_si512(lv->col + rd));
     _mm512_storeu_si512(lv->dl, _mm512_loadu_si512(lv->dl + rd));
     _mm512_storeu_si512(lv->dr, _mm512_loadu_si512(lv->dr + rd));
-    for (int w = 0; rare && w < PATH_WORDS; w++)
+    for (int w = 0; w < rare; w++)
         _mm512_storeu_si512(lv->path[w], _mm512_loadu_si512(lv->path[w] + rd));
     lv->cnt = cnt - rd;
     lv->rd = 0;
@@ -214,7 +215,7 @@ SIMD_TARGET static inline void level_push(simd_level_t *lv, int *cnt, __mmask16 
     _mm512_storeu_si512(lv->col + w, _mm512_permutexvar_epi32(from, col));
     _mm512_storeu_si512(lv->dl + w, _mm512_permutexvar_epi32(from, dl));
     _mm512_storeu_si512(lv->dr + w, _mm512_permutexvar_epi32(from, dr));
-    for (int i = 0; rare && i < PATH_WORDS; i++)
+    for (int i = 0; i < rare; i++)
         _mm512_storeu_si512(lv->path[i] + w, _mm512_permutexvar_epi32(from, path[i]));
     *cnt = w + __builtin_popcount(keep);
 }
@@ -273,7 +274,7 @@ SIMD_TARGET static inline __mmask16 step_main(const nq_levels_t *K, int c, lanes
         /* the child's path: the parent's plus this level's column (popcount of the bits below it) */
         __m512i at = _mm512_sll_epi32(_mm512_popcnt_epi32(_mm512_sub_epi32(p.bit, _mm512_set1_epi32(1))),
                                       shift_of(5 * (c % PATH_LEVELS)));
-        for (int w = 0; w < PATH_WORDS; w++)
+        for (int w = 0; w < rare; w++)
             path[w] = w == c / PATH_LEVELS ? _mm512_or_si512(x->path[w], at) : x->path[w];
     }
     level_push(out, out_cnt, _mm512_mask_test_epi32_mask(p.act, vo, vo), vo, p.col, p.dl, p.dr, path, rare);
@@ -287,10 +288,11 @@ SIMD_TARGET static inline __mmask16 step_main(const nq_levels_t *K, int c, lanes
  */
 SIMD_TARGET static __attribute__((noinline)) void rare_emit(const nq_plan_t *pl, nq_count_acc_t *acc,
                                                             simd_tally_t *t, __mmask16 has, const lanes_t *x,
-                                                            __m512i bit, __m512i o2, __m512i R, int s2)
+                                                            int words, __m512i bit, __m512i o2, __m512i R,
+                                                            int s2)
 {
     uint32_t path[PATH_WORDS][LANES], b3[LANES], row2[LANES], last[LANES];
-    for (int w = 0; w < PATH_WORDS; w++)
+    for (int w = 0; w < words; w++)
         _mm512_storeu_si512(path[w], x->path[w]);
     _mm512_storeu_si512(b3, bit);
     _mm512_storeu_si512(row2, o2);
@@ -342,23 +344,34 @@ SIMD_TARGET static inline __mmask16 step_last(const nq_levels_t *K, lanes_t *x, 
         /* all - n2: the pairs; the rare pass's last row holds only rare cells */
         __mmask16 has = _mm512_mask_cmpgt_epu32_mask(act, _mm512_sub_epi32(all, n2), _mm512_setzero_si512());
         if (has)
-            rare_emit(pl, acc, t, has, x, p.bit, o2, R, K->shift[c + 2]);
+            rare_emit(pl, acc, t, has, x, rare, p.bit, o2, R, K->shift[c + 2]);
     }
     return act;
 }
 
-SIMD_TARGET static int drain_main(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
-                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final);
-SIMD_TARGET static int drain_rare(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
-                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final);
+typedef int drain_fn(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c, simd_tally_t *t,
+                     nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final);
+SIMD_TARGET static drain_fn drain_main, drain_rare1, drain_rare2, drain_rare3, drain_rare4, drain_rare6;
+
+/* The drain for a pass carrying `rare` path words (see drain_rare). */
+static drain_fn *drain_for(int rare)
+{
+    switch (rare) {
+    case 0: return drain_main;
+    case 1: return drain_rare1;
+    case 2: return drain_rare2;
+    case 3: return drain_rare3;
+    case 4: return drain_rare4;
+    default: return drain_rare6;
+    }
+}
 
 /* The drain of the same pass, one level down. */
 SIMD_TARGET static inline int descend(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
                                       simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl,
                                       int rare, int final)
 {
-    return rare ? drain_rare(K, pl, lv, c + 1, t, acc, ctl, final)
-                : drain_main(K, pl, lv, c + 1, t, acc, ctl, final);
+    return drain_for(rare)(K, pl, lv, c + 1, t, acc, ctl, final);
 }
 
 /* Flushes the lane counters and polls about every 2^20 nodes: 0, 2 cancelled, -1 overflow. */
@@ -416,7 +429,7 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
 #pragma GCC unroll 4
         for (int g = 0; g < GROUPS; g++) {
             x[g].open = x[g].col = x[g].dl = x[g].dr = _mm512_setzero_si512();
-            for (int w = 0; w < PATH_WORDS; w++)
+            for (int w = 0; w < rare; w++)
                 x[g].path[w] = _mm512_setzero_si512();
         }
     }
@@ -478,17 +491,32 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
     return c < last && (out_cnt || lv[c + 1].held) ? descend(K, pl, lv, c, t, acc, ctl, rare, 1) : 0;
 }
 
-/* The two passes' drains, each compiled with its own constant `rare`. */
-SIMD_TARGET static int drain_main(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
-                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final)
-{
-    return drain(K, pl, lv, c, t, acc, ctl, 0, final);
-}
+/*
+ * The passes' drains, each compiled with its own constant `rare`: the main pass (0) and the rare
+ * pass with as many path words as the shard's levels need (rare_words), not always the six of
+ * n = 32. Every word is a permute and a store a push, a load and an expand a refill; N=18 with
+ * three words instead of six: 3.03 s against 3.08 s (medians of 6 paired rounds of
+ * tests/bench/bench_ab.sh, one thread), where the rare pass is ~5 % of the time.
+ */
+#define DRAIN_PASS(name, words)                                                                            \
+    SIMD_TARGET static int name(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,        \
+                                simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final) \
+    {                                                                                                      \
+        return drain(K, pl, lv, c, t, acc, ctl, words, final);                                             \
+    }
+DRAIN_PASS(drain_main, 0)
+DRAIN_PASS(drain_rare1, 1)
+DRAIN_PASS(drain_rare2, 2)
+DRAIN_PASS(drain_rare3, 3)
+DRAIN_PASS(drain_rare4, 4)
+DRAIN_PASS(drain_rare6, PATH_WORDS)
 
-SIMD_TARGET static int drain_rare(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
-                                  simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final)
+/* The path words a rare pass over m levels carries: the columns of levels 0..m-4, rounded up to a
+   drain that exists. */
+static int rare_words(int m)
 {
-    return drain(K, pl, lv, c, t, acc, ctl, 1, final);
+    int w = (m - 3 + PATH_LEVELS - 1) / PATH_LEVELS;
+    return w <= 4 ? w : PATH_WORDS;
 }
 
 SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count_acc_t *acc,
@@ -523,7 +551,7 @@ SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count
         x.open = _mm512_maskz_loadu_epi32((__mmask16)((1u << k) - 1), bits);
         step_main(&K, 0, &x, &lv[1], &lv[1].cnt, &t, rare);
     }
-    int rc = rare ? drain_rare(&K, pl, lv, 1, &t, acc, ctl, 1) : drain_main(&K, pl, lv, 1, &t, acc, ctl, 1);
+    int rc = descend(&K, pl, lv, 0, &t, acc, ctl, rare, 1);
     tally_flush(&t);
     if (rc == 0)
         rc = count_poll(acc, &t.sols64, t.nodes64, NULL);
@@ -588,7 +616,7 @@ int search_simd(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, 
     px.block[px.m - 1] |= ~pl->leafx;
     px.leaf8 = 0;
     px.node_base = pl->node_base + ((last_open & pl->leaf8) ? *nodes : 0);
-    int rc = simd_body(&px, lv, acc, ctl, &rare_nodes, 1);
+    int rc = simd_body(&px, lv, acc, ctl, &rare_nodes, rare_words(px.m));
     if (!(last_open & pl->leaf8))
         *nodes = rare_nodes;
     return rc;

@@ -7,6 +7,7 @@
 #include "t.h"
 #include "count_search.h"
 #include "nq.h"
+#include <stdlib.h>
 
 typedef struct {
     uint64_t total, unique, nodes;
@@ -167,6 +168,92 @@ T_TEST(test_simd_cancel_and_progress)
         T_CHECK(atomic_load(&progress) >= NQ_KERNEL_POLL_NODES);
     }
     shards_destroy(&s);
+}
+
+/* A solution symmetric under the rotation by 180 degrees, by backtracking over pairs of rows
+   (n = 0 or 1 mod 4; the centre cell for odd n): 1 found, 0 none. */
+static int symmetric_solution(int n, int i, uint8_t *q, uint64_t *used)
+{
+    if (i == n / 2) {
+        if (n % 2 == 0)
+            return 1;
+        q[i] = (uint8_t)i;
+        for (int r = 0; r < i; r++)
+            if (q[r] == i || abs(q[r] - i) == i - r)
+                return 0;
+        return 1;
+    }
+    for (int c = 0; c < n; c++) {
+        int ok = !(*used >> c & 1) && c != n - 1 - c;
+        for (int r = 0; ok && r < i; r++)
+            ok = abs(q[r] - c) != i - r && abs(q[n - 1 - r] - c) != n - 1 - i - r;
+        ok = ok && abs((n - 1 - c) - c) != n - 1 - 2 * i;   /* the pair's own two queens */
+        if (!ok)
+            continue;
+        q[i] = (uint8_t)c;
+        q[n - 1 - i] = (uint8_t)(n - 1 - c);
+        *used |= 1ull << c | 1ull << (n - 1 - c);
+        if (symmetric_solution(n, i + 1, q, used))
+            return 1;
+        *used &= ~(1ull << c | 1ull << (n - 1 - c));
+    }
+    return 0;
+}
+
+/*
+ * Plans as deep as a campaign's (n = 20..32, 16-29 free rows), too big to search whole: every
+ * free row cut to a known solution's cell and three others, so the tree is small but has as
+ * many levels as a large shard's. The rare pass carries as many path words as the levels need
+ * (count_simd.c, rare_words: 3 to 5 here, at most 2 in the shards above). The known solution is
+ * symmetric under the rotation by 180 degrees and every last-row cell is made rare with that
+ * stabilizer (or every other one, so both passes run): its unique check then compares the whole
+ * board with its image, row by row to the end, so a board rebuilt wrong from its path shows.
+ */
+T_TEST(test_kernels_agree_on_deep_plans)
+{
+    static const int sizes[] = { 20, 21, 24, 25, 28, 29, 32 };
+    int rare = 0, plans = 0;
+    uint64_t unique = 0;
+    skip_without_simd();
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+    for (uint64_t seed = 1; seed <= 2; seed++)
+    for (int mixed = 0; mixed <= 1; mixed++) {
+        int n = sizes[si];
+        uint8_t q[NQ_SHARD_MAX_N];
+        uint64_t used = 0;
+        T_CHECK(symmetric_solution(n, 0, q, &used));
+        nq_shard_desc_t d;
+        memset(&d, 0, sizeof d);
+        d.version = NQ_SHARD_ENCODING; d.kind = NQ_KIND_COUNT; d.n = n; d.mode = NQ_SHARD_BORDER; d.k = 1;
+        memset(d.row_col, -1, sizeof d.row_col);
+        for (int r = 0; r < n - 1; r++)      /* the border queens of row 0, column 0 and column n-1 */
+            if (r == 0 || q[r] == 0 || q[r] == n - 1)
+                d.row_col[r] = (int8_t)q[r];
+        for (int c = 0; c < n; c++) {
+            int eight = mixed && c % 2 != q[n - 1] % 2;
+            d.bweight[c] = eight ? 8 : 4;
+            d.bstab[c] = eight ? 0x01 : 0x05;
+            *(eight ? &d.bmask8 : &d.bmaskx) |= 1u << c;
+        }
+        nq_plan_t pl;
+        plan_init(&pl, &d, 0);
+        uint64_t rng = seed * 0x9e3779b97f4a7c15ull + (uint64_t)n;
+        for (int L = 0; L < pl.m; L++) {
+            uint32_t keep = 1u << q[pl.row[L]];
+            while (__builtin_popcount(keep) < 4) {
+                rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                keep |= 1u << (rng >> 33) % (uint64_t)n;
+            }
+            pl.block[L] |= pl.full & ~keep;
+        }
+        compare(&pl, n, 0, (size_t)seed, mixed ? "deep, mixed" : "deep, rare only", &rare);
+        outcome_t o = run(1, &pl, NULL);
+        T_CHECK(o.unique >= 1);   /* the symmetric solution, at least */
+        unique += o.unique;
+        plans++;
+    }
+    fprintf(stderr, "  %d deep plans, %d with rare solutions, %llu unique\n", plans, rare, (unsigned long long)unique);
+    T_CHECK(plans == 28 && rare == 28);
 }
 
 T_RUN_ALL()
