@@ -125,7 +125,7 @@ typedef struct {
 } lanes_t;
 
 /* `rare` is a constant at every call, the path words the pass carries (0 in the main pass, whose
-   code has no path in it; see drain_rare). */
+   code has no path in it; see DRAIN_PASS). */
 SIMD_TARGET static inline void lanes_save(simd_level_t *lv, const lanes_t *x, int rare)
 {
 #pragma GCC unroll 4
@@ -317,9 +317,23 @@ SIMD_TARGET static __attribute__((noinline)) void rare_emit(const nq_plan_t *pl,
     }
 }
 
-/* One step at level m-3: the lowest queen of each active lane's node, and the last two rows in closed form. */
+/* The pairs (u in o2, v in R) where u attacks v, v == u, v == u << s or v == u >> s (u, u << s and
+   u >> s are three different cells): three popcounts. */
+SIMD_TARGET static inline __m512i v_clashes(__m512i o2, __m512i R, __m128i s)
+{
+    return _mm512_add_epi32(_mm512_popcnt_epi32(_mm512_and_si512(o2, R)),
+                            _mm512_add_epi32(_mm512_popcnt_epi32(_mm512_and_si512(o2, _mm512_srl_epi32(R, s))),
+                                             _mm512_popcnt_epi32(_mm512_and_si512(o2, _mm512_sll_epi32(R, s)))));
+}
+
+/*
+ * One step at level m-3: the lowest queen of each active lane's node, and the last two rows in
+ * closed form. `all8` (a constant, main pass only): every open cell of the last row weighs 8, as
+ * in nine roots of ten, so the solutions are the pairs and the weight-8 cells need no count of
+ * their own (N=18: 0.98 of the time without it, paired medians).
+ */
 SIMD_TARGET static inline __mmask16 step_last(const nq_levels_t *K, lanes_t *x, simd_tally_t *t,
-                                             const nq_plan_t *pl, nq_count_acc_t *acc, int rare)
+                                             const nq_plan_t *pl, nq_count_acc_t *acc, int rare, int all8)
 {
     const int c = K->m - 3;
     placed_t p = lanes_place(K, c, x);
@@ -327,37 +341,34 @@ SIMD_TARGET static inline __mmask16 step_last(const nq_levels_t *K, lanes_t *x, 
     __m128i s2 = shift_of(K->shift[c + 2]);
     __m512i o2 = p.open;
     __m512i R = v_row(_mm512_set1_epi32((int)K->last_open), p.col, p.dl, p.dr, s2);
-    __m512i R8 = _mm512_and_si512(R, _mm512_set1_epi32((int)K->leaf8));
     __m512i n2 = _mm512_popcnt_epi32(o2);
-    /* clashes of u in o2 with v in R: v == u, v == u << s2, v == u >> s2 */
-    __m512i clash = _mm512_add_epi32(_mm512_popcnt_epi32(_mm512_and_si512(o2, R)),
-                                     _mm512_add_epi32(_mm512_popcnt_epi32(_mm512_and_si512(o2, _mm512_srl_epi32(R, s2))),
-                                                      _mm512_popcnt_epi32(_mm512_and_si512(o2, _mm512_sll_epi32(R, s2)))));
-    __m512i clash8 = _mm512_add_epi32(_mm512_popcnt_epi32(_mm512_and_si512(o2, R8)),
-                                      _mm512_add_epi32(_mm512_popcnt_epi32(_mm512_and_si512(o2, _mm512_srl_epi32(R8, s2))),
-                                                       _mm512_popcnt_epi32(_mm512_and_si512(o2, _mm512_sll_epi32(R8, s2)))));
-    __m512i all = _mm512_sub_epi32(_mm512_add_epi32(n2, _mm512_mullo_epi32(n2, _mm512_popcnt_epi32(R))), clash);
-    __m512i sols = _mm512_sub_epi32(_mm512_mullo_epi32(n2, _mm512_popcnt_epi32(R8)), clash8);
-    t->nodes = _mm512_mask_add_epi32(t->nodes, act, t->nodes, all);
-    t->sols = _mm512_mask_add_epi32(t->sols, act, t->sols, sols);
+    __m512i pairs = _mm512_sub_epi32(_mm512_mullo_epi32(n2, _mm512_popcnt_epi32(R)), v_clashes(o2, R, s2));
+    t->nodes = _mm512_mask_add_epi32(t->nodes, act, t->nodes, _mm512_add_epi32(n2, pairs));
     if (rare) {
-        /* all - n2: the pairs; the rare pass's last row holds only rare cells */
-        __mmask16 has = _mm512_mask_cmpgt_epu32_mask(act, _mm512_sub_epi32(all, n2), _mm512_setzero_si512());
+        /* the rare pass's last row holds only rare cells: its solutions go one by one */
+        __mmask16 has = _mm512_mask_cmpgt_epu32_mask(act, pairs, _mm512_setzero_si512());
         if (has)
             rare_emit(pl, acc, t, has, x, rare, p.bit, o2, R, K->shift[c + 2]);
+    } else if (all8) {
+        t->sols = _mm512_mask_add_epi32(t->sols, act, t->sols, pairs);
+    } else {
+        __m512i R8 = _mm512_and_si512(R, _mm512_set1_epi32((int)K->leaf8));
+        __m512i sols = _mm512_sub_epi32(_mm512_mullo_epi32(n2, _mm512_popcnt_epi32(R8)), v_clashes(o2, R8, s2));
+        t->sols = _mm512_mask_add_epi32(t->sols, act, t->sols, sols);
     }
     return act;
 }
 
 typedef int drain_fn(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c, simd_tally_t *t,
                      nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final);
-SIMD_TARGET static drain_fn drain_main, drain_rare1, drain_rare2, drain_rare3, drain_rare4, drain_rare6;
+SIMD_TARGET static drain_fn drain_main, drain_main8, drain_rare1, drain_rare2, drain_rare3, drain_rare4,
+    drain_rare6;
 
-/* The drain for a pass carrying `rare` path words (see drain_rare). */
-static drain_fn *drain_for(int rare)
+/* The drain of a pass: `rare` path words (0: the main pass), `all8` (step_last); see DRAIN_PASS. */
+static drain_fn *drain_for(int rare, int all8)
 {
     switch (rare) {
-    case 0: return drain_main;
+    case 0: return all8 ? drain_main8 : drain_main;
     case 1: return drain_rare1;
     case 2: return drain_rare2;
     case 3: return drain_rare3;
@@ -369,9 +380,9 @@ static drain_fn *drain_for(int rare)
 /* The drain of the same pass, one level down. */
 SIMD_TARGET static inline int descend(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
                                       simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl,
-                                      int rare, int final)
+                                      int rare, int all8, int final)
 {
-    return drain_for(rare)(K, pl, lv, c + 1, t, acc, ctl, final);
+    return drain_for(rare, all8)(K, pl, lv, c + 1, t, acc, ctl, final);
 }
 
 /* Flushes the lane counters and polls about every 2^20 nodes: 0, 2 cancelled, -1 overflow. */
@@ -417,7 +428,7 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
                                                                    simd_level_t *lv, int c, simd_tally_t *t,
                                                                    nq_count_acc_t *acc,
                                                                    const nq_kernel_ctl_t *ctl, int rare,
-                                                                   int final)
+                                                                   int all8, int final)
 {
     const int last = K->m - 3;
     /* registers only because every loop over the groups is unrolled (#pragma GCC unroll): left
@@ -450,10 +461,10 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
             *t = tl;
             return 0;
         }
-        unsigned act = c == last ? step_last(K, &x[0], &tl, pl, acc, rare)
+        unsigned act = c == last ? step_last(K, &x[0], &tl, pl, acc, rare, all8)
                                  : step_main(K, c, &x[0], &lv[c + 1], &out_cnt, &tl, rare);
         if (!final || _mm512_test_epi32_mask(x[1].open, x[1].open))
-            act |= c == last ? step_last(K, &x[1], &tl, pl, acc, rare)
+            act |= c == last ? step_last(K, &x[1], &tl, pl, acc, rare, all8)
                              : step_main(K, c, &x[1], &lv[c + 1], &out_cnt, &tl, rare);
         if (!act)
             break;
@@ -473,7 +484,7 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
             lv[c].rd = rd;
             lv[c + 1].cnt = out_cnt;
             *t = tl;
-            rc = descend(K, pl, lv, c, t, acc, ctl, rare, 0);
+            rc = descend(K, pl, lv, c, t, acc, ctl, rare, all8, 0);
             tl = *t;
             if (rc != 0)
                 break;
@@ -488,7 +499,7 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
     if (c < last)
         lv[c + 1].cnt = out_cnt;
     /* level c is done: the last visit of level c+1, to what it holds */
-    return c < last && (out_cnt || lv[c + 1].held) ? descend(K, pl, lv, c, t, acc, ctl, rare, 1) : 0;
+    return c < last && (out_cnt || lv[c + 1].held) ? descend(K, pl, lv, c, t, acc, ctl, rare, all8, 1) : 0;
 }
 
 /*
@@ -498,18 +509,19 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
  * three words instead of six: 3.03 s against 3.08 s (medians of 6 paired rounds of
  * tests/bench/bench_ab.sh, one thread), where the rare pass is ~5 % of the time.
  */
-#define DRAIN_PASS(name, words)                                                                            \
+#define DRAIN_PASS(name, words, all8)                                                                      \
     SIMD_TARGET static int name(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,        \
                                 simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final) \
     {                                                                                                      \
-        return drain(K, pl, lv, c, t, acc, ctl, words, final);                                             \
+        return drain(K, pl, lv, c, t, acc, ctl, words, all8, final);                                       \
     }
-DRAIN_PASS(drain_main, 0)
-DRAIN_PASS(drain_rare1, 1)
-DRAIN_PASS(drain_rare2, 2)
-DRAIN_PASS(drain_rare3, 3)
-DRAIN_PASS(drain_rare4, 4)
-DRAIN_PASS(drain_rare6, PATH_WORDS)
+DRAIN_PASS(drain_main, 0, 0)
+DRAIN_PASS(drain_main8, 0, 1)
+DRAIN_PASS(drain_rare1, 1, 0)
+DRAIN_PASS(drain_rare2, 2, 0)
+DRAIN_PASS(drain_rare3, 3, 0)
+DRAIN_PASS(drain_rare4, 4, 0)
+DRAIN_PASS(drain_rare6, PATH_WORDS, 0)
 
 /* The path words a rare pass over m levels carries: the columns of levels 0..m-4, rounded up to a
    drain that exists. */
@@ -551,7 +563,9 @@ SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count
         x.open = _mm512_maskz_loadu_epi32((__mmask16)((1u << k) - 1), bits);
         step_main(&K, 0, &x, &lv[1], &lv[1].cnt, &t, rare);
     }
-    int rc = descend(&K, pl, lv, 0, &t, acc, ctl, rare, 1);
+    /* a last row of weight-8 cells only: the main pass's solutions are its pairs (step_last) */
+    int all8 = !rare && !(K.last_open & ~pl->leaf8);
+    int rc = descend(&K, pl, lv, 0, &t, acc, ctl, rare, all8, 1);
     tally_flush(&t);
     if (rc == 0)
         rc = count_poll(acc, &t.sols64, t.nodes64, NULL);
