@@ -46,6 +46,18 @@ static inline int d4_cmp(const unsigned char *a, const unsigned char *b, int n)
     return 0;
 }
 
+/* d4_cmp of cols's image under the rotation by 180 degrees against cols, without building the
+   image: row r of it is n-1 - cols[n-1-r], and most boards differ from it in their first rows. */
+static inline int d4_cmp_rot180(const unsigned char *cols, int n)
+{
+    for (int r = 0; r < n; r++) {
+        int im = n - 1 - cols[n - 1 - r];
+        if (im != cols[r])
+            return im < cols[r] ? -1 : 1;
+    }
+    return 0;
+}
+
 /* 1 when cols is lexicographically <= its image under every g in the bitmask. */
 static inline int d4_is_least(const unsigned char *cols, int n, unsigned gmask)
 {
@@ -53,6 +65,11 @@ static inline int d4_is_least(const unsigned char *cols, int n, unsigned gmask)
     for (int g = 1; g < NQ_D4_SIZE; g++) {
         if (!(gmask & (1u << g)))
             continue;
+        if (g == 2) {   /* the stabilizer of most symmetric border configurations */
+            if (d4_cmp_rot180(cols, n) < 0)
+                return 0;
+            continue;
+        }
         d4_perm(g, n, cols, img);
         if (d4_cmp(img, cols, n) < 0)
             return 0;
