@@ -330,7 +330,7 @@ SIMD_TARGET static inline __m512i v_clashes(__m512i o2, __m512i R, __m128i s)
  * One step at level m-3: the lowest queen of each active lane's node, and the last two rows in
  * closed form. `all8` (a constant, main pass only): every open cell of the last row weighs 8, as
  * in nine roots of ten, so the solutions are the pairs and the weight-8 cells need no count of
- * their own (N=18: 0.98 of the time without it, paired medians).
+ * their own (N=18: 0.979 of the time it took before, medians of 8 paired rounds).
  */
 SIMD_TARGET static inline __mmask16 step_last(const nq_levels_t *K, lanes_t *x, simd_tally_t *t,
                                              const nq_plan_t *pl, nq_count_acc_t *acc, int rare, int all8)
@@ -503,11 +503,11 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
 }
 
 /*
- * The passes' drains, each compiled with its own constant `rare`: the main pass (0) and the rare
- * pass with as many path words as the shard's levels need (rare_words), not always the six of
- * n = 32. Every word is a permute and a store a push, a load and an expand a refill; N=18 with
- * three words instead of six: 3.03 s against 3.08 s (medians of 6 paired rounds of
- * tests/bench/bench_ab.sh, one thread), where the rare pass is ~5 % of the time.
+ * The passes' drains, each compiled with its own constants: the main pass (rare = 0), with or
+ * without `all8` (step_last), and the rare pass with as many path words as the shard's levels
+ * need (rare_words), not always the six of n = 32. Every word is a permute and a store a push, a
+ * load and an expand a refill; N=18, where the rare pass was ~5 % of the time: 0.987 of the time
+ * with 2 words instead of 6 (medians of 8 paired rounds of tests/bench/bench_ab.sh, one thread).
  */
 #define DRAIN_PASS(name, words, all8)                                                                      \
     SIMD_TARGET static int name(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,        \
