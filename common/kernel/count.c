@@ -179,8 +179,10 @@ static int board_is_solution(const uint8_t *cols, int n)
     uint32_t seen = 0;
     uint64_t diag = 0, anti = 0;
     for (int r = 0; r < n; r++) {
+        if (cols[r] >= n)
+            return 0;
         uint64_t dg = 1ull << (r + cols[r]), an = 1ull << (cols[r] - r + n - 1);
-        if (cols[r] >= n || (seen >> cols[r] & 1) || (diag & dg) || (anti & an))
+        if ((seen >> cols[r] & 1) || (diag & dg) || (anti & an))
             return 0;
         seen |= 1u << cols[r];
         diag |= dg;
