@@ -2,6 +2,7 @@
 #include "count_search.h"
 #include "errf.h"
 #include "count_d4.h"
+#include "verify.h"
 #include "nq.h"
 
 #include <stdio.h>
@@ -170,32 +171,17 @@ int search_leaves(nq_plan_t *pl, nq_leaf_fn leaf, void *ud, const nq_kernel_ctl_
 
 /* ---- solutions one by one ---- */
 
-#ifdef NQ_TEST_FAULTS
-/* Test builds only: whether cols is a solution. The kernels rebuild the boards they hand to
-   count_solution from saved state (count_simd.c: from each lane's path), and a board rebuilt
-   wrong would otherwise show only where its unique check happens to reach the wrong row. */
-static int board_is_solution(const uint8_t *cols, int n)
-{
-    uint32_t seen = 0;
-    uint64_t diag = 0, anti = 0;
-    for (int r = 0; r < n; r++) {
-        if (cols[r] >= n)
-            return 0;
-        uint64_t dg = 1ull << (r + cols[r]), an = 1ull << (cols[r] - r + n - 1);
-        if ((seen >> cols[r] & 1) || (diag & dg) || (anti & an))
-            return 0;
-        seen |= 1u << cols[r];
-        diag |= dg;
-        anti |= an;
-    }
-    return 1;
-}
-#endif
-
 int count_solution(const nq_plan_t *pl, const uint8_t *cols, nq_count_acc_t *acc)
 {
 #ifdef NQ_TEST_FAULTS
-    if (!board_is_solution(cols, pl->n))
+    /* Test builds only: the board must be a solution. The kernels rebuild the boards they hand
+       here from saved state (count_simd.c: each lane's path), and a board rebuilt wrong would
+       otherwise show only where its unique check happens to reach the wrong row. */
+    uint32_t wide[NQ_SHARD_MAX_N];
+    nq_clash_t clash;
+    for (int r = 0; r < pl->n; r++)
+        wide[r] = cols[r];
+    if (verify_perm(wide, (uint64_t)pl->n, &clash) != 0)
         return -1;   /* reported as an overflow: a test that counts it fails */
 #endif
     int b = cols[pl->n - 1];

@@ -64,7 +64,10 @@ int verify_perm(const uint32_t *cols, uint64_t n, nq_clash_t *clash)
         return 0;
     uint64_t words_col = (n + 63) / 64, words_diag = (2 * n + 63) / 64;
     size_t bytes = (size_t)(words_col + 2 * words_diag) * sizeof(uint64_t);
-    uint64_t *col = bitmaps_new(bytes);
+    /* a small board's bitmaps (n <= 64) on the stack: a mapping per call would cost more than
+       the check (test builds check every solution the counting kernels rebuild, count.c) */
+    uint64_t small[5] = { 0 };
+    uint64_t *col = bytes <= sizeof small ? small : bitmaps_new(bytes);
     if (!col)
         return -1;
     uint64_t *diag = col + words_col, *anti = diag + words_diag;
@@ -96,6 +99,7 @@ int verify_perm(const uint32_t *cols, uint64_t n, nq_clash_t *clash)
             break;
         }
     }
-    munmap(col, bytes);
+    if (col != small)
+        munmap(col, bytes);
     return rc;
 }
