@@ -14,6 +14,12 @@
  * S * (m +- 1.96 * sd/sqrt(K) * sqrt((S-K)/(S-1))) (normal approximation with
  * the finite-population correction; exact when K = S). Shard times are very
  * skewed, so a small K gives a wide interval: that is the honest answer.
+ *
+ * The same sample also estimates the nodes the count searches (nodes, or weight
+ * x nodes for a probe), the same way. Unlike CPU time, that figure does not
+ * depend on the machine or on what else it runs: two seeds' node estimates
+ * differ only by sampling, so a planner can tell the tree's spread from the
+ * host's, and scale nodes by the nodes/s of the machines a campaign will use.
  */
 #include "cli.h"
 #include "count.h"
@@ -67,7 +73,7 @@ static double cpu_now(void)
 }
 
 /* Knuth's selection sampling: k of s indices, uniform, without replacement, in order, O(1) memory. */
-static int est_time_sample(const nq_shards_t *sh, size_t k, uint64_t seed, double *secs, uint64_t *nodes)
+static int est_time_sample(const nq_shards_t *sh, size_t k, uint64_t seed, double *secs, double *nod)
 {
     nq_rng_t rng;
     char err[256];
@@ -84,7 +90,7 @@ static int est_time_sample(const nq_shards_t *sh, size_t k, uint64_t seed, doubl
         if (count_shard(b, len, &r, NULL, err, sizeof err) != 0)
             return cli_error(CMD, "shard %zu: %s", i, err);
         secs[taken] = cpu_now() - t0;
-        *nodes += r.nodes;
+        nod[taken] = (double)r.nodes;
         taken++;
     }
     return 0;
@@ -95,8 +101,9 @@ static uint64_t pick_uniform(void *ud, uint64_t bound)
     return rng_below(ud, bound);
 }
 
-/* One probe E levels below a uniform random shard: its estimate of that shard's CPU seconds. */
-static int probe_once(const nq_shards_t *sh, int extra, nq_rng_t *rng, double *est, double *t, uint64_t *nodes)
+/* One probe E levels below a uniform random shard: its estimates of that shard's CPU seconds and
+   nodes, and the probe's own time. */
+static int probe_once(const nq_shards_t *sh, int extra, nq_rng_t *rng, double *est, double *est_nodes, double *t)
 {
     char err[256];
     uint8_t b[NQ_MAX_SPEC], deep[NQ_MAX_SPEC];
@@ -106,7 +113,7 @@ static int probe_once(const nq_shards_t *sh, int extra, nq_rng_t *rng, double *e
     int dl = shard_probe(b, len, extra, pick_uniform, rng, deep, &w);
     if (dl < 0)
         return cli_error(CMD, "shard %llu cannot be probed", (unsigned long long)i);
-    *est = *t = 0;
+    *est = *est_nodes = *t = 0;
     if (dl == 0)
         return 0;                       /* the path died: nothing below it */
     nq_count_result_t r;
@@ -115,7 +122,7 @@ static int probe_once(const nq_shards_t *sh, int extra, nq_rng_t *rng, double *e
         return cli_error(CMD, "probe below shard %llu: %s", (unsigned long long)i, err);
     *t = cpu_now() - t0;
     *est = w * *t;
-    *nodes += r.nodes;
+    *est_nodes = w * (double)r.nodes;
     return 0;
 }
 
@@ -124,15 +131,14 @@ static int probe_depth(const nq_shards_t *sh, int n, nq_rng_t *rng, int *extra)
 {
     double mean = shard_count_core_seconds(n) / (double)shards_count(sh), target = 0.02;
     int e = 0, room = n - 2 - shards_depth(sh);
-    uint64_t nodes = 0;
     while (e < room && mean > target * 4) {
         mean /= n / 2.5;                /* a level of these depths divides the work by about n/2.5 */
         e++;
     }
     for (int pass = 0; pass < 3; pass++) {
-        double t[6], est;
+        double t[6], est, est_nodes;
         for (int i = 0; i < 6; i++)
-            if (probe_once(sh, e, rng, &est, &t[i], &nodes) != 0)
+            if (probe_once(sh, e, rng, &est, &est_nodes, &t[i]) != 0)
                 return NQ_EXIT_ERROR;
         double worst = 0;
         for (int i = 0; i < 6; i++)
@@ -145,7 +151,7 @@ static int probe_depth(const nq_shards_t *sh, int n, nq_rng_t *rng, int *extra)
     return 0;
 }
 
-static int est_probe_sample(const nq_shards_t *sh, int n, size_t k, uint64_t seed, double *secs, uint64_t *nodes,
+static int est_probe_sample(const nq_shards_t *sh, int n, size_t k, uint64_t seed, double *secs, double *nod,
                             int *extra)
 {
     nq_rng_t rng;
@@ -153,9 +159,63 @@ static int est_probe_sample(const nq_shards_t *sh, int n, size_t k, uint64_t see
     int rc = probe_depth(sh, n, &rng, extra);
     for (size_t i = 0; rc == 0 && i < k; i++) {
         double t;
-        rc = probe_once(sh, *extra, &rng, &secs[i], &t, nodes);
+        rc = probe_once(sh, *extra, &rng, &secs[i], &nod[i], &t);
     }
     return rc;
+}
+
+/* A total over all S shards from K sampled values, with its 95% interval (see the top of the file).
+   Whole shards (not probes): never below what the sample alone adds up to. */
+typedef struct { double mean, sd, total, lo, hi; } est_total_t;
+
+static est_total_t est_total(const double *x, size_t k, size_t s, int probes)
+{
+    est_total_t e = { 0, 0, 0, 0, 0 };
+    double sum = 0, ss = 0;
+    for (size_t i = 0; i < k; i++)
+        sum += x[i];
+    e.mean = k ? sum / (double)k : 0;
+    for (size_t i = 0; i < k; i++)
+        ss += (x[i] - e.mean) * (x[i] - e.mean);
+    e.sd = k > 1 ? sqrt(ss / (double)(k - 1)) : 0;
+    double fpc = probes ? 1 : s > 1 ? sqrt((double)(s - k) / (double)(s - 1)) : 0;   /* probes: with replacement */
+    double half = 1.96 * e.sd / sqrt(k ? (double)k : 1) * fpc;
+    /* sum * (s / k), not s * mean: exact when every shard was sampled */
+    e.total = k ? sum * ((double)s / (double)k) : 0;
+    e.lo = (double)s * (e.mean - half);
+    e.hi = (double)s * (e.mean + half);
+    if (!probes && e.lo < sum)
+        e.lo = sum;
+    if (e.lo < 0)
+        e.lo = 0;
+    if (e.hi < e.total)   /* rounding, when the interval is a point */
+        e.hi = e.total;
+    return e;
+}
+
+static void est_print(const est_opts_t *o, const nq_shards_t *sh, size_t k, int probes, int extra,
+                      const est_total_t *t, const est_total_t *nd)
+{
+    const double h = 3600;
+    size_t s = shards_count(sh);
+    if (o->json)
+        printf("{\"n\":%d,\"depth\":%d,\"shards\":%zu,\"sampled\":%zu,\"seed\":%llu,\"mean_shard_s\":%.6g,"
+               "\"sd_shard_s\":%.6g,\"core_hours\":%.6g,\"ci95_low\":%.6g,\"ci95_high\":%.6g,"
+               "\"nodes\":%.0f,\"nodes_ci95_low\":%.0f,\"nodes_ci95_high\":%.0f,"
+               "\"method\":\"%s\",\"probe_levels\":%d,\"core_years\":%.6g}\n",
+               (int)o->n, shards_depth(sh), s, k, (unsigned long long)o->seed, t->mean, t->sd, t->total / h,
+               t->lo / h, t->hi / h, nd->total, nd->lo, nd->hi, probes ? "probes" : "shards", extra,
+               t->total / h / (24 * 365.25));
+    else
+        printf("count N=%d  depth %d  shards %zu  %s %zu (seed %llu)\n"
+               "shard CPU seconds: mean %.4g  sd %.4g\n"
+               "core-hours %.4g  95%% interval %.4g .. %.4g  (%.3g core-years; on 1000 cores %.3g days)\n"
+               "nodes %.4g  95%% interval %.4g .. %.4g  (the same on any machine; %.3g nodes/s here)\n"
+               "(interval: shards x (mean +- 1.96 sd/sqrt(sampled)%s))\n",
+               (int)o->n, shards_depth(sh), s, probes ? "probes" : "sampled", k, (unsigned long long)o->seed,
+               t->mean, t->sd, t->total / h, t->lo / h, t->hi / h, t->total / h / (24 * 365.25),
+               t->total / h / 1000 / 24, nd->total, nd->lo, nd->hi, t->total > 0 ? nd->total / t->total : 0,
+               probes ? "; Knuth probes, levels below each shard" : " x finite-population correction");
 }
 
 int cmd_estimate(int argc, char **argv)
@@ -171,48 +231,23 @@ int cmd_estimate(int argc, char **argv)
     /* whole shards when K of them take seconds by the model; probes otherwise */
     int probes = shard_count_core_seconds((int)o.n) / (double)shards_count(sh) * (double)o.sample > 30, extra = 0;
     size_t s = shards_count(sh), k = probes || o.sample < s ? (size_t)o.sample : s;
-    double *secs = calloc(k ? k : 1, sizeof *secs);
-    uint64_t nodes = 0;
-    if (!secs) {
+    double *secs = calloc(k ? k : 1, sizeof *secs), *nod = calloc(k ? k : 1, sizeof *nod);
+    if (!secs || !nod) {
+        free(secs);
+        free(nod);
         shards_destroy(&sh);
         return cli_error(CMD, "out of memory");
     }
     if (probes)
-        rc = est_probe_sample(sh, (int)o.n, k, o.seed, secs, &nodes, &extra);
+        rc = est_probe_sample(sh, (int)o.n, k, o.seed, secs, nod, &extra);
     else
-        rc = k ? est_time_sample(sh, k, o.seed, secs, &nodes) : 0;
+        rc = k ? est_time_sample(sh, k, o.seed, secs, nod) : 0;
     if (rc == 0) {
-        double sum = 0, ss = 0;
-        for (size_t i = 0; i < k; i++)
-            sum += secs[i];
-        double mean = k ? sum / (double)k : 0;
-        for (size_t i = 0; i < k; i++)
-            ss += (secs[i] - mean) * (secs[i] - mean);
-        double sd = k > 1 ? sqrt(ss / (double)(k - 1)) : 0;
-        double fpc = probes ? 1 : s > 1 ? sqrt((double)(s - k) / (double)(s - 1)) : 0;   /* probes: with replacement */
-        double half = 1.96 * sd / sqrt(k ? (double)k : 1) * fpc;
-        double hours = (double)s * mean / 3600, lo = (double)s * (mean - half) / 3600,
-               hi = (double)s * (mean + half) / 3600;
-        if (!probes && lo < sum / 3600)   /* the sampled shards alone took this long */
-            lo = sum / 3600;
-        if (lo < 0)
-            lo = 0;
-        if (o.json)
-            printf("{\"n\":%d,\"depth\":%d,\"shards\":%zu,\"sampled\":%zu,\"seed\":%llu,\"mean_shard_s\":%.6g,"
-                   "\"sd_shard_s\":%.6g,\"core_hours\":%.6g,\"ci95_low\":%.6g,\"ci95_high\":%.6g,"
-                   "\"sample_nodes\":%llu,\"method\":\"%s\",\"probe_levels\":%d,\"core_years\":%.6g}\n",
-                   (int)o.n, shards_depth(sh), s, k, (unsigned long long)o.seed, mean, sd, hours, lo, hi,
-                   (unsigned long long)nodes, probes ? "probes" : "shards", extra, hours / (24 * 365.25));
-        else
-            printf("count N=%d  depth %d  shards %zu  %s %zu (seed %llu)\n"
-                   "shard CPU seconds: mean %.4g  sd %.4g\n"
-                   "core-hours %.4g  95%% interval %.4g .. %.4g  (%.3g core-years; on 1000 cores %.3g days)\n"
-                   "(interval: shards x (mean +- 1.96 sd/sqrt(sampled)%s))\n",
-                   (int)o.n, shards_depth(sh), s, probes ? "probes" : "sampled", k, (unsigned long long)o.seed,
-                   mean, sd, hours, lo, hi, hours / (24 * 365.25), hours / 1000 / 24,
-                   probes ? "; Knuth probes, levels below each shard" : " x finite-population correction");
+        est_total_t t = est_total(secs, k, s, probes), nd = est_total(nod, k, s, probes);
+        est_print(&o, sh, k, probes, extra, &t, &nd);
     }
     free(secs);
+    free(nod);
     shards_destroy(&sh);
     return rc;
 }

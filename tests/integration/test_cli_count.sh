@@ -51,5 +51,12 @@ check "estimate prints shards and sample" grep -q "sampled 8" "$tmp/est"
 check "estimate prints an interval" grep -Eq "95% interval [0-9.e+-]+ \.\. [0-9.e+-]+" "$tmp/est"
 "$NQ" estimate count 12 --sample 8 --seed 5 --json >"$tmp/estj"
 check "estimate --json has the interval" grep -q '"ci95_low":.*"ci95_high":' "$tmp/estj"
+check "estimate --json has a node interval" grep -q '"nodes_ci95_low":.*"nodes_ci95_high":' "$tmp/estj"
+# a sample of every shard: the node estimate is the search's own node count, a point
+"$NQ" bench count 12 --threads 1 --depth 2 >"$tmp/text"
+want=$(sed -n 's/^nodes \([0-9]*\) .*/\1/p' "$tmp/text")
+"$NQ" estimate count 12 --depth 2 --sample 1000 --json >"$tmp/estj"
+check "estimate of every shard: nodes $want" grep -q "\"nodes\":$want,\"nodes_ci95_low\":$want,\"nodes_ci95_high\":$want," "$tmp/estj"
+check "bench count printed its nodes" test -n "$want"
 
 exit $fail

@@ -7,6 +7,8 @@
 #include "shard.h"
 #include "u128.h"
 
+#include <math.h>
+
 typedef struct { uint64_t total, unique; } oeis_t;
 
 /* Known counts from tests/data/oeis-counts.tsv (for checking only). */
@@ -381,6 +383,88 @@ T_TEST(test_direction_byte_counts_the_same)
     T_EQ_U64(unique[0], 92);
     T_EQ_U64(unique[1], 92);
     shards_destroy(&s);
+}
+
+/* Every path of shard_probe, in order: an odometer over the choices the probe asks for. */
+typedef struct { int len, calls; uint64_t digit[NQ_SHARD_MAX_N], bound[NQ_SHARD_MAX_N]; } odometer_t;
+
+static uint64_t odometer_pick(void *ud, uint64_t bound)
+{
+    odometer_t *o = ud;
+    int i = o->calls++;
+    if (i >= o->len) {
+        o->digit[i] = 0;
+        o->len = i + 1;
+    }
+    o->bound[i] = bound;
+    return o->digit[i];
+}
+
+/* The next path: the deepest choice that has another value takes it, and the choices below
+   it start again from 0. 0 when every path has been walked. */
+static int odometer_next(odometer_t *o)
+{
+    for (int i = o->calls - 1; i >= 0; i--)
+        if (o->digit[i] + 1 < o->bound[i]) {
+            o->digit[i]++;
+            o->len = i + 1;
+            o->calls = 0;
+            return 1;
+        }
+    return 0;
+}
+
+/* Knuth's probe, which `nq estimate` scales by its weight, is unbiased only if the paths it can
+   take split the shard: over all of them, the probabilities 1/weight sum to 1, each weight is
+   the product of the choices offered, and the deeper shards' totals and unique counts add up
+   to the shard's own (dead paths count nothing). Every shard of n = 11 and 13, 1-3 levels
+   deeper. A probe that cannot go that deep, or is asked to go up, is refused. */
+T_TEST(test_probe_paths_partition_a_shard)
+{
+    char err[256] = "";
+    uint64_t bad_sum = 0, bad_prob = 0, bad_weight = 0, paths = 0, dead = 0;
+    for (int n = 11; n <= 13; n += 2) {
+        nq_shards_t *s = shards_new(NQ_KIND_COUNT, n, 2, err, sizeof err);
+        T_CHECK(s != NULL);
+        for (uint64_t i = 0; s && i < shards_count(s); i++) {
+            uint8_t b[NQ_MAX_SPEC], deep[NQ_MAX_SPEC];
+            size_t len = shards_get(s, i, b);
+            nq_count_result_t want, r;
+            T_CHECK(count_shard(b, len, &want, NULL, err, sizeof err) == 0);
+            for (int extra = 1; extra <= 3; extra++) {
+                odometer_t o = { 0 };
+                uint64_t total = 0, unique = 0;
+                double prob = 0, w;
+                do {
+                    int dl = shard_probe(b, len, extra, odometer_pick, &o, deep, &w);
+                    double prod = 1;
+                    for (int j = 0; j < o.calls; j++)
+                        prod *= (double)o.bound[j];
+                    bad_weight += dl < 0 || w != prod;
+                    prob += 1 / w;
+                    paths++;
+                    dead += dl == 0;
+                    if (dl > 0 && count_shard(deep, (size_t)dl, &r, NULL, err, sizeof err) == 0) {
+                        total += r.total;
+                        unique += r.unique;
+                    }
+                } while (odometer_next(&o));
+                bad_sum += total != want.total || unique != want.unique;
+                bad_prob += fabs(prob - 1) > 1e-9;
+            }
+        }
+        uint8_t b[NQ_MAX_SPEC], deep[NQ_MAX_SPEC];
+        size_t len = s ? shards_get(s, 0, b) : 0;
+        double w;
+        odometer_t o = { 0 };
+        T_CHECK(shard_probe(b, len, -1, odometer_pick, &o, deep, &w) == -1);
+        T_CHECK(shard_probe(b, len, n - 3, odometer_pick, &o, deep, &w) == -1);
+        shards_destroy(&s);
+    }
+    T_EQ_U64(bad_weight, 0);
+    T_EQ_U64(bad_prob, 0);
+    T_EQ_U64(bad_sum, 0);
+    T_CHECK(paths > 1000 && dead > 0);
 }
 
 T_RUN_ALL()
