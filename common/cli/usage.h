@@ -25,6 +25,8 @@
       "(shards x (mean +- 1.96 sd/sqrt(K) x finite-population correction), CPU time).\n" \
       "Where K whole shards would take long (N >= 22 or so), each sample is a Knuth probe:\n" \
       "a random shard and a few more random levels, its time times the choices made.\n" \
+      "The same sample estimates the nodes the count searches, which do not depend on\n" \
+      "the machine or its load: divide by a machine's nodes/s to plan on other hardware.\n" \
       "--seed S picks the sample (default 1); --depth D as for 'nq bench count'.\n" }, \
     { "verify", cmd_verify, "check a solution file", \
       "usage: nq verify FILE [--n N]\n" \
