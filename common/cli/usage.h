@@ -20,11 +20,12 @@
     { "estimate", cmd_estimate, "estimate the core-hours a count needs", \
       "usage: nq estimate count N [--sample K] [--seed S] [--depth D] [--json]\n" \
       "\n" \
-      "Times a uniform random sample of K shards (default 64) on this machine and\n" \
+      "Times a uniform random sample of K shards (default 1000) on this machine and\n" \
       "extrapolates the core-hours the whole count of N needs, with a 95% interval\n" \
       "(shards x (mean +- 1.96 sd/sqrt(K) x finite-population correction), CPU time).\n" \
-      "Where K whole shards would take long (N >= 22 or so), each sample is a Knuth probe:\n" \
-      "a random shard and a few more random levels, its time times the choices made.\n" \
+      "Where K whole shards would take long (N >= 21 or so at K = 1000), each sample\n" \
+      "is a Knuth probe: a random shard and a few more random levels, its time times\n" \
+      "the choices made. Smaller samples often miss the long tail of shard sizes.\n" \
       "The same sample estimates the nodes the count searches, which do not depend on\n" \
       "the machine or its load: divide by a machine's nodes/s to plan on other hardware.\n" \
       "--seed S picks the sample (default 1); --depth D as for 'nq bench count'.\n" }, \

@@ -50,7 +50,7 @@ one_run() {
     echo "$t1 - $t0" | bc -l
 }
 
-shards=$("$NQ" estimate count "$N" --depth "$D" |
+shards=$("$NQ" estimate count "$N" --depth "$D" --sample 2 |
          awk '{for (i = 1; i < NF; i++) if ($i == "shards") print $(i+1); exit}')
 for _ in $(seq "$R"); do
     one_run 3>/dev/null >>"$tmp/off"
