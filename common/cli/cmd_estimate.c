@@ -190,7 +190,9 @@ static est_total_t est_total(const double *x, size_t k, size_t s, int probes)
         e.lo = sum;
     if (e.lo < 0)
         e.lo = 0;
-    if (e.hi < e.total)   /* rounding, when the interval is a point */
+    if (e.lo > e.total)   /* rounding, when the interval is a point */
+        e.lo = e.total;
+    if (e.hi < e.total)
         e.hi = e.total;
     return e;
 }
