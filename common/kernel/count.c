@@ -36,6 +36,7 @@ void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip)
     memset(pl, 0, sizeof *pl);
     pl->n = n;
     pl->flipped = flip;
+    pl->cover = d->version >= 4;
     pl->full = n == 32 ? 0xffffffffu : (1u << n) - 1;
     for (int p = 0; p < n; p++) {
         fixed[p] = d->row_col[flip ? n - 1 - p : p];
@@ -81,10 +82,14 @@ void levels_init(nq_levels_t *lv, const nq_plan_t *pl)
     for (int i = 0; i + 2 < pl->m; i++) {
         lv->d1[i] = pl->row[i + 1] - pl->row[i];
         lv->d2[i] = pl->row[i + 2] - pl->row[i];
+        lv->d3[i] = i + 3 < pl->m ? pl->row[i + 3] - pl->row[i] : 0;
         lv->dz[i] = pl->row[pl->m - 1] - pl->row[i];
+        if (pl->cover && pl->m - i <= 5)
+            lv->cover[i] = (uint8_t)(pl->m - i);
     }
     lv->last_open = pl->m ? lv->open_of[pl->m - 1] : 0;
     lv->leaf8 = pl->leaf8;
+    lv->full = pl->full;
 }
 
 /* ---- polling: one way for every kernel to publish progress and hear a cancel ---- */

@@ -106,17 +106,25 @@ fast_last2(fast_ctx_t *cx, uint32_t open, uint32_t col, uint32_t dl, uint32_t dr
 
 /* Level m-3 with its open cells: each queen there leads to fast_last2 for the last two levels. */
 static inline __attribute__((always_inline)) uint64_t
-fast_last3(fast_ctx_t *cx, const uint32_t *open_of, const int *shift, int L3, uint32_t open, uint32_t col,
-           uint32_t dl, uint32_t dr, uint64_t *nodes)
+fast_last3(fast_ctx_t *cx, const nq_levels_t *K, int L3, uint32_t open, uint32_t col, uint32_t dl, uint32_t dr,
+           uint64_t *nodes)
 {
     uint64_t sols = 0;
-    const int s = shift[L3 + 1], s2 = shift[L3 + 2];
-    const uint32_t next_open = open_of[L3 + 1];
+    const int s = K->shift[L3 + 1], s2 = K->shift[L3 + 2];
+    const uint32_t next_open = K->open_of[L3 + 1];
     *nodes += (unsigned)__builtin_popcount(open);
     cx->L = L3;
     cx->col_L = col;
     /* skip, without a branch per queen, the queens that leave row m-2 no open cell */
-    open &= ~fast_kills(next_open & ~(col | (dl << s) | (dr >> s)), s);
+    uint32_t r1 = next_open & ~(col | (dl << s) | (dr >> s));
+    open &= ~fast_kills(r1, s);
+    if (K->cover[L3]) {
+        /* the column test (count_search.h): three rows left */
+        int kz = K->dz[L3];
+        uint32_t rz = K->last_open & ~(col | (dl << kz) | (dr >> kz));
+        if ((open | r1 | rz | col) != K->full)
+            open = 0;
+    }
     while (open) {
         uint32_t bit = open & -open;
         open ^= bit;
@@ -126,15 +134,24 @@ fast_last3(fast_ctx_t *cx, const uint32_t *open_of, const int *shift, int L3, ui
     return sols;
 }
 
-/* A level's open cells minus those that fail the look-ahead (rows L+1, L+2, last). */
+/* A level's open cells minus those that fail the look-ahead (rows L+1, L+2, last); none where
+   the column test (count_search.h) finds a free column that no remaining row can take. */
 static inline __attribute__((always_inline)) uint32_t
-fast_viable(uint32_t open, const uint32_t *open_of, const int *d1, const int *d2, const int *dz, int L,
-            uint32_t last_open, uint32_t col, uint32_t dl, uint32_t dr)
+fast_viable(const nq_levels_t *K, uint32_t open, int L, uint32_t col, uint32_t dl, uint32_t dr)
 {
-    int k1 = d1[L], k2 = d2[L], kz = dz[L];
-    uint32_t r1 = open_of[L + 1] & ~(col | (dl << k1) | (dr >> k1));
-    uint32_t r2 = open_of[L + 2] & ~(col | (dl << k2) | (dr >> k2));
-    uint32_t rz = last_open & ~(col | (dl << kz) | (dr >> kz));
+    int k1 = K->d1[L], k2 = K->d2[L], kz = K->dz[L];
+    uint32_t r1 = K->open_of[L + 1] & ~(col | (dl << k1) | (dr >> k1));
+    uint32_t r2 = K->open_of[L + 2] & ~(col | (dl << k2) | (dr >> k2));
+    uint32_t rz = K->last_open & ~(col | (dl << kz) | (dr >> kz));
+    if (K->cover[L]) {
+        uint32_t cov = open | r1 | r2 | rz | col;
+        if (K->cover[L] == 5) {
+            int k3 = K->d3[L];
+            cov |= K->open_of[L + 3] & ~(col | (dl << k3) | (dr >> k3));
+        }
+        if (cov != K->full)
+            return 0;
+    }
     return open & ~(fast_kills(r1, k1) | fast_kills(r2, k2) | fast_kills(rz, kz));
 }
 
@@ -155,8 +172,8 @@ fast_body(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64
     fast_level_t st[NQ_SHARD_MAX_N];
     nq_levels_t lv;
     levels_init(&lv, pl);
-    const uint32_t *open_of = lv.open_of, last_open = lv.last_open;
-    const int *shift = lv.shift, *d1 = lv.d1, *d2 = lv.d2, *dz = lv.dz;
+    const uint32_t *open_of = lv.open_of;
+    const int *shift = lv.shift;
     const int m = pl->m, last_main = m - 4;
     uint64_t nodes = 0, sols = 0, next_poll = NQ_KERNEL_POLL_NODES;
     int L = 0, rc = 0;
@@ -168,11 +185,11 @@ fast_body(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64
     }
     if (m == 3) {
         /* fast_last3's rare path reads level 0 from cx->col_L and nothing from st */
-        sols = fast_last3(&cx, open_of, shift, 0, open, col, dl, dr, &nodes);
+        sols = fast_last3(&cx, &lv, 0, open, col, dl, dr, &nodes);
         goto done;
     }
     nodes += (unsigned)__builtin_popcount(open);
-    open = fast_viable(open, open_of, d1, d2, dz, 0, last_open, col, dl, dr);
+    open = fast_viable(&lv, open, 0, col, dl, dr);
     for (;;) {
         if (open) {
             uint32_t bit = open & -open;
@@ -182,12 +199,12 @@ fast_body(nq_plan_t *pl, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, uint64
             uint32_t no = open_of[L + 1] & ~(nc | nl | nr);
             st[L] = (fast_level_t){ open, col, dl, dr };   /* fast_rare reads levels 0..L too */
             if (L == last_main) {
-                sols += fast_last3(&cx, open_of, shift, L + 1, no, nc, nl, nr, &nodes);
+                sols += fast_last3(&cx, &lv, L + 1, no, nc, nl, nr, &nodes);
             } else {
                 L++;
                 col = nc; dl = nl; dr = nr;
                 nodes += (unsigned)__builtin_popcount(no);
-                open = fast_viable(no, open_of, d1, d2, dz, L, last_open, col, dl, dr);
+                open = fast_viable(&lv, no, L, col, dl, dr);
             }
             continue;
         }

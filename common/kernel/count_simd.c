@@ -101,22 +101,45 @@ SIMD_TARGET static inline __m512i v_row(__m512i open, __m512i col, __m512i dl, _
 static __m128i shift_of(int k) { return _mm_cvtsi32_si128(k); }
 
 /*
+ * The column test (count_search.h): u | w, the rows already built, and the node's columns, plus
+ * row c+3 when five rows are left. v where every free column keeps an open cell, else nothing.
+ */
+SIMD_TARGET static inline __m512i v_cover(const nq_levels_t *K, int c, __m512i v, __m512i u, __m512i w,
+                                          __m512i col, __m512i dl, __m512i dr)
+{
+    __m512i cov = _mm512_ternarylogic_epi32(u, w, col, 0xfe);
+    if (K->cover[c] == 5)
+        cov = _mm512_or_si512(cov, v_row(_mm512_set1_epi32((int)K->open_of[c + 3]), col, dl, dr,
+                                         shift_of(K->d3[c])));
+    return _mm512_maskz_mov_epi32(_mm512_cmpeq_epi32_mask(cov, _mm512_set1_epi32((int)K->full)), v);
+}
+
+/*
  * The open cells worth trying at level c (c <= m-4: rows c+1, c+2 and the
- * last keep an open cell; c == m-3: row m-2 keeps one, as in fast_last3).
+ * last keep an open cell; c == m-3: row m-2 keeps one, as in fast_last3),
+ * and none where the column test runs and fails.
  */
 SIMD_TARGET static inline __m512i v_viable(const nq_levels_t *K, int c, __m512i no, __m512i col, __m512i dl,
                                            __m512i dr)
 {
     if (c == K->m - 3) {
         __m128i s = shift_of(K->shift[c + 1]);
-        return _mm512_andnot_si512(v_kills(v_row(_mm512_set1_epi32((int)K->open_of[c + 1]), col, dl, dr, s), s), no);
+        __m512i r1 = v_row(_mm512_set1_epi32((int)K->open_of[c + 1]), col, dl, dr, s);
+        __m512i v = _mm512_andnot_si512(v_kills(r1, s), no);
+        if (!K->cover[c])
+            return v;
+        __m512i rz = v_row(_mm512_set1_epi32((int)K->last_open), col, dl, dr, shift_of(K->dz[c]));
+        return v_cover(K, c, v, v, _mm512_or_si512(r1, rz), col, dl, dr);
     }
     __m128i k1 = shift_of(K->d1[c]), k2 = shift_of(K->d2[c]), kz = shift_of(K->dz[c]);
     __m512i r1 = v_row(_mm512_set1_epi32((int)K->open_of[c + 1]), col, dl, dr, k1);
     __m512i r2 = v_row(_mm512_set1_epi32((int)K->open_of[c + 2]), col, dl, dr, k2);
     __m512i rz = v_row(_mm512_set1_epi32((int)K->last_open), col, dl, dr, kz);
     __m512i dead = _mm512_ternarylogic_epi32(v_kills(r1, k1), v_kills(r2, k2), v_kills(rz, kz), 0xfe);
-    return _mm512_andnot_si512(dead, no);
+    __m512i v = _mm512_andnot_si512(dead, no);
+    if (!K->cover[c])
+        return v;
+    return v_cover(K, c, v, _mm512_ternarylogic_epi32(no, r1, r2, 0xfe), rz, col, dl, dr);
 }
 
 typedef struct {

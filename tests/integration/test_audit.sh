@@ -12,7 +12,7 @@ ED="python3 $SRC/tests/tools/manifest_edit.py"
 "$NQ" export 1 --db a.db --manifest m.txt >out 2>&1 || fail "export --manifest: $(cat out)"
 shards=$(sql a.db "SELECT shards_total FROM jobs WHERE id = 1")
 [ "$(wc -l <m.txt)" = $((shards + 2)) ] || fail "manifest has $(wc -l <m.txt) lines for $shards shards"
-head -1 m.txt | grep -qx "nq-manifest 1 count n=10 depth=[0-9]* encoding=3 shards=$shards total=$(oeis_total 10) unique=92 nodes=[0-9]*" \
+head -1 m.txt | grep -qx "nq-manifest 1 count n=10 depth=[0-9]* encoding=4 shards=$shards total=$(oeis_total 10) unique=92 nodes=[0-9]*" \
     || fail "header: $(head -1 m.txt)"
 root=$(tail -1 m.txt | sed -n 's/^root \([0-9a-f]\{64\}\)$/\1/p')
 [ -n "$root" ] || fail "root line: $(tail -1 m.txt)"
@@ -73,7 +73,7 @@ bad() {   # bad NAME EXPECTED-RC PATTERN: audit of NAME must exit so, saying PAT
 }
 head -n 10 m.txt >trunc.txt;                      bad trunc.txt 1 "line 11: the file ends where a shard line should be"
 head -c -30 m.txt >cut.txt;                        bad cut.txt 1 "the last line has no newline"
-sed '5s/ 0301/ 0A01/' m.txt >hex.txt;              bad hex.txt 1 "line 5: the descriptor has a character that is not lowercase hex"
+sed -E '5s/ 0([0-9])01/ 0\1A1/' m.txt >hex.txt; bad hex.txt 1 "line 5: the descriptor has a character that is not lowercase hex"
 sed '6s/^\([0-9]*\) \([0-9a-f]*\) \([0-9]*\)/\1 \2 1x\3/' m.txt >digit.txt; bad digit.txt 1 "line 6: total is not a decimal"
 sed '4{h;d};5{G}' m.txt >order.txt;               bad order.txt 1 "line 4: shard 3 where shard 2 should be"
 sed '7s/^\([0-9]*\) \([0-9a-f]*\) /\1 \2 0/' m.txt >zero.txt; bad zero.txt 1 "line 7: total is not a decimal number from 0 to [0-9]* without leading zeros"

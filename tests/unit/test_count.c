@@ -126,6 +126,58 @@ T_TEST(test_depth_invariant_nodes)
     }
 }
 
+/* Sums every shard of a list of the given encoding: 0, or -1 with a message. */
+static int count_list(int n, int depth, int enc, uint64_t *total, uint64_t *unique, uint64_t *nodes)
+{
+    char err[256];
+    nq_shards_t *s = shards_new_ex(NQ_KIND_COUNT, n, depth, enc, err, sizeof err);
+    if (!s) {
+        fprintf(stderr, "  shards_new_ex(%d, %d, %d): %s\n", n, depth, enc, err);
+        return -1;
+    }
+    int rc = 0;
+    *total = *unique = *nodes = 0;
+    for (size_t i = 0; i < shards_count(s) && rc == 0; i++) {
+        uint8_t b[NQ_MAX_SPEC];
+        size_t len = shards_get(s, i, b);
+        nq_count_result_t r;
+        if ((rc = count_shard(b, len, &r, NULL, err, sizeof err)) != 0)
+            fprintf(stderr, "  n=%d enc=%d shard %zu: %s\n", n, enc, i, err);
+        *total += r.total;
+        *unique += r.unique;
+        *nodes += r.nodes;
+    }
+    shards_destroy(&s);
+    return rc;
+}
+
+/*
+ * Encoding 4 adds the column test (count_search.h) and so changes node counts, which quorums
+ * and spot-checks compare; a job stored with encoding 3 must go on getting the nodes its first
+ * results had. These are the node counts of encoding 3 as the kernel of 2026-11-24 searched
+ * them, before encoding 4 existed (a check of the search's size, not of any count: the totals
+ * are checked against OEIS above). Encoding 4 lists the same shards and finds the same counts
+ * in fewer nodes.
+ */
+T_TEST(test_encoding3_keeps_its_nodes)
+{
+    static const struct { int n, depth; uint64_t nodes3; } pinned[] = {
+        { 12, 1, 129134 }, { 12, 3, 124664 }, { 13, 1, 678316 }, { 13, 3, 670418 },
+        { 14, 1, 3860549 }, { 14, 3, 3847107 },
+    };
+    for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) {
+        uint64_t t3, u3, n3, t4, u4, n4;
+        T_CHECK(count_list(pinned[i].n, pinned[i].depth, 3, &t3, &u3, &n3) == 0);
+        T_CHECK(count_list(pinned[i].n, pinned[i].depth, 4, &t4, &u4, &n4) == 0);
+        T_EQ_U64(n3, pinned[i].nodes3);
+        T_EQ_U64(t4, t3);
+        T_EQ_U64(u4, u3);
+        T_CHECK(n4 < n3 && n4 > n3 / 2);
+        fprintf(stderr, "  n=%d depth %d: encoding 4 searched %.4f of encoding 3's nodes\n", pinned[i].n,
+                pinned[i].depth, (double)n4 / (double)n3);
+    }
+}
+
 T_TEST(test_residues_nonzero_shards)
 {
     /* a shard with a large total: residues must still match and be kernel-computed */

@@ -87,7 +87,7 @@ T_TEST(test_head_parse_refuses_other_kinds_versions_and_ranges)
         { "nq-manifest 2 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "version" },
         { "nq-manifesto 1 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "not a manifest" },
         { "nq-manifest 1 count n=33 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "n " },
-        { "nq-manifest 1 count n=8 depth=1 encoding=4 shards=1 total=0 unique=0 nodes=0", "encoding" },
+        { "nq-manifest 1 count n=8 depth=1 encoding=9 shards=1 total=0 unique=0 nodes=0", "encoding" },
         { "nq-manifest 1 count depth=1 n=8 encoding=2 shards=1 total=0 unique=0 nodes=0", "expected n=" },
         { "nq-manifest 1 count n=8 depth=1 encoding=2 shards=0 total=0 unique=0 nodes=0", "at least" },
         { "nq-manifest 1 count n=8 depth=1 encoding=2 shards=1 total=1e3 unique=0 nodes=0", "total" },
