@@ -206,14 +206,29 @@ int shard_border_root(int n, int a, int c, int d, board_t *p, nq_shard_desc_t *o
 }
 
 /*
- * A count's work on one AVX-512 core, modelled from this kernel's measured times
- * (n = 16..19: 0.10, 0.63, 4.6, 32.5 s, about 7.1x per n; encoding 2 makes it the same
- * at every depth). A scalar core is about 10x slower; the model is for planning, never
- * for an answer.
+ * A count's work on one AVX-512 core: the nodes shard encoding 4 searches for n, over this
+ * kernel's rate (2.47e9 nodes/s, N=20 on one thread). The nodes are the README's planning
+ * table: counted for n = 18..21, estimated by `nq estimate` for n = 22..28. Outside that
+ * range the nearest step is carried on. The growth per n is not constant (7.8x from 19 to 20,
+ * 10-11x from 25 on): a single factor fitted at n = 16..19 (7.1x) put N=28 at 47 core-years
+ * against ~400, and --shard-seconds 600 then chose shards of 3.6 hours. A scalar core is about
+ * 18x slower; the model is for planning, never for an answer.
  */
 double shard_count_core_seconds(int n)
 {
-    return 4.6 * pow(7.1, n - 18);
+    static const double log10_nodes[] = {   /* n = 18 .. 28 */
+        9.844, 10.707, 11.611, 12.533, 13.452, 14.420, 15.400, 16.435, 17.444, 18.487, 19.507
+    };
+    const int first = 18, top = (int)(sizeof log10_nodes / sizeof log10_nodes[0]) - 1;
+    int i = n - first;
+    double x;
+    if (i < 0)
+        x = log10_nodes[0] + i * (log10_nodes[1] - log10_nodes[0]);
+    else if (i > top)
+        x = log10_nodes[top] + (i - top) * (log10_nodes[top] - log10_nodes[top - 1]);
+    else
+        x = log10_nodes[i];
+    return pow(10.0, x) / 2.47e9;
 }
 
 int shard_depth_for_seconds(int kind, int n, double seconds, char *err, size_t errlen)
