@@ -45,7 +45,7 @@
 #define NQ_JOB_OPTS \
     "  --depth D          count/enumerate: shard depth (default: chosen from N)\n" \
     "  --shard-seconds S  count: the depth whose shards take about S seconds on one\n" \
-    "                     AVX-512 core (by the model in 'nq estimate'), instead of --depth\n" \
+    "                     AVX-512 core (the README's planning table), instead of --depth\n" \
     "  --priority P       higher runs first (default 0)\n" \
     "  --max-attempts A   a shard that fails A times is FAILED (default 5)\n" \
     "  --quorum Q         results per shard that must agree (default 1)\n" \
