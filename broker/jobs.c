@@ -215,13 +215,14 @@ int jobs_any_pending(const nq_broker_t *b)
     return 0;
 }
 
-int jobs_next_shard(nq_broker_t *b, nq_job_t **job, uint64_t *shard, uint64_t *frontier,
-                    nq_check_copy_t *check, int allow_checks)
+int jobs_next_shard(nq_broker_t *b, const nq_peer_t *for_peer, nq_job_t **job, uint64_t *shard,
+                    uint64_t *frontier, nq_check_copy_t *check, int allow_checks)
 {
     for (nq_job_t *j = b->jobs; j; j = j->next) {
         int checks = allow_checks && j->nchecks > 0;
         if ((!checks && j->npending == 0 && j->frontier >= j->shards_total) ||
-            (j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING))
+            (j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING) ||
+            peer_shuns_job(for_peer, j->id, b->now))
             continue;
         if (j->state == NQ_JOB_PENDING) {
             j->state = NQ_JOB_RUNNING;

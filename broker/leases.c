@@ -108,6 +108,40 @@ int peer_quarantined(const nq_peer_t *p)
     return p->rejected >= QUARANTINE_AFTER;
 }
 
+/* Whether p gets none of the job's shards now (SHUN_JOBS). */
+int peer_shuns_job(const nq_peer_t *p, uint64_t job, double now)
+{
+    for (int i = 0; i < SHUN_JOBS; i++)
+        if (p->shunned[i].job == job)
+            return now < p->shunned[i].until;
+    return 0;
+}
+
+/*
+ * p reported a failure on one of the job's shards. 1: the shard is charged an attempt, and p
+ * pauses the job (twice as long as its last pause there, if any). 0: p was already pausing it,
+ * so this lease went out before the first failure and costs its shard nothing.
+ */
+int peer_job_failed(nq_peer_t *p, uint64_t job, double now)
+{
+    int slot = 0;
+    for (int i = 0; i < SHUN_JOBS; i++) {
+        if (p->shunned[i].job == job) {
+            slot = i;
+            break;
+        }
+        if (p->shunned[i].until < p->shunned[slot].until)
+            slot = i;                   /* else the slot whose pause ended first (or a free one) */
+    }
+    if (p->shunned[slot].job == job && now < p->shunned[slot].until)
+        return 0;
+    double pause = p->shunned[slot].job == job ? p->shunned[slot].pause * 2 : 1;
+    p->shunned[slot].job = job;
+    p->shunned[slot].pause = pause < SHUN_MAX_S ? pause : SHUN_MAX_S;
+    p->shunned[slot].until = now + p->shunned[slot].pause;
+    return 1;
+}
+
 /* A quarantined peer's frames are read and dropped: nothing is decoded into work, stored or
    logged one by one, so a flood costs the broker a counter. */
 void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p)
@@ -394,7 +428,7 @@ static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
         nq_job_t *j;
         uint64_t shard, frontier;
         nq_check_copy_t copy;
-        if (jobs_next_shard(b, &j, &shard, &frontier, &copy, checks_skipped < CHECKS_SKIPPED_MAX) != 0)
+        if (jobs_next_shard(b, p, &j, &shard, &frontier, &copy, checks_skipped < CHECKS_SKIPPED_MAX) != 0)
             break;                      /* nothing pending anywhere */
         int check = copy.nvoters > -2;
         if (check ? spotcheck_excludes(b, p, j, &copy) : quorum_excludes(b, p, j, shard)) {

@@ -280,18 +280,21 @@ static int shard_decided(nq_broker_t *b, uint64_t job, uint64_t shard)
 }
 
 /* A worker that says it failed: the shard is charged an attempt (so a shard that fails on
-   every worker ends FAILED instead of circling for ever) and the job keeps the message. */
+   every worker ends FAILED instead of circling for ever) unless the worker was already pausing
+   the job (SHUN_JOBS: one worker that fails everything must not fail the job), and the job keeps
+   the message. */
 static void result_error(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, nq_lease_t *l)
 {
     char text[200];
     results_error_text(r, text, sizeof text);
     b->stats.results_rejected++;
-    nq_log(NQ_LOG_WARN, "result.error", "job=%llu shard=%llu worker=%s error=\"%s\"",
-           (unsigned long long)r->job, (unsigned long long)r->shard, p->hello.worker_id, text);
+    int charged = peer_job_failed(p, r->job, b->now) && l != NULL;
+    nq_log(NQ_LOG_WARN, "result.error", "job=%llu shard=%llu worker=%s charged=%d error=\"%s\"",
+           (unsigned long long)r->job, (unsigned long long)r->shard, p->hello.worker_id, charged, text);
     store_job_note_error(b->store, r->job, r->shard, text);
     send_ack(b, p->rid, p->rid_len, r);
     if (l)
-        leases_release(b, l, 1, "worker error");
+        leases_release(b, l, charged, "worker error");
 }
 
 void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
