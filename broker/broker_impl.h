@@ -80,14 +80,14 @@ typedef struct nq_lease {
 
 /*
  * A worker that reports a failure on a job's shard gets none of that job's shards for a while:
- * 1 s after its first error, doubling with each error after the pause, up to SHUN_MAX_S. Errors
+ * 1 s after its first error, doubling with each error after the pause, up to PAUSE_MAX_S. Errors
  * on leases sent before the pause cost their shards nothing. So a worker that fails everything
  * (a build older than the job's shard encoding, a broken machine, a hostile peer) costs a job
  * one attempt per pause instead of wearing every shard it is offered down to FAILED in a
  * second, while a shard that fails on every worker still ends FAILED after max-attempts.
  */
-#define SHUN_JOBS 4
-#define SHUN_MAX_S 600.0
+#define PAUSED_JOBS 4
+#define PAUSE_MAX_S 600.0
 
 /* A worker's heartbeat lists every lease it holds, queued and unacknowledged ones too, in at most
    NQ_MAX_HEARTBEAT_ITEMS items: credit beyond half of that is ignored, so the list always fits
@@ -129,10 +129,10 @@ struct nq_peer {
     nq_lease_t *leases;
     uint64_t nodes_done;               /* for nodes/s */
     uint32_t rejected;                 /* results that failed the broker's checks */
-    struct {                           /* jobs it reported failures on (see SHUN_JOBS) */
+    struct {                           /* jobs it reported failures on (see PAUSED_JOBS) */
         uint64_t job;                  /* 0: a free slot */
         double until, pause;           /* monotonic seconds; the last pause's length */
-    } shunned[SHUN_JOBS];
+    } paused[PAUSED_JOBS];
     double first_seen;
     nq_peer_t *next;
     /* in the broker's `hungry` list while it has credit left and may get work: dispatch walks
@@ -244,7 +244,7 @@ int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec, uint64_t *id, char *e
 int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
 int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
 void jobs_push_pending(nq_job_t *j, uint64_t shard);
-/* The next shard to lease to for_peer (none of a job it pauses, SHUN_JOBS), and *frontier > 0
+/* The next shard to lease to for_peer (none of a job it pauses, PAUSED_JOBS), and *frontier > 0
    when it is the first lease of its order position (the position to persist with the lease);
    check->nvoters >= -1 for a spot-check copy (taken first, when allow_checks), -2 for an
    ordinary shard. -1: nothing pending for it anywhere. */
@@ -282,7 +282,7 @@ void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why
 void peer_hunger(nq_broker_t *b, nq_peer_t *p);
 void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why);
 int peer_quarantined(const nq_peer_t *p);
-int peer_shuns_job(const nq_peer_t *p, uint64_t job, double now);
+int peer_pauses_job(const nq_peer_t *p, uint64_t job, double now);
 int peer_job_failed(nq_peer_t *p, uint64_t job, double now);
 /* Sets who p is (from its HELLO and the key it came with) and files it under that identity. */
 void peers_identify(nq_broker_t *b, nq_peer_t *p, const nq_hello_t *h, const char *key);

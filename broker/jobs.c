@@ -222,7 +222,7 @@ int jobs_next_shard(nq_broker_t *b, const nq_peer_t *for_peer, nq_job_t **job, u
         int checks = allow_checks && j->nchecks > 0;
         if ((!checks && j->npending == 0 && j->frontier >= j->shards_total) ||
             (j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING) ||
-            peer_shuns_job(for_peer, j->id, b->now))
+            peer_pauses_job(for_peer, j->id, b->now))
             continue;
         if (j->state == NQ_JOB_PENDING) {
             j->state = NQ_JOB_RUNNING;

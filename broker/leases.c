@@ -108,12 +108,12 @@ int peer_quarantined(const nq_peer_t *p)
     return p->rejected >= QUARANTINE_AFTER;
 }
 
-/* Whether p gets none of the job's shards now (SHUN_JOBS). */
-int peer_shuns_job(const nq_peer_t *p, uint64_t job, double now)
+/* Whether p gets none of the job's shards now (PAUSED_JOBS). */
+int peer_pauses_job(const nq_peer_t *p, uint64_t job, double now)
 {
-    for (int i = 0; i < SHUN_JOBS; i++)
-        if (p->shunned[i].job == job)
-            return now < p->shunned[i].until;
+    for (int i = 0; i < PAUSED_JOBS; i++)
+        if (p->paused[i].job == job)
+            return now < p->paused[i].until;
     return 0;
 }
 
@@ -125,20 +125,20 @@ int peer_shuns_job(const nq_peer_t *p, uint64_t job, double now)
 int peer_job_failed(nq_peer_t *p, uint64_t job, double now)
 {
     int slot = 0;
-    for (int i = 0; i < SHUN_JOBS; i++) {
-        if (p->shunned[i].job == job) {
+    for (int i = 0; i < PAUSED_JOBS; i++) {
+        if (p->paused[i].job == job) {
             slot = i;
             break;
         }
-        if (p->shunned[i].until < p->shunned[slot].until)
+        if (p->paused[i].until < p->paused[slot].until)
             slot = i;                   /* else the slot whose pause ended first (or a free one) */
     }
-    if (p->shunned[slot].job == job && now < p->shunned[slot].until)
+    if (p->paused[slot].job == job && now < p->paused[slot].until)
         return 0;
-    double pause = p->shunned[slot].job == job ? p->shunned[slot].pause * 2 : 1;
-    p->shunned[slot].job = job;
-    p->shunned[slot].pause = pause < SHUN_MAX_S ? pause : SHUN_MAX_S;
-    p->shunned[slot].until = now + p->shunned[slot].pause;
+    double pause = p->paused[slot].job == job ? p->paused[slot].pause * 2 : 1;
+    p->paused[slot].job = job;
+    p->paused[slot].pause = pause < PAUSE_MAX_S ? pause : PAUSE_MAX_S;
+    p->paused[slot].until = now + p->paused[slot].pause;
     return 1;
 }
 

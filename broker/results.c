@@ -281,7 +281,7 @@ static int shard_decided(nq_broker_t *b, uint64_t job, uint64_t shard)
 
 /* A worker that says it failed: the shard is charged an attempt (so a shard that fails on
    every worker ends FAILED instead of circling for ever) unless the worker was already pausing
-   the job (SHUN_JOBS: one worker that fails everything must not fail the job), and the job keeps
+   the job (PAUSED_JOBS: one worker that fails everything must not fail the job), and the job keeps
    the message. */
 static void result_error(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, nq_lease_t *l)
 {
