@@ -36,7 +36,7 @@ void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip)
     memset(pl, 0, sizeof *pl);
     pl->n = n;
     pl->flipped = flip;
-    pl->cover = d->version >= 4;
+    plan_set_cover(pl, d->version);   /* after pl->n */
     pl->full = n == 32 ? 0xffffffffu : (1u << n) - 1;
     for (int p = 0; p < n; p++) {
         fixed[p] = d->row_col[flip ? n - 1 - p : p];
@@ -71,6 +71,13 @@ void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip)
     }
 }
 
+void plan_set_cover(nq_plan_t *pl, int encoding)
+{
+    int wide = encoding >= 5 && pl->n >= NQ_COVER_WIDE_N;
+    pl->cover = wide ? NQ_COVER_LEFT_5 : encoding >= 4 ? NQ_COVER_LEFT_4 : 0;
+    pl->cover_rows_open = wide;
+}
+
 void levels_init(nq_levels_t *lv, const nq_plan_t *pl)
 {
     memset(lv, 0, sizeof *lv);
@@ -82,11 +89,13 @@ void levels_init(nq_levels_t *lv, const nq_plan_t *pl)
     for (int i = 0; i + 2 < pl->m; i++) {
         lv->d1[i] = pl->row[i + 1] - pl->row[i];
         lv->d2[i] = pl->row[i + 2] - pl->row[i];
-        lv->d3[i] = i + 3 < pl->m ? pl->row[i + 3] - pl->row[i] : 0;
         lv->dz[i] = pl->row[pl->m - 1] - pl->row[i];
-        if (pl->cover && pl->m - i <= 5)
+        for (int j = 3; j < NQ_COVER_LEFT_5 - 1 && i + j < pl->m; j++)
+            lv->dx[i][j - 3] = pl->row[i + j] - pl->row[i];
+        if (pl->m - i <= pl->cover)
             lv->cover[i] = (uint8_t)(pl->m - i);
     }
+    lv->wide = pl->cover_rows_open;
     lv->last_open = pl->m ? lv->open_of[pl->m - 1] : 0;
     lv->leaf8 = pl->leaf8;
     lv->full = pl->full;

@@ -145,9 +145,12 @@ fast_viable(const nq_levels_t *K, uint32_t open, int L, uint32_t col, uint32_t d
     uint32_t rz = K->last_open & ~(col | (dl << kz) | (dr >> kz));
     if (K->cover[L]) {
         uint32_t cov = open | r1 | r2 | rz | col;
-        if (K->cover[L] == 5) {
-            int k3 = K->d3[L];
-            cov |= K->open_of[L + 3] & ~(col | (dl << k3) | (dr >> k3));
+        for (int j = 3; j <= K->cover[L] - 2; j++) {
+            int kj = K->dx[L][j - 3];
+            uint32_t r = K->open_of[L + j] & ~(col | (dl << kj) | (dr >> kj));
+            if (K->wide && !r)
+                return 0;           /* encoding 5: a row with no open cell */
+            cov |= r;
         }
         if (cov != K->full)
             return 0;

@@ -30,7 +30,10 @@ typedef struct {
     uint32_t leaf8, leafx;
     uint8_t bweight[NQ_SHARD_MAX_N], bstab[NQ_SHARD_MAX_N];   /* by column of row n-1 */
     int flipped;                       /* rows are numbered from the bottom (see plan_init) */
-    int cover;                         /* encoding 4: the column test (see nq_levels_t) */
+    /* The column test's rule (see nq_levels_t), set by plan_set_cover from the shard encoding:
+       the rows left up to which it runs (0: it does not), and whether every row it builds must
+       keep an open cell. */
+    int cover, cover_rows_open;
     uint64_t node_base;                /* added to the nodes this search publishes as progress */
 } nq_plan_t;
 
@@ -42,27 +45,44 @@ typedef struct {
  */
 void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip);
 
+/* The column test of a shard encoding on pl->n (see nq_levels_t): none before 4; 4, and 5 below
+   n = NQ_COVER_WIDE_N: at 3-5 rows left; 5 from there ("wide"): at 3-7 rows left, and every
+   row it builds must keep an open cell. */
+#define NQ_COVER_LEFT_4 5
+#define NQ_COVER_LEFT_5 7
+#define NQ_COVER_WIDE_N 22
+void plan_set_cover(nq_plan_t *pl, int encoding);
+
 /* Free level L's cells that no fixed queen attacks: its open cells before any queen of the search. */
 static inline uint32_t plan_open(const nq_plan_t *pl, int L) { return pl->full & ~pl->block[L]; }
 
 /*
  * The per-level tables both counting kernels read (count_fast.c, count_simd.c):
  * the open cells of each level before any queen of the search, and the row
- * distances from level i to levels i+1, i+2, i+3 and the last (d1, d2, d3, dz;
- * defined for i + 2 < m). shift[i] = d1[i - 1], as in the plan.
+ * distances from level i to levels i+1, i+2 and the last (d1, d2, dz;
+ * defined for i + 2 < m), and to the levels i+3.. the column test builds (dx).
+ * shift[i] = d1[i - 1], as in the plan.
  *
- * The column test (shard encoding 4, plan->cover): a node entered at a level
- * with k = cover[i] rows left, 3 <= k <= 5, is a dead end unless every free
- * column keeps an open cell in one of those rows (k queens must fill k free
+ * The column test (shard encodings 4 and 5, plan->cover): a node entered at a
+ * level with k = cover[i] rows left is a dead end unless every free column
+ * keeps an open cell in one of those rows (k queens must fill k free
  * columns). The look-ahead tests rows; a column that every remaining row's
- * diagonals cut off passes it and dies only k levels further down. At k = 4
- * and 5 the test ORs rows the look-ahead has already built (the node's own,
- * i+1, i+2 and the last; at 5 one more row, i+3) and compares with all
- * columns; at k = 3 it reads the node's cells that pass the look-ahead, row
- * m-2 and the last. Measured at N=18: 8 % fewer steps of the vector kernel;
- * at k = 6 the further 2.5 % cost as much as they saved. Its node counts differ
- * from encoding 3's, which quorums and spot-checks compare, so it is an
- * encoding of its own.
+ * diagonals cut off passes it and dies only k levels further down. The test
+ * ORs the rows the look-ahead has already built (the node's own, i+1, i+2 and
+ * the last) with the node's columns, builds the k - 4 rows between (i+3 ..
+ * i+k-2), and compares with all columns; at k = 3 it reads the node's cells
+ * that pass the look-ahead, row m-2 and the last.
+ * Encoding 4 runs it at k = 3..5 (measured at N=18: 8 % fewer steps of the
+ * vector kernel; at k = 6 the further 2.5 % cost as much as they saved there).
+ * Encoding 5, from n = 22, runs it at k = 3..7 and also kills a node where a
+ * row it builds has no open cell (wide; the look-ahead tests only rows i+1,
+ * i+2 and the last). The rows are wider at large n, and there it pays where
+ * it does not at n = 18 (n = 28: 0.87 of encoding 4's nodes, 0.93-0.94 of its
+ * time on a quiet host; n = 20: 0.95 of the nodes, the same time; n = 18:
+ * 0.96 of the nodes, 1.01-1.04 of the time), so below n = 22 encoding 5
+ * searches as encoding 4 does.
+ * Node counts differ between the encodings, and quorums and spot-checks
+ * compare them, so each is an encoding of its own.
  */
 typedef struct {
     int m;
@@ -71,8 +91,10 @@ typedef struct {
     uint32_t leaf8;                    /* the plan's weight-8 cells of the last level */
     uint32_t full;                     /* the n column bits */
     int shift[NQ_SHARD_MAX_N + 1];
-    int d1[NQ_SHARD_MAX_N + 1], d2[NQ_SHARD_MAX_N + 1], d3[NQ_SHARD_MAX_N + 1], dz[NQ_SHARD_MAX_N + 1];
+    int d1[NQ_SHARD_MAX_N + 1], d2[NQ_SHARD_MAX_N + 1], dz[NQ_SHARD_MAX_N + 1];
+    int dx[NQ_SHARD_MAX_N + 1][NQ_COVER_LEFT_5 - 4];   /* dx[i][j - 3]: level i to level i+j */
     uint8_t cover[NQ_SHARD_MAX_N + 1]; /* rows left where the column test runs, else 0 */
+    int wide;                          /* plan->cover_rows_open: each row the test builds must keep an open cell */
 } nq_levels_t;
 
 void levels_init(nq_levels_t *lv, const nq_plan_t *pl);

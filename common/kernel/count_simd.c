@@ -102,16 +102,28 @@ static __m128i shift_of(int k) { return _mm_cvtsi32_si128(k); }
 
 /*
  * The column test (count_search.h): u | w, the rows already built, and the node's columns, plus
- * row c+3 when five rows are left. v where every free column keeps an open cell, else nothing.
+ * the rows c+3 .. c+k-2 between them and the last. v where every free column keeps an open cell
+ * (and, with `wide`, every row built here keeps one), else nothing. `wide` (encoding 5 from
+ * NQ_COVER_WIDE_N) is a constant in the main passes: a loop over the rows for both rules made
+ * encoding 4's 1.7 % slower at N=18 (bench_ab.sh, 6 rounds).
  */
 SIMD_TARGET static inline __m512i v_cover(const nq_levels_t *K, int c, __m512i v, __m512i u, __m512i w,
-                                          __m512i col, __m512i dl, __m512i dr)
+                                          __m512i col, __m512i dl, __m512i dr, int wide)
 {
     __m512i cov = _mm512_ternarylogic_epi32(u, w, col, 0xfe);
-    if (K->cover[c] == 5)
-        cov = _mm512_or_si512(cov, v_row(_mm512_set1_epi32((int)K->open_of[c + 3]), col, dl, dr,
-                                         shift_of(K->d3[c])));
-    return _mm512_maskz_mov_epi32(_mm512_cmpeq_epi32_mask(cov, _mm512_set1_epi32((int)K->full)), v);
+    __mmask16 live = 0xffff;
+    if (!wide) {
+        if (K->cover[c] == 5)
+            cov = _mm512_or_si512(cov, v_row(_mm512_set1_epi32((int)K->open_of[c + 3]), col, dl, dr,
+                                             shift_of(K->dx[c][0])));
+    } else {
+        for (int j = 3; j <= K->cover[c] - 2; j++) {
+            __m512i r = v_row(_mm512_set1_epi32((int)K->open_of[c + j]), col, dl, dr, shift_of(K->dx[c][j - 3]));
+            cov = _mm512_or_si512(cov, r);
+            live = _mm512_mask_test_epi32_mask(live, r, r);
+        }
+    }
+    return _mm512_maskz_mov_epi32(_mm512_mask_cmpeq_epi32_mask(live, cov, _mm512_set1_epi32((int)K->full)), v);
 }
 
 /*
@@ -120,7 +132,7 @@ SIMD_TARGET static inline __m512i v_cover(const nq_levels_t *K, int c, __m512i v
  * and none where the column test runs and fails.
  */
 SIMD_TARGET static inline __m512i v_viable(const nq_levels_t *K, int c, __m512i no, __m512i col, __m512i dl,
-                                           __m512i dr)
+                                           __m512i dr, int wide)
 {
     if (c == K->m - 3) {
         __m128i s = shift_of(K->shift[c + 1]);
@@ -129,7 +141,7 @@ SIMD_TARGET static inline __m512i v_viable(const nq_levels_t *K, int c, __m512i 
         if (!K->cover[c])
             return v;
         __m512i rz = v_row(_mm512_set1_epi32((int)K->last_open), col, dl, dr, shift_of(K->dz[c]));
-        return v_cover(K, c, v, v, _mm512_or_si512(r1, rz), col, dl, dr);
+        return v_cover(K, c, v, v, _mm512_or_si512(r1, rz), col, dl, dr, wide);
     }
     __m128i k1 = shift_of(K->d1[c]), k2 = shift_of(K->d2[c]), kz = shift_of(K->dz[c]);
     __m512i r1 = v_row(_mm512_set1_epi32((int)K->open_of[c + 1]), col, dl, dr, k1);
@@ -139,7 +151,7 @@ SIMD_TARGET static inline __m512i v_viable(const nq_levels_t *K, int c, __m512i 
     __m512i v = _mm512_andnot_si512(dead, no);
     if (!K->cover[c])
         return v;
-    return v_cover(K, c, v, _mm512_ternarylogic_epi32(no, r1, r2, 0xfe), rz, col, dl, dr);
+    return v_cover(K, c, v, _mm512_ternarylogic_epi32(no, r1, r2, 0xfe), rz, col, dl, dr, wide);
 }
 
 typedef struct {
@@ -287,11 +299,11 @@ SIMD_TARGET static inline placed_t lanes_place(const nq_levels_t *K, int c, lane
  * node; children with a viable cell go to level c+1. Returns the lanes that were active.
  */
 SIMD_TARGET static inline __mmask16 step_main(const nq_levels_t *K, int c, lanes_t *x, simd_level_t *out,
-                                             int *out_cnt, simd_tally_t *t, int rare)
+                                             int *out_cnt, simd_tally_t *t, int rare, int wide)
 {
     placed_t p = lanes_place(K, c, x);
     t->nodes = _mm512_add_epi32(t->nodes, _mm512_maskz_popcnt_epi32(p.act, p.open));
-    __m512i vo = v_viable(K, c + 1, p.open, p.col, p.dl, p.dr);
+    __m512i vo = v_viable(K, c + 1, p.open, p.col, p.dl, p.dr, wide);
     __m512i path[PATH_WORDS];
     if (rare) {
         /* the child's path: the parent's plus this level's column (popcount of the bits below it) */
@@ -384,14 +396,15 @@ SIMD_TARGET static inline __mmask16 step_last(const nq_levels_t *K, lanes_t *x, 
 
 typedef int drain_fn(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c, simd_tally_t *t,
                      nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final);
-SIMD_TARGET static drain_fn drain_main, drain_main8, drain_rare1, drain_rare2, drain_rare3, drain_rare4,
-    drain_rare6;
+SIMD_TARGET static drain_fn drain_main, drain_main8, drain_main_wide, drain_main8_wide, drain_rare1, drain_rare2,
+    drain_rare3, drain_rare4, drain_rare6;
 
-/* The drain of a pass: `rare` path words (0: the main pass), `all8` (step_last); see DRAIN_PASS. */
-static drain_fn *drain_for(int rare, int all8)
+/* The drain of a pass: `rare` path words (0: the main pass), `all8` (step_last), `wide` (v_cover;
+   a constant of the main passes only); see DRAIN_PASS. */
+static drain_fn *drain_for(int rare, int all8, int wide)
 {
     switch (rare) {
-    case 0: return all8 ? drain_main8 : drain_main;
+    case 0: return wide ? (all8 ? drain_main8_wide : drain_main_wide) : all8 ? drain_main8 : drain_main;
     case 1: return drain_rare1;
     case 2: return drain_rare2;
     case 3: return drain_rare3;
@@ -403,9 +416,9 @@ static drain_fn *drain_for(int rare, int all8)
 /* The drain of the same pass, one level down. */
 SIMD_TARGET static inline int descend(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,
                                       simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl,
-                                      int rare, int all8, int final)
+                                      int rare, int all8, int wide, int final)
 {
-    return drain_for(rare, all8)(K, pl, lv, c + 1, t, acc, ctl, final);
+    return drain_for(rare, all8, wide)(K, pl, lv, c + 1, t, acc, ctl, final);
 }
 
 /* Flushes the lane counters and polls about every 2^20 nodes: 0, 2 cancelled, -1 overflow. */
@@ -451,7 +464,7 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
                                                                    simd_level_t *lv, int c, simd_tally_t *t,
                                                                    nq_count_acc_t *acc,
                                                                    const nq_kernel_ctl_t *ctl, int rare,
-                                                                   int all8, int final)
+                                                                   int all8, int wide, int final)
 {
     const int last = K->m - 3;
     /* registers only because every loop over the groups is unrolled (#pragma GCC unroll): left
@@ -485,10 +498,10 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
             return 0;
         }
         unsigned act = c == last ? step_last(K, &x[0], &tl, pl, acc, rare, all8)
-                                 : step_main(K, c, &x[0], &lv[c + 1], &out_cnt, &tl, rare);
+                                 : step_main(K, c, &x[0], &lv[c + 1], &out_cnt, &tl, rare, wide);
         if (!final || _mm512_test_epi32_mask(x[1].open, x[1].open))
             act |= c == last ? step_last(K, &x[1], &tl, pl, acc, rare, all8)
-                             : step_main(K, c, &x[1], &lv[c + 1], &out_cnt, &tl, rare);
+                             : step_main(K, c, &x[1], &lv[c + 1], &out_cnt, &tl, rare, wide);
         if (!act)
             break;
         if (rare && tl.err) {
@@ -507,7 +520,7 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
             lv[c].rd = rd;
             lv[c + 1].cnt = out_cnt;
             *t = tl;
-            rc = descend(K, pl, lv, c, t, acc, ctl, rare, all8, 0);
+            rc = descend(K, pl, lv, c, t, acc, ctl, rare, all8, wide, 0);
             tl = *t;
             if (rc != 0)
                 break;
@@ -522,7 +535,7 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
     if (c < last)
         lv[c + 1].cnt = out_cnt;
     /* level c is done: the last visit of level c+1, to what it holds */
-    return c < last && (out_cnt || lv[c + 1].held) ? descend(K, pl, lv, c, t, acc, ctl, rare, all8, 1) : 0;
+    return c < last && (out_cnt || lv[c + 1].held) ? descend(K, pl, lv, c, t, acc, ctl, rare, all8, wide, 1) : 0;
 }
 
 /*
@@ -532,19 +545,22 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
  * load and an expand a refill; N=18, where the rare pass was ~5 % of the time: 0.987 of the time
  * with 2 words instead of 6 (medians of 8 paired rounds of tests/bench/bench_ab.sh, one thread).
  */
-#define DRAIN_PASS(name, words, all8)                                                                      \
+#define DRAIN_PASS(name, words, all8, wide)                                                                \
     SIMD_TARGET static int name(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c,        \
                                 simd_tally_t *t, nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final) \
     {                                                                                                      \
-        return drain(K, pl, lv, c, t, acc, ctl, words, all8, final);                                       \
+        return drain(K, pl, lv, c, t, acc, ctl, words, all8, wide, final);                                 \
     }
-DRAIN_PASS(drain_main, 0, 0)
-DRAIN_PASS(drain_main8, 0, 1)
-DRAIN_PASS(drain_rare1, 1, 0)
-DRAIN_PASS(drain_rare2, 2, 0)
-DRAIN_PASS(drain_rare3, 3, 0)
-DRAIN_PASS(drain_rare4, 4, 0)
-DRAIN_PASS(drain_rare6, PATH_WORDS, 0)
+DRAIN_PASS(drain_main, 0, 0, 0)
+DRAIN_PASS(drain_main8, 0, 1, 0)
+DRAIN_PASS(drain_main_wide, 0, 0, 1)
+DRAIN_PASS(drain_main8_wide, 0, 1, 1)
+/* the rare passes (a few % of the time) read `wide` from the levels */
+DRAIN_PASS(drain_rare1, 1, 0, K->wide)
+DRAIN_PASS(drain_rare2, 2, 0, K->wide)
+DRAIN_PASS(drain_rare3, 3, 0, K->wide)
+DRAIN_PASS(drain_rare4, 4, 0, K->wide)
+DRAIN_PASS(drain_rare6, PATH_WORDS, 0, K->wide)
 
 /* The path words a rare pass over m levels carries: the columns of levels 0..m-4, rounded up to a
    drain that exists. */
@@ -565,7 +581,7 @@ SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count
     /* the root: level 0 with the fixed queens' columns, filtered like any other level */
     uint32_t open0 = K.open_of[0] & ~pl->colfix;
     __m512i col = _mm512_set1_epi32((int)pl->colfix), zero = _mm512_setzero_si512();
-    __m512i vo = v_viable(&K, 0, _mm512_set1_epi32((int)open0), col, zero, zero);
+    __m512i vo = v_viable(&K, 0, _mm512_set1_epi32((int)open0), col, zero, zero, K.wide);
     t.nodes64 = (unsigned)__builtin_popcount(open0);
     /*
      * Its queens spread over the lanes, one each, for a step of up to 16 of them: as a node
@@ -584,11 +600,11 @@ SIMD_TARGET static int simd_body(const nq_plan_t *pl, simd_level_t *lv, nq_count
         for (; root && k < LANES; root &= root - 1)
             bits[k++] = root & -root;
         x.open = _mm512_maskz_loadu_epi32((__mmask16)((1u << k) - 1), bits);
-        step_main(&K, 0, &x, &lv[1], &lv[1].cnt, &t, rare);
+        step_main(&K, 0, &x, &lv[1], &lv[1].cnt, &t, rare, K.wide);
     }
     /* a last row of weight-8 cells only: the main pass's solutions are its pairs (step_last) */
     int all8 = !rare && !(K.last_open & ~pl->leaf8);
-    int rc = descend(&K, pl, lv, 0, &t, acc, ctl, rare, all8, 1);
+    int rc = descend(&K, pl, lv, 0, &t, acc, ctl, rare, all8, K.wide, 1);
     tally_flush(&t);
     if (rc == 0)
         rc = count_poll(acc, &t.sols64, t.nodes64, NULL);

@@ -38,8 +38,9 @@ static int same(const outcome_t *a, const outcome_t *b)
 
 /* Plans whose solutions are all rare: the vector kernel's rare pass alone gives their nodes. */
 static int rare_only;
-/* Plans where the column test (encoding 4) searched fewer nodes than encoding 3's search. */
-static int cover_pruned;
+/* Plans where encoding 4's column test searched fewer nodes than encoding 3's search, and
+   encoding 5's wide test (n >= NQ_COVER_WIDE_N, forced here on every plan) fewer than encoding 4's. */
+static int cover_pruned, cover5_pruned;
 
 static outcome_t compare_one(const nq_plan_t *pl, int n, int depth, size_t i, const char *how)
 {
@@ -54,19 +55,39 @@ static outcome_t compare_one(const nq_plan_t *pl, int n, int depth, size_t i, co
     return v;
 }
 
-/* Compares the kernels on one plan, with the column test of encoding 4 and without it (encodings
-   1-3, whose stored jobs keep their node counts), and the two searches with each other: the same
-   counts, and never more nodes with the test. Counts the plans with rare (weight < 8) last-row
-   cells. Returns the vector kernel's outcome on the plan as given. */
+/* The same counts; never more nodes in the newer search. */
+static void check_fewer(const outcome_t *newer, const outcome_t *older)
+{
+    T_CHECK(newer->total == older->total && newer->unique == older->unique && newer->r13 == older->r13 &&
+            newer->r15 == older->r15 && newer->nodes <= older->nodes);
+}
+
+/* Compares the kernels on one plan under each search whose stored jobs keep their node counts:
+   no column test (encodings 1-3), encoding 4's, and encoding 5's wide test (which it runs only
+   from n = NQ_COVER_WIDE_N, forced here whatever n), and the searches with each other: the same
+   counts, and never more nodes with a newer test. Counts the plans with rare (weight < 8)
+   last-row cells. Returns the vector kernel's outcome on the plan as given, one of the three. */
 static outcome_t compare(const nq_plan_t *pl, int n, int depth, size_t i, const char *how, int *rare)
 {
-    nq_plan_t other = *pl;
-    other.cover = !pl->cover;
-    outcome_t v = compare_one(pl, n, depth, i, how), w = compare_one(&other, n, depth, i, how);
-    const outcome_t *with = pl->cover ? &v : &w, *without = pl->cover ? &w : &v;
-    T_CHECK(with->total == without->total && with->unique == without->unique && with->r13 == without->r13 &&
-            with->r15 == without->r15 && with->nodes <= without->nodes);
-    cover_pruned += with->nodes < without->nodes;
+    static const struct { int left, rows_open; } rule[3] = { { 0, 0 }, { NQ_COVER_LEFT_4, 0 },
+                                                             { NQ_COVER_LEFT_5, 1 } };
+    outcome_t by[3], v = { 0 };
+    int own = 0;
+    for (int e = 0; e < 3; e++) {
+        nq_plan_t other = *pl;
+        other.cover = rule[e].left;
+        other.cover_rows_open = rule[e].rows_open;
+        by[e] = compare_one(&other, n, depth, i, how);
+        if (pl->cover == rule[e].left && pl->cover_rows_open == rule[e].rows_open) {
+            v = by[e];
+            own++;
+        }
+    }
+    T_EQ_U64(own, 1);
+    check_fewer(&by[1], &by[0]);
+    check_fewer(&by[2], &by[1]);
+    cover_pruned += by[1].nodes < by[0].nodes;
+    cover5_pruned += by[2].nodes < by[1].nodes;
     *rare += pl->leafx != 0 && v.total != 0;
     rare_only += pl->leafx != 0 && v.total != 0 && !(pl->leaf8 & plan_open(pl, pl->m - 1));
     return v;
@@ -128,10 +149,11 @@ T_TEST(test_kernels_agree_on_every_shard)
         }
     }
     fprintf(stderr, "  %d plans (%d bottom-up with b fixed), %d with rare last-row cells and solutions"
-            " (%d with only those), %d with fewer nodes by the column test\n", plans, fixed_b, rare, rare_only,
-            cover_pruned);
+            " (%d with only those), %d with fewer nodes by the column test, %d fewer again by encoding 5's\n",
+            plans, fixed_b, rare, rare_only, cover_pruned, cover5_pruned);
     T_CHECK(plans > 1000);
     T_CHECK(cover_pruned > 1000);   /* the column test pruned, and left every count as it was */
+    T_CHECK(cover5_pruned > 1000);
     T_CHECK(fixed_b > 100);
     T_CHECK(rare > 10);   /* the pass for rare cells was exercised */
     T_CHECK(rare_only > 10);
