@@ -50,7 +50,7 @@ void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip);
    row it builds must keep an open cell. */
 #define NQ_COVER_LEFT_4 5
 #define NQ_COVER_LEFT_5 7
-#define NQ_COVER_WIDE_N 22
+#define NQ_COVER_WIDE_N 24
 void plan_set_cover(nq_plan_t *pl, int encoding);
 
 /* Free level L's cells that no fixed queen attacks: its open cells before any queen of the search. */
@@ -74,13 +74,13 @@ static inline uint32_t plan_open(const nq_plan_t *pl, int L) { return pl->full &
  * that pass the look-ahead, row m-2 and the last.
  * Encoding 4 runs it at k = 3..5 (measured at N=18: 8 % fewer steps of the
  * vector kernel; at k = 6 the further 2.5 % cost as much as they saved there).
- * Encoding 5, from n = 22, runs it at k = 3..7 and also kills a node where a
+ * Encoding 5, from n = 24, runs it at k = 3..7 and also kills a node where a
  * row it builds has no open cell (wide; the look-ahead tests only rows i+1,
  * i+2 and the last). The rows are wider at large n, and there it pays where
  * it does not at n = 18 (n = 28: 0.87 of encoding 4's nodes, 0.93-0.94 of its
- * time on a quiet host; n = 20: 0.95 of the nodes, the same time; n = 18:
- * 0.96 of the nodes, 1.01-1.04 of the time), so below n = 22 encoding 5
- * searches as encoding 4 does.
+ * time on a quiet host; n = 24: 0.91 of the nodes, ~0.96 of the time; n = 22:
+ * 0.93 of the nodes, ~1.01 of the time; n = 18: 0.96 of the nodes, 1.01-1.04
+ * of the time), so below n = 24 encoding 5 searches as encoding 4 does.
  * Node counts differ between the encodings, and quorums and spot-checks
  * compare them, so each is an encoding of its own.
  */

@@ -41,9 +41,9 @@
  * finds the same counts in about 5 % fewer nodes (8 % fewer vector steps at n = 18). Nodes are
  * part of a result, and quorums and spot-checks compare them, so a job stored with encoding 3
  * keeps encoding 3's search and its node counts.
- * Encoding 5 lists the same shards again and, from n = 22, changes the search once more: the
+ * Encoding 5 lists the same shards again and, from n = 24, changes the search once more: the
  * column test runs from 7 rows left, not 5, and kills a node where a row it builds has no open
- * cell (13 % fewer nodes than encoding 4 at n = 28, 7 % at n = 22); jobs stored with encoding 4
+ * cell (13 % fewer nodes than encoding 4 at n = 28, 9 % at n = 24); jobs stored with encoding 4
  * keep encoding 4's.
  * count, n <= 3 ("plain" mode): a single shard with nothing pre-placed,
  * weight 1, unique checked against all 8 symmetries.

@@ -2,7 +2,7 @@
 # A job stored with an older shard encoding is served with that encoding's search: its shards
 # come back with encoding 3's node counts, which quorums and spot-checks
 # compare (encoding 4 adds the kernels' column test, which searches fewer nodes; encoding 5 widens
-# it from N=22, and below that searches as encoding 4 does). A job submitted now gets the
+# it from N=24, and below that searches as encoding 4 does). A job submitted now gets the
 # current encoding, and both are exact.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
