@@ -11,8 +11,9 @@ ED="python3 $SRC/tests/tools/manifest_edit.py"
 "$NQ" run count 10 --db a.db --workers 2 >out 2>&1 || fail "nq run count 10: $(cat out)"
 "$NQ" export 1 --db a.db --manifest m.txt >out 2>&1 || fail "export --manifest: $(cat out)"
 shards=$(sql a.db "SELECT shards_total FROM jobs WHERE id = 1")
+encoding=$(sql a.db "SELECT encoding FROM jobs WHERE id = 1")   # the job's, whatever is current
 [ "$(wc -l <m.txt)" = $((shards + 2)) ] || fail "manifest has $(wc -l <m.txt) lines for $shards shards"
-head -1 m.txt | grep -qx "nq-manifest 1 count n=10 depth=[0-9]* encoding=4 shards=$shards total=$(oeis_total 10) unique=92 nodes=[0-9]*" \
+head -1 m.txt | grep -qx "nq-manifest 1 count n=10 depth=[0-9]* encoding=$encoding shards=$shards total=$(oeis_total 10) unique=92 nodes=[0-9]*" \
     || fail "header: $(head -1 m.txt)"
 root=$(tail -1 m.txt | sed -n 's/^root \([0-9a-f]\{64\}\)$/\1/p')
 [ -n "$root" ] || fail "root line: $(tail -1 m.txt)"
