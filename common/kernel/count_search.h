@@ -94,7 +94,7 @@ typedef struct {
     int d1[NQ_SHARD_MAX_N + 1], d2[NQ_SHARD_MAX_N + 1], dz[NQ_SHARD_MAX_N + 1];
     int dx[NQ_SHARD_MAX_N + 1][NQ_COVER_LEFT_5 - 4];   /* dx[i][j - 3]: level i to level i+j */
     uint8_t cover[NQ_SHARD_MAX_N + 1]; /* rows left where the column test runs, else 0 */
-    int wide;                          /* plan->cover_rows_open: each row the test builds must keep an open cell */
+    int wide;                          /* plan->cover_rows_open: each row the test builds keeps a cell */
 } nq_levels_t;
 
 void levels_init(nq_levels_t *lv, const nq_plan_t *pl);

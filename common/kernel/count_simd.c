@@ -113,17 +113,19 @@ SIMD_TARGET static inline __m512i v_cover(const nq_levels_t *K, int c, __m512i v
     __m512i cov = _mm512_ternarylogic_epi32(u, w, col, 0xfe);
     __mmask16 live = 0xffff;
     if (!wide) {
-        if (K->cover[c] == 5)
+        if (K->cover[c] == NQ_COVER_LEFT_4)
             cov = _mm512_or_si512(cov, v_row(_mm512_set1_epi32((int)K->open_of[c + 3]), col, dl, dr,
                                              shift_of(K->dx[c][0])));
     } else {
         for (int j = 3; j <= K->cover[c] - 2; j++) {
-            __m512i r = v_row(_mm512_set1_epi32((int)K->open_of[c + j]), col, dl, dr, shift_of(K->dx[c][j - 3]));
+            __m512i r = v_row(_mm512_set1_epi32((int)K->open_of[c + j]), col, dl, dr,
+                              shift_of(K->dx[c][j - 3]));
             cov = _mm512_or_si512(cov, r);
             live = _mm512_mask_test_epi32_mask(live, r, r);
         }
     }
-    return _mm512_maskz_mov_epi32(_mm512_mask_cmpeq_epi32_mask(live, cov, _mm512_set1_epi32((int)K->full)), v);
+    __mmask16 covered = _mm512_mask_cmpeq_epi32_mask(live, cov, _mm512_set1_epi32((int)K->full));
+    return _mm512_maskz_mov_epi32(covered, v);
 }
 
 /*
@@ -535,7 +537,9 @@ SIMD_TARGET static inline __attribute__((always_inline)) int drain(const nq_leve
     if (c < last)
         lv[c + 1].cnt = out_cnt;
     /* level c is done: the last visit of level c+1, to what it holds */
-    return c < last && (out_cnt || lv[c + 1].held) ? descend(K, pl, lv, c, t, acc, ctl, rare, all8, wide, 1) : 0;
+    if (c < last && (out_cnt || lv[c + 1].held))
+        return descend(K, pl, lv, c, t, acc, ctl, rare, all8, wide, 1);
+    return 0;
 }
 
 /*

@@ -153,7 +153,8 @@ T_TEST(test_older_encodings_keep_their_nodes)
         uint64_t t[6], u[6], nodes[6];
         size_t s[6];
         for (int enc = 3; enc <= 5; enc++)
-            T_CHECK(count_list(pinned[i].n, pinned[i].depth, enc, &t[enc], &u[enc], &s[enc], &nodes[enc]) == 0);
+            T_CHECK(count_list(pinned[i].n, pinned[i].depth, enc, &t[enc], &u[enc], &s[enc],
+                               &nodes[enc]) == 0);
         T_EQ_U64(nodes[3], pinned[i].nodes3);
         T_EQ_U64(nodes[4], pinned[i].nodes4);
         for (int enc = 4; enc <= 5; enc++) {
