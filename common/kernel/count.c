@@ -75,7 +75,6 @@ void plan_set_cover(nq_plan_t *pl, int encoding)
 {
     int wide = encoding >= 5 && pl->n >= NQ_COVER_WIDE_N;
     pl->cover = wide ? NQ_COVER_LEFT_5 : encoding >= 4 ? NQ_COVER_LEFT_4 : 0;
-    pl->cover_rows_open = wide;
 }
 
 void levels_init(nq_levels_t *lv, const nq_plan_t *pl)
@@ -95,7 +94,7 @@ void levels_init(nq_levels_t *lv, const nq_plan_t *pl)
         if (pl->m - i <= pl->cover)
             lv->cover[i] = (uint8_t)(pl->m - i);
     }
-    lv->wide = pl->cover_rows_open;
+    lv->wide = pl->cover == NQ_COVER_LEFT_5;
     lv->last_open = pl->m ? lv->open_of[pl->m - 1] : 0;
     lv->leaf8 = pl->leaf8;
     lv->full = pl->full;

@@ -31,9 +31,9 @@ typedef struct {
     uint8_t bweight[NQ_SHARD_MAX_N], bstab[NQ_SHARD_MAX_N];   /* by column of row n-1 */
     int flipped;                       /* rows are numbered from the bottom (see plan_init) */
     /* The column test's rule (see nq_levels_t), set by plan_set_cover from the shard encoding:
-       the rows left up to which it runs (0: it does not), and whether every row it builds must
-       keep an open cell. */
-    int cover, cover_rows_open;
+       the rows left up to which it runs (0: it does not; NQ_COVER_LEFT_5 is encoding 5's wide
+       rule, where every row it builds must also keep an open cell). */
+    int cover;
     uint64_t node_base;                /* added to the nodes this search publishes as progress */
 } nq_plan_t;
 
@@ -94,7 +94,7 @@ typedef struct {
     int d1[NQ_SHARD_MAX_N + 1], d2[NQ_SHARD_MAX_N + 1], dz[NQ_SHARD_MAX_N + 1];
     int dx[NQ_SHARD_MAX_N + 1][NQ_COVER_LEFT_5 - 4];   /* dx[i][j - 3]: level i to level i+j */
     uint8_t cover[NQ_SHARD_MAX_N + 1]; /* rows left where the column test runs, else 0 */
-    int wide;                          /* plan->cover_rows_open: each row the test builds keeps a cell */
+    int wide;                          /* plan->cover is NQ_COVER_LEFT_5: each row built keeps a cell */
 } nq_levels_t;
 
 void levels_init(nq_levels_t *lv, const nq_plan_t *pl);

@@ -69,16 +69,14 @@ static void check_fewer(const outcome_t *newer, const outcome_t *older)
    last-row cells. Returns the vector kernel's outcome on the plan as given, one of the three. */
 static outcome_t compare(const nq_plan_t *pl, int n, int depth, size_t i, const char *how, int *rare)
 {
-    static const struct { int left, rows_open; } rule[3] = { { 0, 0 }, { NQ_COVER_LEFT_4, 0 },
-                                                             { NQ_COVER_LEFT_5, 1 } };
+    static const int rule[3] = { 0, NQ_COVER_LEFT_4, NQ_COVER_LEFT_5 };
     outcome_t by[3], v = { 0 };
     int own = 0;
     for (int e = 0; e < 3; e++) {
         nq_plan_t other = *pl;
-        other.cover = rule[e].left;
-        other.cover_rows_open = rule[e].rows_open;
+        other.cover = rule[e];
         by[e] = compare_one(&other, n, depth, i, how);
-        if (pl->cover == rule[e].left && pl->cover_rows_open == rule[e].rows_open) {
+        if (pl->cover == rule[e]) {
             v = by[e];
             own++;
         }
