@@ -398,8 +398,8 @@ SIMD_TARGET static inline __mmask16 step_last(const nq_levels_t *K, lanes_t *x, 
 
 typedef int drain_fn(const nq_levels_t *K, const nq_plan_t *pl, simd_level_t *lv, int c, simd_tally_t *t,
                      nq_count_acc_t *acc, const nq_kernel_ctl_t *ctl, int final);
-SIMD_TARGET static drain_fn drain_main, drain_main8, drain_main_wide, drain_main8_wide, drain_rare1, drain_rare2,
-    drain_rare3, drain_rare4, drain_rare6;
+SIMD_TARGET static drain_fn drain_main, drain_main8, drain_main_wide, drain_main8_wide, drain_rare1,
+    drain_rare2, drain_rare3, drain_rare4, drain_rare6;
 
 /* The drain of a pass: `rare` path words (0: the main pass), `all8` (step_last), `wide` (v_cover;
    a constant of the main passes only); see DRAIN_PASS. */
