@@ -4,7 +4,7 @@
  *              outbox (results kept until the broker acknowledges them)
  *   pool.c     the compute threads and the tasks they run
  *   run_task.c one task through its kernel (count, solve, enumerate)
- * Its command (nq worker) is common/cli/cmd_worker.c.
+ * Its command (nq worker) is cli/cmd_worker.c.
  */
 #ifndef NQ_WORKER_IMPL_H
 #define NQ_WORKER_IMPL_H

@@ -8,7 +8,7 @@
  * the connection has none open) so a document is one consistent snapshot even
  * while the broker writes.
  *
- * Documents are msgpack maps with string keys (common/cli/render.h prints them).
+ * Documents are msgpack maps with string keys (cli/render.h prints them).
  * A 128-bit number is a plain uint when it fits 64 bits, else msgpack EXT type
  * QUERY_EXT_U128 with 16 bytes little-endian (query_pack_u128).
  *

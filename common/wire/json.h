@@ -3,7 +3,7 @@
  * one renderer for both so a script sees the same bytes either way.
  *
  * 128-bit numbers travel as msgpack EXT type JSON_EXT_U128 with 16 bytes little-endian
- * (broker/store/query.h names the same type QUERY_EXT_U128; common/cli/render.c checks
+ * (broker/store/query.h names the same type QUERY_EXT_U128; cli/render.c checks
  * that the two agree). They print as digits. Floats round-trip (shortest of
  * %.15g..%.17g that reads back equal; inf/nan -> null); strings are escaped; bin prints
  * as a hex string; map keys that are not strings print as their JSON text in quotes.

@@ -66,7 +66,7 @@ int cli_http_options(const char *cmd, const char *flag, const char *addr, const 
 /* Every command of the program, for dispatch and help (defined in commands.c). */
 extern const nq_cmd_t nq_commands[];
 
-/* The commands, one file each (here, in common/cli/). */
+/* The commands, one file each (here, in cli/). */
 int cmd_bench(int argc, char **argv);      /* cmd_bench.c: bench count | bench solve */
 int cmd_bench_count(int argc, char **argv);   /* bench_count.c */
 int cmd_bench_solve(int argc, char **argv);   /* bench_solve.c */
