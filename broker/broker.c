@@ -300,7 +300,9 @@ static void peer_restarted(nq_broker_t *b, nq_peer_t *p)
     }
     while (p->leases)
         leases_release(b, p->leases, 0, "holder restarted");
-    if (++p->restarts > RESTARTS_PER_WINDOW)
+    /* counted on the connection (a new session is a new identity without keys) and on the
+       identity (one key restarting over many connections) */
+    if (++p->restarts > RESTARTS_PER_WINDOW || ident_restarted(b, p->rec))
         peer_misbehaved(b, p, "restarted more than twice a minute");
     store_worker_forget_idle(b->store, p->hello.worker_id);
 }
@@ -367,7 +369,7 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
         return;
     }
     p->last_recv = b->now;
-    if (peer_quarantined(p) && m->type != NQ_MSG_BYE) {
+    if (peer_quarantined(b, p) && m->type != NQ_MSG_BYE) {
         peer_dropped_frame(b, p);       /* cheap: no work, no store, a log line every 10 s */
         return;
     }
@@ -419,7 +421,7 @@ static void drain(nq_broker_t *b, void *sock, int max, const char *from, on_msg_
         if (rc > 0 || (rc == 0 && proto_decode(zmq_msg_data(&frame), zmq_msg_size(&frame), &m, err,
                                                sizeof err) != 0)) {
             nq_peer_t *p = sock == b->workers_sock ? peers_find(b, zmq_msg_data(&rid), zmq_msg_size(&rid)) : NULL;
-            if (p && peer_quarantined(p)) {
+            if (p && peer_quarantined(b, p)) {
                 peer_dropped_frame(b, p);
             } else {
                 bad_message(b, from, rc > 0 ? "wrong number of frames" : err);
@@ -478,11 +480,14 @@ int broker_round(nq_broker_t *b, long timeout_ms)
        took the broker from 48,500 to 2,250 results/s under a `nq status` loop */
     broker_txn(b);
     leases_tick(b, b->now);
+    idents_tick(b, b->now);
     jobs_tick(b, b->now);
     results_tick(b, b->now);
     spotcheck_tick(b, b->now);
     leases_dispatch(b);
     broker_metrics_tick(b, b->now);
+    if (b->txn_open && !broker_txn_dirty(b))
+        broker_txn_end_idle(b);         /* nothing to write: the lock goes before the poll waits */
     return 0;
 }
 
@@ -511,6 +516,7 @@ void broker_destroy(nq_broker_t **bp)
     quorum_free_all(b);
     spotcheck_free_all(b);
     leases_free_all(b);
+    idents_free_all(b);
     jobs_free_all(b);
     if (b->workers_sock)
         zmq_close(b->workers_sock);

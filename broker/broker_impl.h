@@ -2,7 +2,8 @@
  * The broker's private state, shared by its files:
  *   broker.c          the loop, sockets, message dispatch, who a peer is
  *   jobs.c            jobs in memory: which shards are pending, in which order
- *   leases.c          who holds which shard, heartbeats, expiry, quarantine
+ *   leases.c          who holds which shard, heartbeats, expiry
+ *   idents.c          what is held against an identity across its connections: quarantine
  *   lease_id.c        lease ids and proofs that only this broker can make
  *   results.c         checking results, group commit, then ACK
  *   quorum.c          votes of independent workers under --quorum
@@ -22,6 +23,7 @@
 #include "store.h"
 
 typedef struct nq_peer nq_peer_t;
+typedef struct nq_ident nq_ident_t;
 
 /* A spot-check copy waiting for a worker, with the identities that may not take it (the shard's
    voters so far: looked up once, when it is first offered, so that offering it to 10^4 idle
@@ -74,8 +76,8 @@ typedef struct nq_lease {
     struct nq_lease *hnext;            /* hash chain */
 } nq_lease_t;
 
-/* A worker that sends results failing the broker's checks is flagged; after this many it gets
-   no more work (its credit is ignored), so its shards go to others. */
+/* An identity that sends this many messages no honest worker sends (results failing the
+   broker's checks, forged leases, malformed frames, evidence) is quarantined (idents.c). */
 #define QUARANTINE_AFTER 3
 
 /*
@@ -112,9 +114,10 @@ struct nq_peer {
     char pubkey[64];                   /* CURVE key that authenticated it, when keys are on */
     char ident[64];                    /* the pubkey, or "session:" + a hash of (worker id, nonce) */
     uint64_t ident_hash;               /* keyed hash of ident: what lease proofs bind to */
-    int64_t who;                       /* its identities row (spot-checks), 0 until needed */
+    nq_ident_t *rec;                   /* what is held against its identity (idents.c) */
+    int64_t who;                       /* its identities row in the store, 0 until needed */
     int outvoted;                      /* ... which lost a dispute: it checks nobody */
-    uint32_t restarts;                 /* in the window that began at restart_window */
+    uint32_t restarts;                 /* on this connection, in the window that began at restart_window */
     double restart_window;
     uint64_t dropped;                  /* frames dropped since quarantine, logged as a rate */
     double dropped_logged;
@@ -128,7 +131,6 @@ struct nq_peer {
     double last_recv, last_sent;       /* monotonic seconds */
     nq_lease_t *leases;
     uint64_t nodes_done;               /* for nodes/s */
-    uint32_t rejected;                 /* results that failed the broker's checks */
     struct {                           /* jobs it reported failures on (see PAUSED_JOBS) */
         uint64_t job;                  /* 0: a free slot */
         double until, pause;           /* monotonic seconds; the last pause's length */
@@ -151,6 +153,7 @@ typedef struct nq_pending_result {
     int outcome;                       /* NQ_PUT_* of the put inside the open transaction */
     nq_put_by_t by;                    /* spot-checks: who delivered it, is a check wanted */
     int spot_vote;                     /* a check of a stored result, not a first result */
+    int dispute;                       /* quorum votes that never agreed: stored as a CONFLICT */
     int spot_push, spot_closed;        /* after the commit: one more copy; the check decided */
     int64_t spot_flagged[3];           /* identities that lost the dispute it decided */
     int nflagged;
@@ -169,6 +172,7 @@ typedef struct nq_solbuf {
 
 typedef struct {
     uint64_t results_total, results_duplicate, results_conflict, results_rejected;
+    uint64_t results_evidence;         /* results that disagreed with a decided shard */
     uint64_t messages_bad, commits;
     uint64_t leases_lost;              /* TASKs a worker's inventory showed it never got */
     double commit_seconds_sum, commit_seconds_max;
@@ -198,6 +202,9 @@ struct nq_broker {
     double last_sweep;                 /* when leases_tick last walked every peer */
     nq_peer_t **peer_tab;              /* the same, hashed by routing id: one lookup per message */
     nq_peer_t **ident_tab;             /* ... and by identity: every connection of one key */
+    nq_ident_t **idents;               /* identity records (idents.c), hashed like ident_tab */
+    size_t nidents;
+    double idents_at;                  /* when idents_tick last walked them */
     nq_lease_t **lease_tab;            /* hash by lease id */
     size_t lease_buckets, nleases;
     uint32_t lease_counter;            /* high half of the next lease id */
@@ -281,7 +288,10 @@ void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why
 /* Puts p in the hungry list or takes it out, after its credit or outstanding count moved. */
 void peer_hunger(nq_broker_t *b, nq_peer_t *p);
 void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why);
-int peer_quarantined(const nq_peer_t *p);
+int peer_quarantined(const nq_broker_t *b, const nq_peer_t *p);
+/* p's identities row in the store (made on first use): a result's sender as the store records
+   it. 0 when the store failed. */
+int64_t peers_who(nq_broker_t *b, nq_peer_t *p);
 int peer_pauses_job(const nq_peer_t *p, uint64_t job, double now);
 int peer_job_failed(nq_peer_t *p, uint64_t job, double now);
 /* Sets who p is (from its HELLO and the key it came with) and files it under that identity. */
@@ -299,9 +309,30 @@ void leases_tick(nq_broker_t *b, double now);      /* heartbeats, dead peers, st
 void leases_cancel_job(nq_broker_t *b, uint64_t job);
 void leases_free_all(nq_broker_t *b);
 
+/* idents.c: records by identity. take: the record of ident (made on first use), one more
+   connection filed under it; release: one fewer. */
+nq_ident_t *idents_take(nq_broker_t *b, const char *ident, uint64_t hash);
+void idents_release(nq_broker_t *b, nq_ident_t *r);
+nq_ident_t *idents_find(nq_broker_t *b, const char *ident);   /* NULL: none kept */
+/* A new session on the same connection (keys off: a new identity) keeps what was held against
+   the old one: a connection cannot shed its record by saying it restarted. */
+void idents_inherit(nq_ident_t *to, const nq_ident_t *from);
+int ident_quarantined(const nq_broker_t *b, const nq_ident_t *r);
+double ident_quarantine_left(const nq_broker_t *b, const nq_ident_t *r);
+const char *ident_why(const nq_ident_t *r);
+void ident_strike(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why);   /* may quarantine */
+/* One of its connections lost its leases (died, or its progress stalled): 1 when that may
+   charge the shards an attempt. May quarantine it. */
+int ident_lost(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why);
+int ident_restarted(nq_broker_t *b, nq_ident_t *r);   /* 1: past RESTARTS_PER_WINDOW */
+uint32_t idents_connected(const nq_broker_t *b);       /* identities with a connection, not quarantined */
+void idents_tick(nq_broker_t *b, double now);
+void idents_free_all(nq_broker_t *b);
+
 /* results.c */
 void broker_txn(nq_broker_t *b);                   /* opens the group transaction if needed */
 int broker_txn_dirty(nq_broker_t *b);
+void broker_txn_end_idle(nq_broker_t *b);         /* closes an open group that wrote nothing */
 void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r);
 void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s);
 void results_flush(nq_broker_t *b);                /* group commit, then ACKs */

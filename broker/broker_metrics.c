@@ -68,7 +68,7 @@ static nq_metrics_worker_t *snapshot_workers(nq_broker_t *b, nq_metrics_snapshot
         m->id = p->hello.worker_id;
         m->leases = p->outstanding;
         m->nodes_per_s = now > p->first_seen ? (double)p->nodes_done / (now - p->first_seen) : 0;
-        m->flagged = peer_quarantined(p);
+        m->flagged = peer_quarantined(b, p);
         snprintf(m->kernel, sizeof m->kernel, "%.63s", p->hello.build);
     }
     s->workers = w;

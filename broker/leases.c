@@ -6,6 +6,7 @@
 #include "broker_impl.h"
 #include "log.h"
 #include "siphash.h"
+#include "store_spotcheck.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,10 @@ static void ident_unlink(nq_broker_t *b, nq_peer_t *p)
 void peers_identify(nq_broker_t *b, nq_peer_t *p, const nq_hello_t *h, const char *key)
 {
     ident_unlink(b, p);
+    nq_ident_t *old = p->rec;
+    p->rec = NULL;
+    p->who = 0;                         /* a new session is a new identity without keys */
+    p->outvoted = 0;
     p->hello = *h;
     snprintf(p->pubkey, sizeof p->pubkey, "%s", key);
     if (key[0]) {
@@ -59,6 +64,19 @@ void peers_identify(nq_broker_t *b, nq_peer_t *p, const nq_hello_t *h, const cha
     nq_peer_t **c = ident_chain(b, p->ident_hash);
     p->ihnext = *c;
     *c = p;
+    p->rec = idents_take(b, p->ident, p->ident_hash);
+    idents_inherit(p->rec, old);
+    idents_release(b, old);
+}
+
+int64_t peers_who(nq_broker_t *b, nq_peer_t *p)
+{
+    nq_identity_t rec;
+    if (p->who == 0 && store_identity(b->store, p->ident, p->hello.worker_id, &rec) == 0) {
+        p->who = rec.id;
+        p->outvoted = rec.outvoted > 0;
+    }
+    return p->who;
 }
 
 nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len)
@@ -99,13 +117,14 @@ nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello
 
 /*
  * A peer that sends what no honest worker sends (malformed frames, results that fail our checks)
- * is counted; at QUARANTINE_AFTER it gets no more work, and what it holds goes back to pending
- * without costing those shards an attempt: a hostile client must not be able to wear a shard
- * down to FAILED by taking it and dying, again and again.
+ * is counted against its identity; at QUARANTINE_AFTER every connection of that identity gets no
+ * more work, and what they hold goes back to pending without costing those shards an attempt
+ * (idents.c): a hostile client must not be able to wear a shard down to FAILED by taking it and
+ * dying, again and again, nor start afresh by connecting again.
  */
-int peer_quarantined(const nq_peer_t *p)
+int peer_quarantined(const nq_broker_t *b, const nq_peer_t *p)
 {
-    return p->rejected >= QUARANTINE_AFTER;
+    return ident_quarantined(b, p->rec);
 }
 
 /* Whether p gets none of the job's shards now (PAUSED_JOBS). */
@@ -158,22 +177,21 @@ void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p)
 
 void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why)
 {
-    if (++p->rejected != QUARANTINE_AFTER)
+    if (peer_quarantined(b, p))
         return;
-    p->dropped_logged = b->now;
-    nq_log(NQ_LOG_WARN, "worker.quarantined", "worker=%s last=\"%s\" leases=%u", p->hello.worker_id, why,
-           p->outstanding);
-    store_worker_flag(b->store, p->hello.worker_id);
-    while (p->leases)
-        leases_release(b, p->leases, 0, "holder quarantined");
-    peer_hunger(b, p);
+    ident_strike(b, p->rec, p->hello.worker_id, why);
+    if (peer_quarantined(b, p))
+        store_worker_flag(b->store, p->hello.worker_id);
 }
 
-/* Forgets a worker; its shards go back to pending (an attempt counts when it died holding them). */
+/* Forgets a worker; its shards go back to pending. An attempt counts when it died holding them,
+   unless its identity has lost leases before (idents.c: one identity cannot burn a job). */
 void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why)
 {
-    if (peer_quarantined(p))
+    if (peer_quarantined(b, p))
         count_attempt = 0;              /* not evidence against the shard */
+    if (count_attempt && p->leases)
+        count_attempt = ident_lost(b, p->rec, p->hello.worker_id, why);
     nq_log(NQ_LOG_INFO, "worker.lost", "worker=%s reason=%s leases=%u", p->hello.worker_id, why,
            p->outstanding);
     while (p->leases)
@@ -192,6 +210,7 @@ void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why
             break;
         }
     ident_unlink(b, p);
+    idents_release(b, p->rec);
     free(p);
 }
 
@@ -212,7 +231,7 @@ nq_lease_t *leases_find(nq_broker_t *b, uint64_t id)
 
 void peer_hunger(nq_broker_t *b, nq_peer_t *p)
 {
-    int want = p->outstanding < p->credit && !peer_quarantined(p);
+    int want = p->outstanding < p->credit && !peer_quarantined(b, p);
     if (want == p->hungry)
         return;
     if (want) {
@@ -422,7 +441,7 @@ static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
 {
     deferred_t skipped[64];
     int nskipped = 0, dropped = 0, checks_skipped = 0;
-    if (peer_quarantined(p))
+    if (peer_quarantined(b, p))
         return;                         /* quarantined: its results failed our checks */
     while (p->outstanding < p->credit) {
         nq_job_t *j;
@@ -541,6 +560,41 @@ void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb)
 
 /* ---- liveness ---- */
 
+/*
+ * Stalled: a lease whose progress has not moved for stall_s since it was sent or last moved.
+ * A worker's queued shards report no progress until they start, so a worker that is making
+ * progress on some leases is excused as many idle ones as it asked for beyond its threads (its
+ * prefetch), and no more: one that heartbeats every lease at 0, or moves one lease and sits on a
+ * hundred, loses what it does not work on. One stall of a sweep is one loss of its identity.
+ */
+static void peer_release_stalled(nq_broker_t *b, nq_peer_t *p, double now)
+{
+    enum { BATCH = 64 };
+    uint64_t stalled[BATCH];
+    size_t n = 0;
+    uint32_t moving = 0, threads = p->hello.threads ? p->hello.threads : 1;
+    for (nq_lease_t *l = p->leases; l; l = l->next_in_peer)
+        moving += l->progress > 0 && now - l->progress_at <= b->cfg.stall_s;
+    uint32_t excused = moving > 0 && p->credit > threads ? p->credit - threads : 0;
+    for (nq_lease_t *l = p->leases; l && n < BATCH; l = l->next_in_peer) {
+        if (now - l->progress_at <= b->cfg.stall_s)
+            continue;
+        if (l->progress == 0 && excused > 0) {
+            excused--;
+            continue;
+        }
+        stalled[n++] = l->id;
+    }
+    if (n == 0)
+        return;
+    int charge = ident_lost(b, p->rec, p->hello.worker_id, "progress stalled");   /* may quarantine: then all went back */
+    for (size_t i = 0; i < n; i++) {
+        nq_lease_t *l = leases_find(b, stalled[i]);
+        if (l && l->peer == p)
+            leases_release(b, l, charge, "progress stalled");
+    }
+}
+
 void leases_tick(nq_broker_t *b, double now)
 {
     double hb = b->cfg.heartbeat_ms / 1000.0, dead = hb * b->cfg.liveness;
@@ -563,13 +617,8 @@ void leases_tick(nq_broker_t *b, double now)
             peers_drop(b, p, 1, "silent past its liveness window");
             continue;
         }
-        if (b->cfg.stall_s > 0) {
-            for (nq_lease_t *l = p->leases, *ln; l; l = ln) {
-                ln = l->next_in_peer;
-                if (l->progress > 0 && now - l->progress_at > b->cfg.stall_s)
-                    leases_release(b, l, 1, "progress stalled");
-            }
-        }
+        if (b->cfg.stall_s > 0)
+            peer_release_stalled(b, p, now);
         if (now - p->last_sent > hb || now - p->sync_at > dead) {
             nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };   /* a busy worker gets a token too */
             m.u.heartbeat.sync = p->sync_sent + 1;

@@ -36,6 +36,15 @@ void broker_txn(nq_broker_t *b)
     }
 }
 
+/* An open group that wrote nothing is closed before the loop waits: BEGIN IMMEDIATE holds
+   SQLite's write lock, and an idle broker must not keep `nq export --manifest`, `sqlite3` or a
+   backup from writing. Reopening costs no fsync. */
+void broker_txn_end_idle(nq_broker_t *b)
+{
+    store_rollback(b->store);
+    b->txn_open = 0;
+}
+
 /* Has the open group written anything? An idle broker then sleeps instead of committing nothing. */
 int broker_txn_dirty(nq_broker_t *b)
 {
@@ -209,8 +218,10 @@ static int group_put(nq_broker_t *b, nq_pending_result_t *e)
     const char *path = e->sol_path[0] ? e->sol_path : NULL;
     if (e->spot_vote)
         e->outcome = spotcheck_stage(b, e);
+    else if (e->dispute)
+        e->outcome = store_result_dispute(b->store, &e->r, e->worker, &e->by, "quorum-dissent");
     else
-        e->outcome = store_result_put_by(b->store, &e->r, e->worker, hash, path, e->by.who ? &e->by : NULL);
+        e->outcome = store_result_put_by(b->store, &e->r, e->worker, hash, path, &e->by);
     return e->outcome < 0 ? -1 : 0;
 }
 
@@ -251,19 +262,12 @@ static int quorum_gate(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_res
     int rc = quorum_vote(b, j, e, &other);
     if (rc == 1)
         return 0;
-    if (rc == 2) {                      /* no agreement: store two differing votes = CONFLICT */
+    if (rc == 2) {                      /* no agreement: the shard is stored as a CONFLICT */
+        e->dispute = 1;
         b->ngroup++;
         broker_txn(b);
         if (b->store_ok)
             group_put(b, e);
-        nq_pending_result_t *d = group_append(b, p, &other);
-        if (d) {
-            snprintf(d->worker, sizeof d->worker, "quorum-dissent");
-            d->rid_len = 0;             /* nobody to acknowledge */
-            b->ngroup++;
-            if (b->store_ok)
-                group_put(b, d);
-        }
         return 1;
     }
     send_ack(b, p->rid, p->rid_len, &e->r);   /* a vote, or a resend of one: nothing to commit */
@@ -271,7 +275,8 @@ static int quorum_gate(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_res
     return 1;
 }
 
-/* A decided quorum shard's late vote is compared with the stored result like any later result. */
+/* A decided quorum shard's late vote is compared with the stored result like any later result:
+   it confirms or is evidence (store.h), never a vote. */
 static int shard_decided(nq_broker_t *b, uint64_t job, uint64_t shard)
 {
     nq_shard_row_t row;
@@ -335,6 +340,8 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
     if (l)
         leases_remove(b, l);            /* its credit is free again at once */
     p->nodes_done += r->nodes;
+    broker_txn(b);
+    e->by.who = peers_who(b, p);        /* the store tells a resend from a confirmation by it */
     nq_job_t *j = jobs_find(b, r->job);
     if (j && j->spec.quorum > 1 && !shard_decided(b, r->job, r->shard) && quorum_gate(b, p, j, e) != 0)
         return;
@@ -418,6 +425,16 @@ static void job_recount(nq_broker_t *b, nq_job_t *j)
         j->solutions_found = solutions;
 }
 
+/* A result that disagreed with a decided shard: the answer stands, the sender pays. */
+static void result_evidence(nq_broker_t *b, const nq_pending_result_t *e)
+{
+    b->stats.results_evidence++;
+    nq_log(NQ_LOG_WARN, "result.evidence", "job=%llu shard=%llu worker=%s reason=\"differs from the "
+           "decided result, which stands\"", (unsigned long long)e->r.job, (unsigned long long)e->r.shard,
+           e->worker);
+    ident_strike(b, idents_find(b, e->ident), e->worker, "a result against a decided shard");
+}
+
 /* After a commit: counters, ACKs, finished jobs. */
 static void group_apply(nq_broker_t *b)
 {
@@ -427,8 +444,10 @@ static void group_apply(nq_broker_t *b)
         b->stats.results_total++;
         if (e->outcome == NQ_PUT_NEW && j)
             j->shards_done++;
-        if (e->outcome == NQ_PUT_CONFIRMED)
+        if (e->outcome == NQ_PUT_CONFIRMED || e->outcome == NQ_PUT_RESENT)
             b->stats.results_duplicate++;
+        if (e->outcome == NQ_PUT_EVIDENCE)
+            result_evidence(b, e);
         if (j && j->spec.verify_ppm > 0)
             spotcheck_after_commit(b, j, e);
         if (e->outcome == NQ_PUT_CONFLICT) {

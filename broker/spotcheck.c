@@ -173,13 +173,14 @@ int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_res
     if (peer_identity(b, p, &rec) != 0 || store_shard_votes(b->store, e->r.job, e->r.shard, &sv) != 0)
         return 0;                       /* the store failed: the put fails too, and is retried */
     e->by.who = rec.id;
+    e->by.spot = 1;
     if (sv.nvotes == 0 || sv.state != NQ_SHARD_DONE) {
         double rate = spot_rate(b, j, p, &rec);
         e->by.verify = spot_draw(b, e->r.job, e->r.shard, rec.id) < rate;
         return 0;                       /* a first result */
     }
-    if (sv.votes[0].who == rec.id || sv.verify == 0)
-        return 0;                       /* its own resend, or a late copy: compared as usual */
+    if (sv.votes[0].who == rec.id || sv.verify == 0 || j->state == NQ_JOB_DONE)
+        return 0;                       /* its own resend, or a decided shard: confirms or is evidence */
     for (int i = 1; i < sv.nvotes; i++)
         if (sv.votes[i].who == rec.id)
             return -1;                  /* it voted already: a resend */
@@ -234,7 +235,7 @@ int spotcheck_stage(nq_broker_t *b, nq_pending_result_t *e)
     if (store_shard_votes(s, e->r.job, e->r.shard, &sv) != 0)
         return -1;
     if (sv.state != NQ_SHARD_DONE || sv.verify == 0 || sv.nvotes >= NQ_SPOT_MAX_VOTES)
-        return store_result_put_by(s, &e->r, e->worker, NULL, NULL, NULL);   /* decided meanwhile */
+        return store_result_put_by(s, &e->r, e->worker, NULL, NULL, &e->by);   /* decided meanwhile */
     nq_vote_t v = vote_of(&e->r, e->by.who);
     int agreed = vote_same(&v, &sv.votes[0]), seq = sv.nvotes;
     if (store_check_put(s, e->r.job, e->r.shard, seq, &v, agreed) != 0)

@@ -169,6 +169,24 @@ static void render_checks(FILE *f, const msgpack_object *job)
             get_str(job, "flagged_count", a, sizeof a));
 }
 
+/* Results that came after their shard was decided and disagreed: the answer stands, and the
+   senders are named so an operator can look at those machines. */
+static void render_evidence(FILE *f, const msgpack_object *job)
+{
+    double n = 0;
+    if (get_double(job, "evidence", &n) != 0 || n <= 0)
+        return;
+    char a[64];
+    fprintf(f, "  %-9s %s late results disagreed with decided shards (the answer stands); from",
+            "evidence", get_str(job, "evidence", a, sizeof a));
+    const msgpack_object *by = get_array(job, "evidence_by");
+    for (uint32_t i = 0; by && i < by->via.array.size; i++) {
+        char name[80];
+        fprintf(f, "%s %s", i ? "," : "", val_str(&by->via.array.ptr[i], name, sizeof name));
+    }
+    fprintf(f, "\n");
+}
+
 void render_job(FILE *f, const msgpack_object *job)
 {
     char a[64], b[64], c[64], d[64], e[64];
@@ -197,6 +215,7 @@ void render_job(FILE *f, const msgpack_object *job)
     else if (is_kind(job, "enumerate"))
         fprintf(f, "  %-9s %s\n", "solutions", get_str(job, "solutions", a, sizeof a));
     render_checks(f, job);
+    render_evidence(f, job);
     const msgpack_object *err = render_get(job, "last_error");
     if (err && err->type == MSGPACK_OBJECT_STR) {
         char msg[320];

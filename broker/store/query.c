@@ -178,6 +178,10 @@ typedef struct {
        workers flagged in this job (the first QJOB_FLAGGED_MAX names, and how many in all) */
     uint64_t verify_ppm, checks, disagreed, checks_open, nflagged;
     char flagged[8][64];
+    /* results that disagreed with a decided shard (007_decided.sql): how many, and the first
+       QJOB_FLAGGED_MAX senders by name */
+    uint64_t evidence, nevidence_by;
+    char evidence_by[8][64];
 } qjob_t;
 
 #define QJOB_FLAGGED_MAX 8
@@ -186,7 +190,7 @@ static int job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t e
 {
     sqlite3_stmt *st = prep(db, "SELECT kind, n, state, priority, algo, shards_total, created_at,"
                                 " started_at, finished_at, last_error, seed0, restarts, verify_ppm, checks,"
-                                " disagreed FROM jobs WHERE id = ?",
+                                " disagreed, evidence FROM jobs WHERE id = ?",
                             err, errlen);
     if (!st)
         return -2;
@@ -211,6 +215,7 @@ static int job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t e
         j->verify_ppm = (uint64_t)sqlite3_column_int64(st, 12);
         j->checks = (uint64_t)sqlite3_column_int64(st, 13);
         j->disagreed = (uint64_t)sqlite3_column_int64(st, 14);
+        j->evidence = (uint64_t)sqlite3_column_int64(st, 15);
         rc = 0;
     } else if (rc == SQLITE_DONE) {
         snprintf(err, errlen, "no job %llu", (unsigned long long)id);
@@ -303,6 +308,20 @@ static int job_spot(sqlite3 *db, qjob_t *j, char *err, size_t errlen)
     return rc == SQLITE_DONE ? 0 : db_fail(db, "job_flagged", err, errlen);
 }
 
+/* Who sent the evidence: distinct names from the job's rows (its primary key's range). */
+static int job_evidence(sqlite3 *db, qjob_t *j, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = prep(db, "SELECT DISTINCT worker FROM evidence WHERE job = ? LIMIT 8", err, errlen);
+    if (!st)
+        return -2;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)j->id);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && j->nevidence_by < QJOB_FLAGGED_MAX)
+        col_copy(st, 0, j->evidence_by[j->nevidence_by++], sizeof j->evidence_by[0]);
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : db_fail(db, "evidence", err, errlen);
+}
+
 static int job_load(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errlen)
 {
     memset(j, 0, sizeof *j);
@@ -314,12 +333,15 @@ static int job_load(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errle
                         &j->solutions_found, err, errlen);
     if (rc == 0 && j->verify_ppm > 0)
         rc = job_spot(db, j, err, errlen);
+    if (rc == 0 && j->evidence > 0)
+        rc = job_evidence(db, j, err, errlen);
     return rc;
 }
 
 static uint32_t job_npairs(const qjob_t *j)
 {
-    uint32_t n = 19;
+    uint32_t n = 20;
+    if (j->evidence > 0) n++;
     if (strcmp(j->kind, "count") == 0) n += 4;
     else if (strcmp(j->kind, "solve") == 0) n += 3;
     else if (strcmp(j->kind, "enumerate") == 0) n += 1;
@@ -391,6 +413,13 @@ static void pk_job_pairs(msgpack_packer *pk, const qjob_t *j)
         pk_str(pk, "seeds_done"); msgpack_pack_uint64(pk, j->shards[NQ_SHARD_DONE]);
     } else if (strcmp(j->kind, "enumerate") == 0) {
         pk_str(pk, "solutions"); query_pack_u128(pk, j->total);
+    }
+    pk_str(pk, "evidence"); msgpack_pack_uint64(pk, j->evidence);
+    if (j->evidence > 0) {
+        pk_str(pk, "evidence_by");
+        msgpack_pack_array(pk, (uint32_t)j->nevidence_by);
+        for (uint64_t i = 0; i < j->nevidence_by; i++)
+            pk_str(pk, j->evidence_by[i]);
     }
     if (j->verify_ppm > 0) {
         pk_str(pk, "verify_rate"); msgpack_pack_double(pk, j->verify_ppm / 1e6);

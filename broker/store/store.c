@@ -47,7 +47,8 @@ enum {
     Q_SHARD_LEASE, Q_SHARD_RELEASE, Q_SHARDS_CANCEL, Q_ENUM_RETRY_DELETE, Q_SHARDS_RETRY,
     Q_PUT_LOOKUP, Q_PUT_FIRST, Q_PUT_CONFIRM, Q_PUT_CONFLICT, Q_JOB_DONE_ADD,
     Q_ENUM_PUT, Q_ENUM_GET, Q_SOLUTION_PUT, Q_WORKER_NODES, Q_WORKER_CREDIT, Q_WORKER_CONFLICT,
-    Q_META_GET, Q_META_SET, Q_WORKER_FLAG, Q_WORKER_SEEN, Q_WORKER_FORGET, Q_WORKER_KEY, Q_JOB_ERROR, Q_TOTALS_WORKERS, Q_TOTALS_SOLUTIONS, Q_COUNT
+    Q_META_GET, Q_META_SET, Q_WORKER_FLAG, Q_WORKER_SEEN, Q_WORKER_FORGET, Q_WORKER_KEY, Q_JOB_ERROR, Q_TOTALS_WORKERS, Q_TOTALS_SOLUTIONS,
+    Q_CONFIRM_ADD, Q_CONFIRM_RETRY_DELETE, Q_EVIDENCE_PUT, Q_JOB_EVIDENCE_ADD, Q_WORKER_EVIDENCE, Q_COUNT
 };
 
 static const char *const sql_text[Q_COUNT] = {
@@ -60,8 +61,8 @@ static const char *const sql_text[Q_COUNT] = {
     [Q_JOB_GET] =
         "SELECT id, kind, n, state, priority, depth, encoding, algo, seed0, restarts, solutions,"
         " max_steps, max_attempts, quorum, shards_total, shards_done, created_at,"
-        " started_at, finished_at, shards_failed, shards_conflict, frontier, verify_ppm, checks, disagreed"
-        " FROM jobs WHERE id = ?1",
+        " started_at, finished_at, shards_failed, shards_conflict, frontier, verify_ppm, checks, disagreed,"
+        " evidence FROM jobs WHERE id = ?1",
     [Q_JOB_FRONTIER] =
         "UPDATE jobs SET frontier = ?2 WHERE id = ?1 AND frontier < ?2",
     [Q_JOB_FAILED_ADD] =
@@ -127,8 +128,8 @@ static const char *const sql_text[Q_COUNT] = {
     /* no shard row (s.state NULL): a pending shard beyond the frontier, when idx < shards_total */
     [Q_PUT_LOOKUP] =
         "SELECT s.state, s.done_at IS NOT NULL, s.status, s.total, s.uniq, s.nodes, s.res13,"
-        " s.res15, s.worker, s.lease, j.seed0, j.kind, j.state, j.n, j.shards_total, j.restarts, s.elapsed"
-        " FROM jobs j LEFT JOIN shards s ON s.job = j.id AND s.idx = ?2 WHERE j.id = ?1",
+        " s.res15, s.worker, s.lease, j.seed0, j.kind, j.state, j.n, j.shards_total, j.restarts, s.elapsed,"
+        " s.who FROM jobs j LEFT JOIN shards s ON s.job = j.id AND s.idx = ?2 WHERE j.id = ?1",
     [Q_PUT_FIRST] =
         "INSERT INTO shards (job, idx, state, status, total, uniq, nodes, res13, res15, elapsed, worker,"
         " lease, done_at, who, verify) VALUES (?1, ?2, 'done', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
@@ -181,6 +182,20 @@ static const char *const sql_text[Q_COUNT] = {
         "SELECT count(*) FROM job_workers WHERE job = ?1",
     [Q_TOTALS_SOLUTIONS] =
         "SELECT count(*) FROM solutions WHERE job = ?1",
+    /* one row per confirming identity (007_decided.sql): changes() says whether it is new */
+    [Q_CONFIRM_ADD] =
+        "INSERT OR IGNORE INTO confirmations (job, idx, who) VALUES (?1, ?2, ?3)",
+    [Q_CONFIRM_RETRY_DELETE] =
+        "DELETE FROM confirmations WHERE job = ?1 AND idx IN"
+        " (SELECT idx FROM shards WHERE job = ?1 AND state IN ('failed', 'conflict') AND state <> 'done')",
+    [Q_EVIDENCE_PUT] =
+        "INSERT OR IGNORE INTO evidence (job, idx, who, worker, status, total, uniq, nodes, res13, res15, at)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    [Q_JOB_EVIDENCE_ADD] =
+        "UPDATE jobs SET evidence = evidence + 1 WHERE id = ?1",
+    [Q_WORKER_EVIDENCE] =
+        "INSERT INTO workers (id, host, first_seen, last_seen, conflicts, flagged) VALUES (?1, '', ?2, ?2, 1, 1)"
+        " ON CONFLICT (id) DO UPDATE SET last_seen = ?2, conflicts = conflicts + 1, flagged = 1",
 };
 
 struct nq_store {
@@ -930,6 +945,7 @@ static void job_row_read(sqlite3_stmt *q, nq_job_row_t *o)
     o->spec.verify_ppm = (uint32_t)sqlite3_column_int64(q, 22);
     o->checks = col_u64(q, 23);
     o->disagreed = col_u64(q, 24);
+    o->evidence = col_u64(q, 25);
 }
 
 /* One row: the counts are kept in it (004_campaign.sql), so this costs the same for any job. */
@@ -1219,6 +1235,8 @@ int store_shards_retry(nq_store_t *s, uint64_t job)
         return -1;
     int rc = job_stmt(s, Q_ENUM_RETRY_DELETE, job, "shards.retry");
     if (rc == 0)
+        rc = job_stmt(s, Q_CONFIRM_RETRY_DELETE, job, "shards.retry");
+    if (rc == 0)
         rc = job_stmt(s, Q_SHARDS_RETRY, job, "shards.retry");
     if (rc == 0)
         rc = job_stmt(s, Q_JOB_RETRY_COUNTS, job, "shards.retry");
@@ -1230,6 +1248,7 @@ int store_shards_retry(nq_store_t *s, uint64_t job)
 /* What the store holds about a shard when a result arrives. */
 typedef struct {
     int shard_state, job_state, kind, has_result;
+    int64_t who;                       /* identity of the stored result's sender, 0 not known */
     uint64_t n, seed, lease, shards_total;
     int status;
     uint64_t total, unique, nodes;
@@ -1268,6 +1287,7 @@ static int put_lookup(nq_store_t *s, const nq_result_t *r, put_ctx_t *c)
         c->n = col_u64(q, 13);
         c->shards_total = col_u64(q, 14);
         c->elapsed = sqlite3_column_double(q, 16);
+        c->who = sqlite3_column_int64(q, 17);
     }
     sqlite3_reset(q);
     if (rc == SQLITE_ROW && r->shard >= c->shards_total)
@@ -1433,7 +1453,7 @@ static int put_first(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
     sqlite3_bind_int64(q, 11, i64(r->lease));
     sqlite3_bind_double(q, 12, nq_wall());
     if (by && by->who > 0)
-        sqlite3_bind_int64(q, 13, by->who);
+        sqlite3_bind_int64(q, 13, by->who);   /* for every job: resends are told by identity */
     sqlite3_bind_int(q, 14, by ? by->verify : 0);
     int rc = run_done(q);
     if (rc)
@@ -1443,7 +1463,7 @@ static int put_first(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
         return -1;
     if (worker && job_worker_add(s, r->job, worker, r->nodes, secs) != 0)
         return -1;
-    if (by && by->who > 0 && store_identity_stored(s, by->who) != 0)
+    if (by && by->who > 0 && by->spot && store_identity_stored(s, by->who) != 0)
         return -1;
     if (c->kind == NQ_KIND_ENUMERATE && put_enum_payload(s, r) != 0)
         return -1;
@@ -1468,21 +1488,76 @@ static int put_same(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c)
     return 1;
 }
 
-static int put_again(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, const char *worker)
+/* A later result equal to the stored one. The stored sender again (the same lease, whose proof
+   binds it to one identity, or the same identity under another lease or worker id) is a resend;
+   another identity confirms once, however often it sends and under whatever names. */
+static int put_confirm(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, const char *worker,
+                       int64_t who)
 {
-    int same = put_same(s, r, c);
-    if (same < 0)
-        return -1;
-    /* The first deliverer resending (its ACK was lost) is not a second opinion. */
-    if (same && worker && c->lease == r->lease && strcmp(c->worker, worker) == 0)
-        return NQ_PUT_CONFIRMED;
-    if (same) {
-        if (bind_run(s, Q_PUT_CONFIRM, r->job, r->shard, NULL, "result.confirm") != 0)
+    if (c->lease == r->lease || (who > 0 && who == c->who))
+        return NQ_PUT_RESENT;
+    if (who <= 0 && worker && strcmp(c->worker, worker) == 0)
+        return NQ_PUT_RESENT;           /* a caller without identities: the name is all there is */
+    if (who > 0) {
+        sqlite3_stmt *q = stmt(s, Q_CONFIRM_ADD);
+        if (!q)
             return -1;
-        if (worker && worker_credit(s, worker, r->nodes, r->elapsed_us / 1e6) != 0)
-            return -1;
-        return NQ_PUT_CONFIRMED;
+        sqlite3_bind_int64(q, 1, i64(r->job));
+        sqlite3_bind_int64(q, 2, i64(r->shard));
+        sqlite3_bind_int64(q, 3, who);
+        int rc = run_done(q);
+        if (rc)
+            return db_fail(s, "result.confirm", rc);
+        if (sqlite3_changes(s->db) == 0)
+            return NQ_PUT_RESENT;       /* this identity confirmed it before */
     }
+    if (bind_run(s, Q_PUT_CONFIRM, r->job, r->shard, NULL, "result.confirm") != 0)
+        return -1;
+    if (worker && worker_credit(s, worker, r->nodes, r->elapsed_us / 1e6) != 0)
+        return -1;
+    return NQ_PUT_CONFIRMED;
+}
+
+/* A later result that differs from a decided one: evidence against its sender, kept once per
+   shard and identity. The shard, the job's sums and the job's state do not move. */
+static int put_evidence(nq_store_t *s, const nq_result_t *r, const char *worker, int64_t who)
+{
+    sqlite3_stmt *q = stmt(s, Q_EVIDENCE_PUT);
+    if (!q)
+        return -1;
+    sqlite3_bind_int64(q, 1, i64(r->job));
+    sqlite3_bind_int64(q, 2, i64(r->shard));
+    sqlite3_bind_int64(q, 3, who > 0 ? who : 0);
+    sqlite3_bind_text(q, 4, worker ? worker : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int(q, 5, r->status);
+    sqlite3_bind_int64(q, 6, i64(r->total));
+    sqlite3_bind_int64(q, 7, i64(r->unique));
+    sqlite3_bind_int64(q, 8, i64(r->nodes));
+    sqlite3_bind_int(q, 9, r->res13);
+    sqlite3_bind_int(q, 10, r->res15);
+    sqlite3_bind_double(q, 11, nq_wall());
+    int rc = run_done(q);
+    if (rc)
+        return db_fail(s, "result.evidence", rc);
+    if (sqlite3_changes(s->db) == 0)
+        return NQ_PUT_EVIDENCE;         /* the same sender on the same shard: counted once */
+    if (job_stmt(s, Q_JOB_EVIDENCE_ADD, r->job, "result.evidence") != 0)
+        return -1;
+    if (worker && *worker) {
+        if (!(q = stmt(s, Q_WORKER_EVIDENCE)))
+            return -1;
+        sqlite3_bind_text(q, 1, worker, -1, SQLITE_STATIC);
+        sqlite3_bind_double(q, 2, nq_wall());
+        if ((rc = run_done(q)))
+            return db_fail(s, "result.evidence", rc);
+    }
+    return NQ_PUT_EVIDENCE;
+}
+
+/* Marks a shard whose votes disagree CONFLICT: out of the job's sums (when it was in them), and
+   the job cannot finish while it stands. */
+static int put_conflict(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, const char *worker)
+{
     if (bind_run(s, Q_PUT_CONFLICT, r->job, r->shard, worker ? worker : "", "result.conflict") != 0)
         return -1;
     if (c->shard_state == NQ_SHARD_DONE) {   /* no longer done: its sums leave the job's */
@@ -1493,6 +1568,25 @@ static int put_again(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
     if (worker && worker_conflict(s, worker) != 0)
         return -1;
     return NQ_PUT_CONFLICT;
+}
+
+/*
+ * A result for a shard that has one. A done shard is decided (its quorum agreed, or it was
+ * taken as the first result, or its check agreed), and so is every shard of a done job: what
+ * comes later confirms or is evidence, and never changes the answer. This is the one place that
+ * rule lives; the broker's paths (late leases, quorum, spot-checks) all end here. A shard in
+ * CONFLICT is not decided: a later differing result keeps it so.
+ */
+static int put_again(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, const char *worker, int64_t who)
+{
+    int same = put_same(s, r, c);
+    if (same < 0)
+        return -1;
+    if (same)
+        return put_confirm(s, r, c, worker, who);
+    if (c->shard_state == NQ_SHARD_DONE || c->job_state == NQ_JOB_DONE)
+        return put_evidence(s, r, worker, who);
+    return put_conflict(s, r, c, worker);
 }
 
 /* Checks that are about the caller, not the DB: refused before any transaction is touched. */
@@ -1518,6 +1612,27 @@ int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
     return store_result_put_by(s, r, worker, sol_hash, sol_path, NULL);
 }
 
+/* The put itself, inside a transaction the caller holds: the outcome, or -1. */
+static int put_result(nq_store_t *s, const nq_result_t *r, const char *worker, const char *sol_hash,
+                      const char *sol_path, const nq_put_by_t *by)
+{
+    put_ctx_t c;
+    memset(&c, 0, sizeof c);
+    int rc = put_lookup(s, r, &c);
+    if (rc == 1 || (rc == 0 && (c.shard_state == NQ_SHARD_CANCELLED || c.job_state == NQ_JOB_CANCELLED)))
+        return NQ_PUT_IGNORED;
+    if (rc != 0)
+        return rc;
+    if (c.kind != r->kind || (c.kind == NQ_KIND_SOLVE && r->status == NQ_RES_OK && sol_hash &&
+                              !(sol_path && *sol_path) && r->payload_len != 4 * c.n)) {
+        nq_log(NQ_LOG_WARN, "store.put.mismatch", "job=%llu shard=%llu kind=%d", (unsigned long long)r->job,
+               (unsigned long long)r->shard, r->kind);
+        return NQ_PUT_IGNORED;
+    }
+    return c.has_result ? put_again(s, r, &c, worker, by ? by->who : 0)
+                        : put_first(s, r, &c, worker, sol_hash, sol_path, by);
+}
+
 int store_result_put_by(nq_store_t *s, const nq_result_t *r, const char *worker,
                         const char *sol_hash, const char *sol_path, const nq_put_by_t *by)
 {
@@ -1528,22 +1643,27 @@ int store_result_put_by(nq_store_t *s, const nq_result_t *r, const char *worker,
     }
     if (r->status == NQ_RES_ERROR)
         return NQ_PUT_IGNORED;   /* an error is not a result: the broker releases the shard */
-    int own, rc;
+    int own;
     if (tx_enter(s, &own) != 0)
         return -1;
-    put_ctx_t c;
-    memset(&c, 0, sizeof c);
-    rc = put_lookup(s, r, &c);
-    if (rc == 1 || (rc == 0 && (c.shard_state == NQ_SHARD_CANCELLED || c.job_state == NQ_JOB_CANCELLED)))
-        rc = NQ_PUT_IGNORED;
-    else if (rc == 0 && (c.kind != r->kind || (c.kind == NQ_KIND_SOLVE && r->status == NQ_RES_OK && sol_hash &&
-                                               !(sol_path && *sol_path) && r->payload_len != 4 * c.n))) {
-        nq_log(NQ_LOG_WARN, "store.put.mismatch", "job=%llu shard=%llu kind=%d", (unsigned long long)r->job,
-               (unsigned long long)r->shard, r->kind);
-        rc = NQ_PUT_IGNORED;
-    } else if (rc == 0)
-        rc = c.has_result ? put_again(s, r, &c, worker)
-                             : put_first(s, r, &c, worker, sol_hash, sol_path, by);
+    return tx_leave(s, own, put_result(s, r, worker, sol_hash, sol_path, by));
+}
+
+int store_result_dispute(nq_store_t *s, const nq_result_t *r, const char *worker, const nq_put_by_t *by,
+                         const char *other_worker)
+{
+    if (!put_args_ok(r, worker, NULL, NULL) || r->status == NQ_RES_ERROR)
+        return -1;
+    int own;
+    if (tx_enter(s, &own) != 0)
+        return -1;
+    int rc = put_result(s, r, worker, NULL, NULL, by);
+    if (rc == NQ_PUT_NEW) {             /* only a first result can be disputed: a decided one stays */
+        put_ctx_t c;
+        memset(&c, 0, sizeof c);
+        rc = put_lookup(s, r, &c);
+        rc = rc == 0 ? put_conflict(s, r, &c, other_worker) : -1;
+    }
     return tx_leave(s, own, rc);
 }
 

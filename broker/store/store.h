@@ -11,9 +11,13 @@
  * what this build knows), or a damaged one (quick_check fails; run at open
  * up to 64 MiB, see store_check_file).
  *
- * Results follow invariant 1 of DESIGN.md: the first result per shard wins; a
- * later duplicate is compared: equal raises confirmations, unequal marks the
- * shard CONFLICT (and the job cannot finish while a conflict stands).
+ * Results follow invariant 1 of DESIGN.md: the first result per shard decides
+ * it (under quorum, the broker stores a shard only once its votes agree). A
+ * decided shard never changes and a done job never goes back: a later result
+ * is compared, and an equal one from another identity confirms, a differing
+ * one is kept as evidence against its sender (table evidence). Only the
+ * broker's explicit dispute (store_result_dispute) makes a shard CONFLICT, and
+ * the job cannot finish while a conflict stands.
  */
 #ifndef NQ_STORE_H
 #define NQ_STORE_H
@@ -64,6 +68,7 @@ typedef struct {
     uint64_t shards_total, shards_done, shards_failed, shards_conflict;
     uint64_t frontier;         /* order positions below it have a shard row (004_campaign.sql) */
     uint64_t checks, disagreed;   /* spot-check results compared, and those that disagreed (006) */
+    uint64_t evidence;         /* results that disagreed with a decided shard (007) */
     double created_at, started_at, finished_at;   /* unix seconds, 0 = not yet */
 } nq_job_row_t;
 
@@ -91,10 +96,12 @@ typedef struct {
 
 typedef enum {
     NQ_PUT_NEW = 0,            /* first result for the shard: stored, shard DONE */
-    NQ_PUT_CONFIRMED,          /* equal to the stored one: confirmations + 1 */
-    NQ_PUT_CONFLICT,           /* differs: shard CONFLICT */
+    NQ_PUT_CONFIRMED,          /* equal to the stored one, from another identity: confirmations + 1 */
+    NQ_PUT_CONFLICT,           /* differs from an undecided (CONFLICT) shard's: it stays CONFLICT */
     NQ_PUT_IGNORED,            /* job cancelled/unknown shard: nothing stored */
     NQ_PUT_CHECKED,            /* a spot-check vote, recorded by the broker (store_spotcheck.h) */
+    NQ_PUT_RESENT,             /* equal, from the stored sender or an identity that confirmed: nothing */
+    NQ_PUT_EVIDENCE,           /* differs from a decided shard's: kept as evidence, nothing else moves */
 } nq_put_t;
 
 /* Open (creating and migrating when !readonly). NULL with a reason in err on refusal. */
@@ -158,9 +165,17 @@ int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
                      const char *sol_hash, const char *sol_path);
 /* The same, for a job under spot-checks: a first result records who delivered it (an
    identities row, 006_spotcheck.sql) and whether a check copy is wanted (verify = 1). */
-typedef struct { int64_t who; int verify; } nq_put_by_t;
+/* who: the sender's identity (identities.id): stored with a first result, and what tells a
+   resend from a confirmation for every job. verify: a check copy is wanted. spot: a job under
+   spot-checks, where the identity's record counts its stored results. */
+typedef struct { int64_t who; int verify, spot; } nq_put_by_t;
 int store_result_put_by(nq_store_t *s, const nq_result_t *r, const char *worker,
                         const char *sol_hash, const char *sol_path, const nq_put_by_t *by);
+/* Votes that never agreed (quorum): r becomes the shard's first result and the shard CONFLICT at
+   once, with other_worker named as the dissent. A shard decided meanwhile keeps its result (r is
+   then compared as any later result). The outcome, or -1. */
+int store_result_dispute(nq_store_t *s, const nq_result_t *r, const char *worker, const nq_put_by_t *by,
+                         const char *other_worker);
 
 /* Broker settings that survive restarts (table meta). get: 0 found, 1 absent, -1 error. */
 int store_meta_get(nq_store_t *s, const char *key, char *val, size_t vallen);

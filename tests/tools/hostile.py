@@ -1,11 +1,12 @@
 """Scripted hostile peers for the broker: plain pyzmq + msgpack speaking schema/protocol.md,
-no nq code. Each scenario below is one attack from issue 11; tests/integration/
-test_hostile_peers.sh runs them against a real `nq broker` and checks what the broker did.
+no nq code. Each scenario below is one attack; tests/integration/test_hostile_peers.sh and
+test_final_answer.sh run them against a real `nq broker` and check what the broker did.
 
     python3 hostile.py SCENARIO WORKER_ENDPOINT [args...]
 
 Every loop here is bounded in count and time, and every socket closes with linger 0.
 """
+import json
 import os
 import sys
 import time
@@ -75,8 +76,31 @@ class Peer:
                   total, unique, 1, total % 13, total % 15, 1000, 0,
                   t["proof"] if proof is None else proof, payload)
 
+    def take_all(self, quiet=0.7, limit=10):
+        """Reads TASKs until none came for `quiet` seconds (or `limit` seconds passed)."""
+        end = time.monotonic() + limit
+        while time.monotonic() < end:
+            held = len(self.tasks)
+            self.pump(quiet)
+            if len(self.tasks) == held:
+                return
+
+    def save(self, path):
+        with open(path, "w") as f:
+            json.dump(dict(worker=self.worker_id, nonce=self.nonce, tasks=self.tasks), f)
+
     def close(self):
         self.sock.close(0)
+
+
+def saved_peer(ctx, ep, path, keys=None, worker=None):
+    """The session saved in `path` again (same worker id and nonce: the same identity without keys),
+    with its leases; `worker` gives it another worker id instead."""
+    with open(path) as f:
+        st = json.load(f)
+    p = Peer(ctx, ep, worker or st["worker"], nonce=st["nonce"], keys=keys)
+    p.tasks = st["tasks"]
+    return p
 
 
 def quorum_bypass(ctx, ep):
@@ -251,7 +275,94 @@ def drop_tasks(ctx, ep, seconds):
     p.close()
 
 
-SCENARIOS = {f.__name__: f for f in (quorum_bypass, rehello_burn, error_results, quorum_voters, forge_flood,
+def grab_and_bye(ctx, ep, path):
+    """Takes every lease it can, keeps them (and its session) in `path`, then leaves with BYE: its
+    leases go back at once, and honest workers may finish the job."""
+    p = Peer(ctx, ep, "hostile-rewriter", credit=1000)
+    p.take_all()
+    p.save(path)
+    p.send(BYE)
+    time.sleep(0.3)
+    print(f"grab_and_bye: {len(p.tasks)} leases")
+    p.close()
+
+
+def lie_first(ctx, ep, path):
+    """Takes every lease it can and answers each at once with total 0 (residues consistent), then
+    stays, heartbeating, for a while; keeps its session and leases in `path` for resend_saved."""
+    p = Peer(ctx, ep, "hostile-liar", credit=1000)
+    p.take_all()
+    for t in p.tasks:
+        p.result(t, total=0)
+    p.save(path)
+    p.pump(1.5)
+    print(f"lie_first: {len(p.tasks)} results of 0, {p.acks} acked")
+    p.close()
+
+
+def resend_saved(ctx, ep, path, total=0):
+    """Comes back as the session saved in `path` and sends `total` for each of its leases, with
+    their proofs: a former holder rewriting what it once held."""
+    p = saved_peer(ctx, ep, path)
+    time.sleep(0.2)
+    for t in p.tasks:
+        p.result(t, total=int(total))
+    p.pump(2, heartbeat=False)
+    print(f"resend_saved: {len(p.tasks)} results of {total} sent, {p.acks} acked")
+    p.close()
+
+
+def one_key_many_ids(ctx, ep, server_pub_file, key_file, path, ids):
+    """One CURVE key: the first worker id takes every lease and sends a made-up total; then `ids` - 1
+    more connections of the same key, each under a new worker id, send the same results again."""
+    server = open(server_pub_file).read().strip().encode()
+    keys = (*load_keys(key_file), server)
+    first = Peer(ctx, ep, "liar-1", credit=1000, keys=keys)
+    first.take_all()
+    for t in first.tasks:
+        first.result(t, total=195 * (t["shard"] + 1))
+    first.save(path)
+    first.pump(1)
+    acks = first.acks
+    first.close()
+    for i in range(2, int(ids) + 1):
+        p = saved_peer(ctx, ep, path, keys=keys, worker=f"liar-{i}")
+        time.sleep(0.2)
+        for t in p.tasks:
+            p.result(t, total=195 * (t["shard"] + 1))
+        p.pump(1, heartbeat=False)
+        acks += p.acks
+        p.close()
+    print(f"one_key_many_ids: {len(first.tasks)} leases, {ids} worker ids, {acks} acks")
+
+
+def hoard(ctx, ep, seconds):
+    """Takes every lease it can and heartbeats each with progress 0 for `seconds`: holds work it
+    never does. Prints how many it still held at the end."""
+    p = Peer(ctx, ep, "hostile-hoarder", credit=1000)
+    p.take_all(quiet=0.5, limit=3)
+    taken = len(p.tasks)
+    p.pump(float(seconds))
+    print(f"hoard: took {taken}, heartbeat them at 0 for {seconds} s")
+    p.close()
+
+
+def burn_rounds(ctx, ep, server_pub_file, key_file, rounds):
+    """One CURVE key, `rounds` times: a fresh connection takes everything and goes silent."""
+    server = open(server_pub_file).read().strip().encode()
+    keys = (*load_keys(key_file), server)
+    total = 0
+    for r in range(int(rounds)):
+        p = Peer(ctx, ep, f"burner-{r}", credit=1000, keys=keys)
+        p.take_all(quiet=0.5, limit=3)
+        total += len(p.tasks)
+        p.close()                       # silent: no BYE, no heartbeats
+        time.sleep(1.5)                 # past the broker's liveness window (200 ms x 3)
+    print(f"burn_rounds: {rounds} rounds, {total} leases taken")
+
+
+SCENARIOS = {f.__name__: f for f in (grab_and_bye, lie_first, resend_saved, one_key_many_ids, hoard,
+                                     burn_rounds, quorum_bypass, rehello_burn, error_results, quorum_voters, forge_flood,
                                      bad_ids, hello_flood, export_rows0, takeover, drop_tasks)}
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 /*
  * The broker against a scripted worker on loopback: duplicate results count
- * once, conflicting ones mark CONFLICT, and malformed frames on both endpoints
+ * once, a later different result for a decided shard is kept as evidence and
+ * changes nothing, and malformed frames on both endpoints
  * (garbage, truncated msgpack, huge declared lengths, wrong types, trailing
  * bytes, extra frames) are dropped and counted while the job still finishes
  * exactly.
@@ -253,8 +254,14 @@ T_TEST(test_duplicates_conflicts_and_bad_frames)
     T_EQ_U64(sqlite3_column_int64(stmt, 0), 0);       /* resend not counted; another worker's copy refused */
     sqlite3_finalize(stmt);
     T_CHECK(store_shard_get(st, 2, conflict, &s) == 0);
-    T_EQ_U64(s.state, NQ_SHARD_CONFLICT);
-    T_CHECK(j2.state != NQ_JOB_DONE);                 /* a conflict stands: the job cannot finish */
+    T_EQ_U64(s.state, NQ_SHARD_DONE);                 /* the first result decided it: it stands */
+    T_EQ_U64(j2.evidence, 1);                         /* the second is evidence against its sender */
+    T_CHECK(sqlite3_prepare_v2(store_db(st), "SELECT s.total = e.total - 195 FROM shards s JOIN evidence e"
+                               " ON e.job = s.job AND e.idx = s.idx WHERE s.job = 2 AND s.idx = ?", -1,
+                               &stmt, NULL) == SQLITE_OK);
+    sqlite3_bind_int64(stmt, 1, (int64_t)conflict);
+    T_CHECK(sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_int(stmt, 0) == 1);
+    sqlite3_finalize(stmt);
     store_destroy(&st);
     if (!t_current_failed)
         unlink(db_path);

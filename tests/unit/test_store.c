@@ -653,6 +653,8 @@ T_TEST(test_jobs_active_order)
 
 /* ---------------------------------------------------------------- results */
 
+static void aggregates_agree(nq_store_t *s, uint64_t job);
+
 T_TEST(test_result_put)
 {
     const char *path = db_path("results");
@@ -674,8 +676,8 @@ T_TEST(test_result_put)
     T_CHECK(sql_int(s, "SELECT nodes FROM workers WHERE id = 'wA'") == (int64_t)r.nodes);
     T_CHECK(sql_int(s, "SELECT total FROM shards WHERE idx = 0") == 14200);
 
-    /* The same worker resending after a lost ACK: idempotent, not a second opinion. */
-    T_CHECK(store_result_put(s, &r, "wA", NULL, NULL) == NQ_PUT_CONFIRMED);
+    /* The same lease again (a lost ACK): idempotent, not a second opinion. */
+    T_CHECK(store_result_put(s, &r, "wA", NULL, NULL) == NQ_PUT_RESENT);
     T_CHECK(sql_int(s, "SELECT confirmations FROM shards WHERE idx = 0") == 0);
     T_CHECK(sql_int(s, "SELECT shards_done FROM workers WHERE id = 'wA'") == 1);
 
@@ -687,36 +689,56 @@ T_TEST(test_result_put)
     T_CHECK(sql_int(s, "SELECT shards_done FROM workers WHERE id = 'wB'") == 1);
     T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 1);
 
-    /* Unequal in any compared field: a conflict, and the job may not finish. */
+    /* A decided shard never changes: a later result that differs in any compared field is
+       evidence against its sender, kept once per shard and sender, and nothing else moves. */
     nq_result_t r3 = r;
     r3.lease = 13;
     r3.nodes++;
-    T_CHECK(store_result_put(s, &r3, "wC", NULL, NULL) == NQ_PUT_CONFLICT);
-    T_EQ_STR(shard_state(s, job, 0), "conflict");
-    T_CHECK(sql_int(s, "SELECT count(*) FROM shards WHERE idx = 0 AND conflict_with = 'wC'") == 1);
-    T_CHECK(sql_int(s, "SELECT conflicts FROM workers WHERE id = 'wC'") == 1);
-    T_CHECK(sql_int(s, "SELECT total FROM shards WHERE idx = 0") == 14200);   /* first still stands */
-    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 0 && row.shards_conflict == 1);
-    T_CHECK(store_job_set_state(s, job, NQ_JOB_DONE) == -1);
-    T_CHECK(store_job_get(s, job, &row) == 0 && row.state == NQ_JOB_PENDING);
-
-    /* Each field on its own makes a conflict. */
+    T_CHECK(store_result_put(s, &r3, "wC", NULL, NULL) == NQ_PUT_EVIDENCE);
+    T_CHECK(store_result_put(s, &r3, "wC", NULL, NULL) == NQ_PUT_EVIDENCE);
+    T_EQ_STR(shard_state(s, job, 0), "done");
+    T_CHECK(sql_int(s, "SELECT total FROM shards WHERE idx = 0") == 14200);
+    T_CHECK(sql_int(s, "SELECT count(*) FROM evidence WHERE idx = 0 AND worker = 'wC'") == 1);
+    T_CHECK(sql_int(s, "SELECT flagged FROM workers WHERE id = 'wC'") == 1);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 1 && row.shards_conflict == 0);
+    T_CHECK(row.evidence == 1);
     for (int f = 0; f < 5; f++) {
         nq_result_t x = count_result(job, 1, 30 + f, 500);
-        T_CHECK(store_result_put(s, &x, "wA", NULL, NULL) == NQ_PUT_NEW);
+        if (f == 0)
+            T_CHECK(store_result_put(s, &x, "wA", NULL, NULL) == NQ_PUT_NEW);
         x.lease = 60 + f;
         if (f == 0) x.status = NQ_RES_NOTFOUND;
         if (f == 1) x.total++;
         if (f == 2) x.unique++;
         if (f == 3) x.res13 = (uint8_t)((x.res13 + 1) % 13);
         if (f == 4) x.res15 = (uint8_t)((x.res15 + 1) % 15);
-        T_CHECK(store_result_put(s, &x, "wD", NULL, NULL) == NQ_PUT_CONFLICT);
-        T_CHECK(store_shards_retry(s, job) == 0);       /* retry forgets both: fresh first result */
-        T_EQ_STR(shard_state(s, job, 1), "pending");
+        char name[8];
+        snprintf(name, sizeof name, "wD%d", f);
+        T_CHECK(store_result_put(s, &x, name, NULL, NULL) == NQ_PUT_EVIDENCE);
+        T_EQ_STR(shard_state(s, job, 1), "done");
     }
-    T_EQ_STR(shard_state(s, job, 0), "pending");
-    T_CHECK(sql_int(s, "SELECT count(*) FROM shards WHERE total IS NOT NULL") == 0);
-    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 0 && row.shards_conflict == 0);
+    /* without identities (who = 0) evidence is one row per shard: here shards 0 and 1 */
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 2 && row.evidence == 2);
+    aggregates_agree(s, job);
+
+    /* Only votes that never agreed (the broker's dispute) make a conflict, and the job may not
+       finish while it stands; retry forgets both results. */
+    nq_result_t d = count_result(job, 5, 90, 700);
+    T_CHECK(store_result_dispute(s, &d, "wA", NULL, "quorum-dissent") == NQ_PUT_CONFLICT);
+    T_EQ_STR(shard_state(s, job, 5), "conflict");
+    T_CHECK(sql_int(s, "SELECT count(*) FROM shards WHERE idx = 5 AND conflict_with = 'quorum-dissent'") == 1);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 2 && row.shards_conflict == 1);
+    aggregates_agree(s, job);
+    T_CHECK(store_job_set_state(s, job, NQ_JOB_DONE) == -1);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.state == NQ_JOB_PENDING);
+    /* ... and a dispute over a decided shard changes nothing: it is compared like any result */
+    nq_result_t late_vote = r3;
+    T_CHECK(store_result_dispute(s, &late_vote, "wE", NULL, "quorum-dissent") == NQ_PUT_EVIDENCE);
+    T_EQ_STR(shard_state(s, job, 0), "done");
+    T_CHECK(store_shards_retry(s, job) == 0);
+    T_EQ_STR(shard_state(s, job, 5), "pending");
+    T_EQ_STR(shard_state(s, job, 0), "done");
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 2 && row.shards_conflict == 0);
 
     /* A failed shard accepts a late result as its first. */
     int failed = 0;
@@ -777,7 +799,8 @@ T_TEST(test_enumerate_and_solve_payloads)
     other[3] ^= 1;
     e.payload = other;
     e.lease = 3;
-    T_CHECK(store_result_put(s, &e, "wC", NULL, NULL) == NQ_PUT_CONFLICT);
+    T_CHECK(store_result_put(s, &e, "wC", NULL, NULL) == NQ_PUT_EVIDENCE);   /* decided: it stands */
+    T_CHECK(sql_int(s, "SELECT count(*) FROM enum_solutions WHERE shard = 0 AND data = x'315042420513'") == 1);
     /* A shard without solutions stores an empty blob (NOT NULL column). */
     nq_result_t none = count_result(ej, 1, 4, 0);
     none.kind = NQ_KIND_ENUMERATE;
@@ -921,11 +944,13 @@ T_TEST(test_lazy_job_aggregates)
     aggregates_agree(s, job);
 
     nq_result_t other = count_result(job, 5, 12, 501);
-    T_CHECK(store_result_put(s, &other, "wC", NULL, NULL) == NQ_PUT_CONFLICT);
-    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 1 && row.shards_conflict == 1);
+    T_CHECK(store_result_put(s, &other, "wC", NULL, NULL) == NQ_PUT_EVIDENCE);   /* decided: it stands */
+    nq_result_t split = count_result(job, 6, 13, 77);                             /* no row: made now */
+    T_CHECK(store_result_dispute(s, &split, "wC", NULL, "quorum-dissent") == NQ_PUT_CONFLICT);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 2 && row.shards_conflict == 1);
     nq_job_totals_t t;
     T_CHECK(store_job_totals(s, job, &t) == 0);
-    T_CHECK(t.total == 1000 && t.res13 == 1000 % 13 && t.res15 == 1000 % 15);
+    T_CHECK(t.total == 1500 && t.res13 == 1500 % 13 && t.res15 == 1500 % 15);
     aggregates_agree(s, job);
 
     int failed = 0;
@@ -938,13 +963,13 @@ T_TEST(test_lazy_job_aggregates)
     aggregates_agree(s, job);
     nq_result_t late = count_result(job, 9, 22, 9);
     T_CHECK(store_result_put(s, &late, "wD", NULL, NULL) == NQ_PUT_NEW);
-    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_failed == 0 && row.shards_done == 2);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_failed == 0 && row.shards_done == 3);
     aggregates_agree(s, job);
 
     T_CHECK(store_shards_retry(s, job) == 0);                    /* the conflict goes back to pending */
-    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_conflict == 0 && row.shards_done == 2);
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_conflict == 0 && row.shards_done == 3);
     aggregates_agree(s, job);
-    T_EQ_U64(sql_int(s, "SELECT count(*) FROM job_workers WHERE job = 1"), 3);
+    T_EQ_U64(sql_int(s, "SELECT count(*) FROM job_workers WHERE job = 1"), 4);
     store_destroy(&s);
 }
 
@@ -984,7 +1009,7 @@ T_TEST(test_spotcheck_records)
     T_CHECK(a.id != b.id && b.id != c.id && again.id == a.id);    /* one row per identity */
     for (uint64_t i = 0; i < 6; i++) {                            /* A delivers 0..5; 0..2 drawn */
         nq_result_t r = count_result(job, i, 10 + i, 100 + i);
-        nq_put_by_t by = { a.id, i < 3 };
+        nq_put_by_t by = { a.id, i < 3, 1 };
         T_CHECK(store_result_put_by(s, &r, "wA", NULL, NULL, &by) == NQ_PUT_NEW);
     }
     T_CHECK(store_identity_get(s, a.id, &again) == 0 && again.results == 6);

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# A final answer stays final. Scripted hostile workers (tests/tools/hostile.py) try to rewrite a
+# done count: a former lease holder sends 0 for the shards it once held, with their proofs
+# (quorum 1 and quorum 2); a spot-check liar that lost its disputes resends its lies; one CURVE
+# key sends the same made-up result under five worker ids to confirm itself. Each time the job
+# stays done with the exact total, the late results are kept as evidence and shown, and one
+# identity confirms nothing.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
+need_wire_python
+H="$PY $SRC/tests/tools/hostile.py"
+total8=$(oeis_total 8)
+
+# stays_final JOB: done, total 92, `nq result` says so (exit 0, final), evidence shown.
+stays_final() {
+    local id=$1 what=$2
+    [ "$(job_field "$id" state)" = done ] || fail "$what: the job left done: $("$NQ" status "$id" --json)"
+    [ "$(job_field "$id" total)" = "$total8" ] || fail "$what: total rewritten: $("$NQ" status "$id" --json)"
+    [ "$(job_field "$id" shards_conflict)" = 0 ] || fail "$what: conflicts on a done job"
+    "$NQ" result "$id" >res.txt || fail "$what: nq result exited $?"
+    grep -q "$total8" res.txt || fail "$what: nq result: $(cat res.txt)"
+    local ev
+    ev=$(job_field "$id" evidence)
+    [ "${ev:-0}" -ge 1 ] || fail "$what: no evidence recorded: $("$NQ" status "$id" --json)"
+    "$NQ" status "$id" | grep -q "evidence.*the answer stands" || fail "$what: nq status does not show the evidence"
+    "$NQ" check --db "$DB" >/dev/null || fail "$what: nq check fails"
+}
+
+# 1. A former lease holder rewrites a done job: it takes every lease, leaves with BYE, honest
+# workers finish, then it comes back as the same session and sends 0 for its old leases.
+for q in 1 2; do
+    DB=r$q.db
+    start_broker "$DB"
+    id=$("$NQ" submit count 8 --quorum $q) || fail "submit"
+    out=$($H grab_and_bye "$WEP" lease$q.json) || fail "grab_and_bye"
+    grep -q "grab_and_bye: 31 leases" <<<"$out" || [ $q = 2 ] || fail "the attacker took too few leases: $out"
+    start_worker h1; h1=$LAST_PID
+    [ $q = 1 ] || { start_worker h2; h2=$LAST_PID; }
+    wait_for 60 job_done "$id" || fail "honest workers did not finish (quorum $q)"
+    kill "$h1" ${h2:-}; wait "$h1" ${h2:-} 2>/dev/null; h2=
+    out=$($H resend_saved "$WEP" lease$q.json 0) || fail "resend_saved"
+    sleep 0.5
+    stays_final "$id" "former holder, quorum $q"
+    grep -q "event=result.evidence.*worker=hostile-rewriter" "$T/broker.log" || fail "no evidence logged"
+    "$NQ" workers | grep "hostile-rewriter" | grep -q FLAGGED || fail "the rewriter is not flagged: $("$NQ" workers)"
+    ok "former lease holder after the job was done (quorum $q): $out; total stays $total8, evidence $(job_field "$id" evidence)"
+    kill "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
+done
+
+# 2. A spot-check liar answers every shard with 0, loses every dispute to two honest workers,
+# and then resends its original frames.
+DB=s.db
+start_broker "$DB"
+id=$("$NQ" submit count 8 --verify-rate 1) || fail "submit"
+$H lie_first "$WEP" liar.json >liar.out 2>&1 &
+liar=$!
+sleep 1
+start_worker h1; h1=$LAST_PID
+start_worker h2; h2=$LAST_PID
+wait "$liar" || fail "lie_first: $(cat liar.out)"
+wait_for 60 job_done "$id" || fail "the spot-checked job did not finish: $("$NQ" status "$id" --json)"
+[ "$(job_field "$id" total)" = "$total8" ] || fail "the liar won: $("$NQ" status "$id" --json)"
+grep -q "spotcheck.outvoted.*worker=hostile-liar" "$T/broker.log" || fail "the liar was not outvoted"
+kill "$h1" "$h2"; wait "$h1" "$h2" 2>/dev/null
+out=$($H resend_saved "$WEP" liar.json 0) || fail "resend_saved"
+sleep 0.5
+stays_final "$id" "outvoted liar resending"
+ok "outvoted spot-check liar resends its frames: $out; total stays $total8"
+kill "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
+
+# 3. One key under five worker ids: a resend is known by its identity, not the name it gives.
+"$NQ" keygen broker >/dev/null && "$NQ" keygen liar >/dev/null || fail "keygen"
+mkdir allowed && cp liar.pub allowed/
+DB=k.db
+start_broker "$DB" --key broker.key --authorized-keys allowed
+id=$("$NQ" submit count 8) || fail "submit"
+out=$($H one_key_many_ids "$WEP" broker.pub liar.key ids.json 5) || fail "one_key_many_ids: $out"
+wait_for 10 job_done "$id" || fail "the job did not end on the liar's results: $("$NQ" status "$id" --json)"
+conf=$(sql "$DB" "SELECT coalesce(max(confirmations), 0) FROM shards")
+[ "$conf" = 0 ] || fail "one key confirmed itself: up to $conf confirmations a shard ($out)"
+credited=$(sql "$DB" "SELECT count(*) FROM workers WHERE id LIKE 'liar-%' AND shards_done > 0")
+[ "$credited" = 1 ] || fail "$credited worker ids credited for one key's results: $(sql "$DB" "SELECT id, shards_done FROM workers")"
+"$NQ" export "$id" --manifest m.txt --db "$DB" >/dev/null || fail "export --manifest"
+awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $9 != 0 { bad = 1 } END { exit bad }' m.txt || fail "the manifest counts confirmations"
+ok "one key, five worker ids: $out; 0 confirmations, 1 worker credited"
