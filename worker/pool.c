@@ -50,6 +50,9 @@ static void *pool_thread(void *arg)
             p->queue_tail = NULL;
         t->next = p->running;
         p->running = t;
+        /* started: the broker counts a lease stalled when its progress has not moved since it
+           was sent, and a queued task reports 0 (leases.c, peer_release_stalled) */
+        atomic_store_explicit(&t->progress, 1, memory_order_relaxed);
         pthread_mutex_unlock(&p->lock);
         task_run(t);
         pthread_mutex_lock(&p->lock);

@@ -127,3 +127,19 @@ grep -q "code 2" <<<"$out" || fail "export with rows=0: $out"
 "$NQ" export "$id" --unique >/dev/null 2>&1; rc=$?
 [ "$rc" = 2 ] || fail "export --unique of a count job exited $rc"
 ok "export rows=0 and --unique on a count job: usage errors (2)"
+
+# Hoarding: a worker takes every shard and heartbeats each at progress 0. Stalled means no
+# progress since the lease was sent, so with --stall-timeout 2 its shards go to a real worker.
+kill "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
+start_broker h.db --stall-timeout 2
+id=$("$NQ" submit count 8) || fail "submit"
+$H hoard "$WEP" 12 >hoard.out 2>&1 &
+hoarder=$!
+sleep 1.5                               # it has taken everything
+start_worker h5; h5=$LAST_PID
+wait_for 9 job_done "$id" || fail "the hoarder kept the job past its stall timeout: $("$NQ" status "$id" --json)"
+kill -0 "$hoarder" 2>/dev/null || fail "the hoarder ended before the job did: $(cat hoard.out)"
+[ "$(job_field "$id" total)" = "$total8" ] || fail "wrong total after the hoarder"
+grep -q "event=lease.release.*progress stalled" "$T/broker.log" || fail "no lease released as stalled"
+ok "a hoarder heartbeating 31 leases at progress 0 loses them after --stall-timeout 2; total exact"
+kill "$h5" "$hoarder" "$BROKER_PID"; wait "$h5" "$hoarder" "$BROKER_PID" 2>/dev/null

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# What is held against a worker belongs to its identity (its CURVE key), not to a connection:
+# one key that takes every shard and goes silent, round after round on fresh connections, must
+# not burn a job. Its first loss charges the shards an attempt (a crash may be the shard's
+# fault); later losses charge nothing, and the third quarantines the key.
+. "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
+need_wire_python
+H="$PY $SRC/tests/tools/hostile.py"
+
+"$NQ" keygen broker >/dev/null && "$NQ" keygen burner >/dev/null && "$NQ" keygen honest >/dev/null || fail "keygen"
+mkdir allowed && cp burner.pub honest.pub allowed/
+start_broker b.db --key broker.key --authorized-keys allowed
+id=$("$NQ" submit count 9 --max-attempts 3) || fail "submit"
+out=$($H burn_rounds "$WEP" broker.pub burner.key 4) || fail "burn_rounds: $out"
+sleep 1
+failed=$(job_field "$id" shards_failed)
+[ "$failed" = 0 ] || fail "one key failed $failed shards in 4 rounds ($out)"
+attempts=$(sql b.db "SELECT coalesce(max(attempts), 0) FROM shards WHERE job = $id")
+[ "$attempts" -le 1 ] || fail "one key charged a shard $attempts attempts"
+grep -q "event=worker.quarantined.*lost its leases" "$T/broker.log" || fail "the key was not quarantined"
+start_worker h --key honest.key --broker-key broker.pub; h=$LAST_PID
+wait_for 60 job_done "$id" || fail "an honest key did not finish the job: $("$NQ" status "$id" --json)"
+[ "$(job_field "$id" total)" = "$(oeis_total 9)" ] || fail "wrong total"
+ok "one key, 4 rounds of take-everything-and-vanish: $out; 0 failed, at most $attempts attempt a shard, key quarantined, job exact"
