@@ -80,6 +80,10 @@ conf=$(sql "$DB" "SELECT coalesce(max(confirmations), 0) FROM shards")
 [ "$conf" = 0 ] || fail "one key confirmed itself: up to $conf confirmations a shard ($out)"
 credited=$(sql "$DB" "SELECT count(*) FROM workers WHERE id LIKE 'liar-%' AND shards_done > 0")
 [ "$credited" = 1 ] || fail "$credited worker ids credited for one key's results: $(sql "$DB" "SELECT id, shards_done FROM workers")"
-"$NQ" export "$id" --manifest m.txt --db "$DB" >/dev/null || fail "export --manifest"
+# The broker is idle now and must not hold SQLite's write lock: the manifest's root is written
+# beside it, and so can anyone with sqlite3.
+sleep 0.5
+"$NQ" export "$id" --manifest m.txt --db "$DB" >out.txt 2>&1 || fail "export --manifest beside an idle broker: $(cat out.txt)"
+sqlite3 "$DB" ".timeout 3000" "CREATE TABLE probe (x); DROP TABLE probe;" || fail "sqlite3 cannot write beside an idle broker"
 awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $9 != 0 { bad = 1 } END { exit bad }' m.txt || fail "the manifest counts confirmations"
 ok "one key, five worker ids: $out; 0 confirmations, 1 worker credited"
