@@ -2,6 +2,7 @@
  * The broker's private state, shared by its files:
  *   broker.c          the loop, sockets, message dispatch, who a peer is
  *   jobs.c            jobs in memory: which shards are pending, in which order
+ *   job_wait.c        why a job waits, when no connected worker may take its shards
  *   leases.c          who holds which shard, heartbeats, expiry
  *   idents.c          what is held against an identity across its connections: quarantine
  *   lease_id.c        lease ids and proofs that only this broker can make
@@ -205,6 +206,7 @@ struct nq_broker {
     nq_ident_t **idents;               /* identity records (idents.c), hashed like ident_tab */
     size_t nidents;
     double idents_at;                  /* when idents_tick last walked them */
+    uint32_t idents_stamp;
     nq_lease_t **lease_tab;            /* hash by lease id */
     size_t lease_buckets, nleases;
     uint32_t lease_counter;            /* high half of the next lease id */
@@ -264,6 +266,8 @@ uint64_t jobs_pending_count(const nq_job_t *j);
 int jobs_shard_task(const nq_job_t *j, uint64_t idx, uint8_t *spec, size_t *spec_len, uint64_t *seed,
                     char *algo, size_t algolen);
 void jobs_check_done(nq_broker_t *b, nq_job_t *j);
+/* job_wait.c: why j has pending work that no connected worker may take, "" when it does not */
+void jobs_waiting(nq_broker_t *b, const nq_job_t *j, char *buf, size_t len);
 void jobs_tick(nq_broker_t *b, double now);
 void jobs_free_all(nq_broker_t *b);
 
@@ -325,7 +329,7 @@ void ident_strike(nq_broker_t *b, nq_ident_t *r, const char *worker, const char 
    charge the shards an attempt. May quarantine it. */
 int ident_lost(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why);
 int ident_restarted(nq_broker_t *b, nq_ident_t *r);   /* 1: past RESTARTS_PER_WINDOW */
-uint32_t idents_connected(const nq_broker_t *b);       /* identities with a connection, not quarantined */
+uint32_t idents_connected(nq_broker_t *b);             /* identities with a connection, not quarantined */
 void idents_tick(nq_broker_t *b, double now);
 void idents_free_all(nq_broker_t *b);
 

@@ -51,6 +51,7 @@ static nq_metrics_job_t *snapshot_jobs(nq_broker_t *b, nq_metrics_snapshot_t *s)
         m->shards_conflict = j->shards_conflict;
         m->shards_leased = j->shards_leased;
         m->shards_pending = jobs_pending_count(j);
+        jobs_waiting(b, j, m->waiting, sizeof m->waiting);
     }
     s->jobs = out;
     s->jobs_active = (uint32_t)n;
@@ -102,6 +103,7 @@ void broker_metrics_tick(nq_broker_t *b, double now)
     s.results_duplicate = b->stats.results_duplicate;
     s.results_conflict = b->stats.results_conflict;
     s.results_rejected = b->stats.results_rejected;
+    s.results_evidence = b->stats.results_evidence;
     s.leases_lost = b->stats.leases_lost;
     s.messages_bad = b->stats.messages_bad;
     s.results_per_s = (double)(b->stats.results_total - last_results) / dt;

@@ -121,7 +121,7 @@ int control_query(sqlite3 *db, const char *db_path, const query_live_t *live, co
     const char *op = req->op;
     int rc;
     if (strcmp(op, "status") == 0)
-        rc = req->job ? query_job(db, req->job, pk, err, errlen) : query_list(db, pk, err, errlen);
+        rc = req->job ? query_job(db, req->job, live, pk, err, errlen) : query_list(db, pk, err, errlen);
     else if (strcmp(op, "list") == 0)
         rc = query_list(db, pk, err, errlen);
     else if (strcmp(op, "workers") == 0)
@@ -187,6 +187,19 @@ static int live_lookup(void *ud, const char *worker_id, int *alive, double *node
         }
     *alive = 0;
     *leases = 0;
+    return 0;
+}
+
+/* Live figures for `nq status JOB`: copies pending and out, and why it waits (job_wait.c). */
+static int live_job(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, char *waiting, size_t len)
+{
+    nq_broker_t *b = ud;
+    nq_job_t *j = jobs_find(b, id);
+    if (!j)
+        return -1;
+    *pending = jobs_pending_count(j);
+    *leased = j->shards_leased;
+    jobs_waiting(b, j, waiting, len);
     return 0;
 }
 
@@ -265,7 +278,7 @@ void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const n
                 results_flush(b);
             db = store_db(b->store);
         }
-        query_live_t live = { live_lookup, b };
+        query_live_t live = { live_lookup, b, live_job };
         code = control_query(db, store_path(b->store), &live, req, &pk, err, sizeof err);
     }
     reply(b, rid, rid_len, code, code ? err : NULL, code ? NULL : &doc);

@@ -46,6 +46,7 @@ struct nq_ident {
     double quarantined_until, quarantine_s;
     char why[80];                       /* why it was last quarantined */
     double last_seen;
+    uint32_t mark;                      /* idents_connected's visit stamp */
     nq_ident_t *next;                   /* hash chain */
 };
 
@@ -235,14 +236,14 @@ void idents_tick(nq_broker_t *b, double now)
     idents_forget(b, now);
 }
 
-uint32_t idents_connected(const nq_broker_t *b)
+uint32_t idents_connected(nq_broker_t *b)
 {
-    uint32_t n = 0;
-    if (!b->idents)
-        return 0;
-    for (size_t h = 0; h < IDENT_BUCKETS; h++)
-        for (const nq_ident_t *r = b->idents[h]; r; r = r->next)
-            n += r->peers > 0 && !ident_quarantined(b, r);
+    uint32_t n = 0, stamp = ++b->idents_stamp;
+    for (nq_peer_t *p = b->peers; p; p = p->next)   /* O(peers): each identity counted once */
+        if (p->rec && p->rec->mark != stamp && !ident_quarantined(b, p->rec)) {
+            p->rec->mark = stamp;
+            n++;
+        }
     return n;
 }
 

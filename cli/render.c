@@ -216,6 +216,11 @@ void render_job(FILE *f, const msgpack_object *job)
         fprintf(f, "  %-9s %s\n", "solutions", get_str(job, "solutions", a, sizeof a));
     render_checks(f, job);
     render_evidence(f, job);
+    const msgpack_object *wait = render_get(job, "waiting");
+    if (wait && wait->type == MSGPACK_OBJECT_STR) {
+        char msg[200];
+        fprintf(f, "  %-9s %s\n", "waiting", val_str(wait, msg, sizeof msg));
+    }
     const msgpack_object *err = render_get(job, "last_error");
     if (err && err->type == MSGPACK_OBJECT_STR) {
         char msg[320];

@@ -171,6 +171,9 @@ char *metrics_render(const nq_metrics_snapshot_t *s)
             "Results for a shard that already had an equal result.", s->results_duplicate);
     put_u64(f, "nq_results_conflict_total", "counter",
             "Results that disagreed with the stored result of their shard.", s->results_conflict);
+    put_u64(f, "nq_results_evidence_total", "counter",
+            "Results that disagreed with a decided shard: kept as evidence, the answer stands.",
+            s->results_evidence);
     put_u64(f, "nq_results_rejected_total", "counter",
             "Results that failed the broker's checks (wrong lease, proof or answer).",
             s->results_rejected);

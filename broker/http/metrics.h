@@ -28,12 +28,14 @@ typedef struct {
     uint64_t id, n;
     char kind[12], state[12];      /* "count", "running", ...: names of the README and --json */
     uint64_t shards_total, shards_done, shards_failed, shards_conflict, shards_leased, shards_pending;
+    char waiting[160];             /* why its pending work is not taken, "" when it is */
 } nq_metrics_job_t;
 
 typedef struct {
     double wall;                   /* unix seconds when the broker took it (the charts' time axis) */
     uint64_t shards_by_state[6];   /* pending, leased, done, failed, conflict, cancelled (active jobs) */
     uint64_t results_total, results_duplicate, results_conflict, results_rejected, messages_bad;
+    uint64_t results_evidence;     /* results that disagreed with a decided shard */
     uint64_t leases_lost;
     double results_per_s;
     uint32_t workers_alive, jobs_active;

@@ -71,6 +71,26 @@ static int live_lookup(void *ud, const char *id, int *alive, double *nodes_per_s
     return rc;
 }
 
+/* The broker's live view of an active job, from the last snapshot (query_live_t). */
+static int live_job(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, char *waiting, size_t len)
+{
+    nq_http_t *h = ud;
+    int rc = -1;
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < h->snap.njobs; i++) {
+        const nq_metrics_job_t *j = &h->snap.jobs[i];
+        if (j->id == id) {
+            *pending = j->shards_pending;
+            *leased = j->shards_leased;
+            snprintf(waiting, len, "%s", j->waiting);
+            rc = 0;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
 /* What a page asks of the DB: a document, or (export) a page of a job's rows. */
 typedef struct {
     web_doc_kind_t kind;
@@ -81,12 +101,12 @@ typedef struct {
 
 static int run_query(nq_http_t *h, const doc_req_t *q, msgpack_packer *pk, char *err, size_t errlen)
 {
-    query_live_t live = { live_lookup, h };
+    query_live_t live = { live_lookup, h, live_job };
     uint64_t job = q->job;
     if (q->export)
         return query_export(h->db, job, q->cursor, q->rows, 0, pk, err, errlen);
     switch (q->kind) {
-    case WEB_DOC_JOB: return query_job(h->db, job, pk, err, errlen);
+    case WEB_DOC_JOB: return query_job(h->db, job, &live, pk, err, errlen);
     case WEB_DOC_LIST: return query_list(h->db, pk, err, errlen);
     case WEB_DOC_WORKERS: return query_workers(h->db, &live, pk, err, errlen);
     case WEB_DOC_RESULT: return query_result(h->db, job, pk, err, errlen);

@@ -78,6 +78,21 @@ static void summary(FILE *f, const msgpack_object *j)
     }
     row(f, "shards pending", j, "shards_pending");
     row(f, "shards leased", j, "shards_leased");
+    const msgpack_object *w = doc_get(j, "waiting");
+    if (w && w->type == MSGPACK_OBJECT_STR)
+        row(f, "waiting", j, "waiting");
+    uint64_t evidence = 0;
+    if (doc_u64(j, "evidence", &evidence) == 0 && evidence > 0) {
+        fputs("<tr><th class=\"l\">evidence</th><td class=\"l\" id=\"evidence\">", f);
+        html_esc_obj(f, doc_get(j, "evidence"));
+        fputs(" late results disagreed with decided shards (the answer stands); from ", f);
+        const msgpack_object *by = doc_get(j, "evidence_by");
+        for (uint32_t i = 0; by && by->type == MSGPACK_OBJECT_ARRAY && i < by->via.array.size; i++) {
+            fputs(i ? ", " : "", f);
+            html_esc_obj(f, &by->via.array.ptr[i]);   /* worker ids from the wire */
+        }
+        fputs("</td></tr>\n", f);
+    }
     if (doc_get(j, "verify_rate"))
         spot_rows(f, j);
     fputs("<tr><th class=\"l\">started</th><td class=\"l\">", f);

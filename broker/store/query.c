@@ -182,6 +182,7 @@ typedef struct {
        QJOB_FLAGGED_MAX senders by name */
     uint64_t evidence, nevidence_by;
     char evidence_by[8][64];
+    char waiting[160];                        /* from the broker (query_live_t), "" when not waiting */
 } qjob_t;
 
 #define QJOB_FLAGGED_MAX 8
@@ -340,7 +341,7 @@ static int job_load(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errle
 
 static uint32_t job_npairs(const qjob_t *j)
 {
-    uint32_t n = 20;
+    uint32_t n = 21;
     if (j->evidence > 0) n++;
     if (strcmp(j->kind, "count") == 0) n += 4;
     else if (strcmp(j->kind, "solve") == 0) n += 3;
@@ -414,6 +415,9 @@ static void pk_job_pairs(msgpack_packer *pk, const qjob_t *j)
     } else if (strcmp(j->kind, "enumerate") == 0) {
         pk_str(pk, "solutions"); query_pack_u128(pk, j->total);
     }
+    pk_str(pk, "waiting");
+    if (j->waiting[0]) pk_str(pk, j->waiting);
+    else msgpack_pack_nil(pk);
     pk_str(pk, "evidence"); msgpack_pack_uint64(pk, j->evidence);
     if (j->evidence > 0) {
         pk_str(pk, "evidence_by");
@@ -435,20 +439,36 @@ static void pk_job_pairs(msgpack_packer *pk, const qjob_t *j)
     }
 }
 
+typedef struct { uint64_t id; const query_live_t *live; } job_args_t;
+
+/* An active job's pending and leased figures are the broker's (copies, in memory); the store's
+   would count a quorum shard with a vote in as leased for as long as it waits for a second. */
+static void job_live(qjob_t *j, const query_live_t *live)
+{
+    uint64_t pending, leased;
+    if (live && live->job && live->job(live->ud, j->id, &pending, &leased, j->waiting, sizeof j->waiting) == 0) {
+        j->shards[NQ_SHARD_PENDING] = pending;
+        j->shards[NQ_SHARD_LEASED] = leased;
+    }
+}
+
 static int job_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_t errlen)
 {
+    const job_args_t *a = args;
     qjob_t j;
-    int rc = job_load(db, *(const uint64_t *)args, &j, err, errlen);
+    int rc = job_load(db, a->id, &j, err, errlen);
     if (rc != 0)
         return rc;
+    job_live(&j, a->live);
     msgpack_pack_map(pk, job_npairs(&j));
     pk_job_pairs(pk, &j);
     return 0;
 }
 
-int query_job(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
+int query_job(sqlite3 *db, uint64_t id, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen)
 {
-    return doc_run(db, job_doc, &id, pk, err, errlen);
+    job_args_t a = { id, live };
+    return doc_run(db, job_doc, &a, pk, err, errlen);
 }
 
 /* ---- list ---- */
@@ -464,8 +484,8 @@ static int list_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size
     int rc;
     qbuf_init(&items);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
-        if (job_doc(db, &id, &items.pk, err, errlen) != 0)
+        job_args_t a = { (uint64_t)sqlite3_column_int64(st, 0), NULL };
+        if (job_doc(db, &a, &items.pk, err, errlen) != 0)
             break;
         count++;
     }

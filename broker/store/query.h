@@ -41,17 +41,21 @@
 /* Solutions listed in a result document; the rest are counted and reachable by export. */
 #define QUERY_RESULT_MAX_SOLUTIONS 1000u
 
-/* Live data the broker adds to worker rows. lookup returns 0 when it knows the
-   worker (then alive, nodes_per_s and leases are its current values), else -1. */
+/* Live data the broker adds to documents. lookup returns 0 when it knows the worker (then
+   alive, nodes_per_s and leases are its current values), else -1. job (may be NULL) returns 0
+   when the job is active in the broker: then pending and leased count copies waiting and out
+   on workers (quorum and check copies too; the store has one lease per shard row) and waiting
+   says why pending work is not taken ("" when it is). */
 typedef struct {
     int (*lookup)(void *ud, const char *worker_id, int *alive, double *nodes_per_s, uint32_t *leases);
     void *ud;
+    int (*job)(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, char *waiting, size_t len);
 } query_live_t;
 
 /* Packs v as a uint when it fits 64 bits, else as EXT 1 (16 bytes LE). 0 ok. */
 int query_pack_u128(msgpack_packer *pk, unsigned __int128 v);
 
-int query_job(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen);
+int query_job(sqlite3 *db, uint64_t id, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen);
 
 /* Array of job documents, newest first. */
 int query_list(sqlite3 *db, msgpack_packer *pk, char *err, size_t errlen);

@@ -23,3 +23,22 @@ start_worker h --key honest.key --broker-key broker.pub; h=$LAST_PID
 wait_for 60 job_done "$id" || fail "an honest key did not finish the job: $("$NQ" status "$id" --json)"
 [ "$(job_field "$id" total)" = "$(oeis_total 9)" ] || fail "wrong total"
 ok "one key, 4 rounds of take-everything-and-vanish: $out; 0 failed, at most $attempts attempt a shard, key quarantined, job exact"
+kill "$h" "$BROKER_PID"; wait "$h" "$BROKER_PID" 2>/dev/null
+
+# A quorum job with one identity connected says what it waits for, in nq status, its --json and
+# the web page, and its lease figure agrees with what the workers hold.
+start_broker q.db --metrics 127.0.0.1:@MPORT@
+id=$("$NQ" submit count 10 --quorum 2) || fail "submit"
+start_worker w1 --threads 1; w1=$LAST_PID
+waits() { "$NQ" status "$id" --json | grep -q '"waiting":"for a second identity: quorum 2, 1 connected"'; }
+wait_for 30 waits || fail "no waiting reason: $("$NQ" status "$id" --json)"
+"$NQ" status "$id" | grep -q "waiting   for a second identity: quorum 2, 1 connected" || fail "nq status: $("$NQ" status "$id")"
+leased=$(job_field "$id" shards_leased)
+held=$("$NQ" workers --json | grep -o '"leases":[0-9]*' | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')
+[ "$leased" = "$held" ] || fail "status says $leased leased, the workers hold $held"
+curl -sf "http://127.0.0.1:$MPORT/jobs/$id" | grep -q "for a second identity: quorum 2, 1 connected" \
+    || fail "the web page does not say why the job waits"
+start_worker w2 --threads 1; w2=$LAST_PID
+wait_for 60 job_done "$id" || fail "the quorum job did not finish with a second worker"
+[ "$(job_field "$id" total)" = "$(oeis_total 10)" ] || fail "wrong total"
+ok "quorum 2 with one worker: 'waiting for a second identity: quorum 2, 1 connected' (status, json, web); $leased leased = $held held; exact with a second"

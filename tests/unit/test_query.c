@@ -209,7 +209,7 @@ T_TEST(test_job_count)
 
     doc_t d;
     doc_init(&d);
-    T_CHECK(query_job(db, 1, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_job(db, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
     const msgpack_object *j = doc_obj(&d);
     T_EQ_U64(getu(j, "id"), 1);
     T_CHECK(str_is(get(j, "kind"), "count"));
@@ -238,7 +238,7 @@ T_TEST(test_job_count)
     /* Finished: elapsed is start to finish, eta 0, the totals final. */
     sql(db, "UPDATE jobs SET state = 'done', started_at = 2000, finished_at = 2050 WHERE id = 1");
     doc_init(&d);
-    T_CHECK(query_job(db, 1, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_job(db, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
     j = doc_obj(&d);
     NEAR(getd(j, "elapsed"), 50, 1e-9);
     NEAR(getd(j, "rate"), 6 / 50.0, 1e-12);
@@ -249,7 +249,7 @@ T_TEST(test_job_count)
     /* Not started: no rate, no eta. */
     job_add(db, 2, "count", 9, "pending", 3);
     doc_init(&d);
-    T_CHECK(query_job(db, 2, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_job(db, 2, NULL, &d.pk, d.err, sizeof d.err) == 0);
     j = doc_obj(&d);
     T_CHECK(is_nil(j, "started_at"));
     NEAR(getd(j, "elapsed"), 0, 0);
@@ -268,13 +268,13 @@ T_TEST(test_missing_job)
     uint64_t n = 7;
     doc_init(&d);
     msgpack_pack_nil(&d.pk);   /* what the caller had before */
-    T_CHECK(query_job(db, 42, &d.pk, d.err, sizeof d.err) == -1);
+    T_CHECK(query_job(db, 42, NULL, &d.pk, d.err, sizeof d.err) == -1);
     T_EQ_STR(d.err, "no job 42");
     T_CHECK(query_result(db, 42, &d.pk, d.err, sizeof d.err) == -1);
     T_EQ_STR(d.err, "no job 42");
     T_CHECK(query_export(db, 42, 0, 10, 0, &d.pk, d.err, sizeof d.err) == -1);
     T_EQ_STR(d.err, "no job 42");
-    T_CHECK(query_job(db, UINT64_MAX, &d.pk, d.err, sizeof d.err) == -1);
+    T_CHECK(query_job(db, UINT64_MAX, NULL, &d.pk, d.err, sizeof d.err) == -1);
     T_CHECK(query_solution(db, ".", 42, 0, &cols, &n, d.err, sizeof d.err) == -1);
     T_CHECK(cols == NULL && n == 0);
     T_EQ_U64(d.sb.size, 1);
@@ -406,7 +406,7 @@ T_TEST(test_workers)
     }
     doc_free(&d);
 
-    query_live_t live = { live_lookup, NULL };
+    query_live_t live = { live_lookup, NULL, NULL };
     doc_init(&d);
     T_CHECK(query_workers(db, &live, &d.pk, d.err, sizeof d.err) == 0);
     a = doc_obj(&d);
@@ -744,7 +744,7 @@ T_TEST(test_export_enumerate)
     /* The job document sums the shards. */
     doc_t d;
     doc_init(&d);
-    T_CHECK(query_job(db, 2, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_job(db, 2, NULL, &d.pk, d.err, sizeof d.err) == 0);
     T_EQ_U64(getu(doc_obj(&d), "solutions"), 92);
     doc_free(&d);
 
@@ -857,7 +857,7 @@ T_TEST(test_connections)
     sql(w, "BEGIN");
     shard_add(w, 1, 1, &(shard_t){ .state = "done", .total = 5 });
     doc_init(&d);
-    T_CHECK(query_job(w, 1, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_job(w, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
     T_EQ_U64(getu(doc_obj(&d), "total"), 15);
     doc_free(&d);
     T_CHECK(!sqlite3_get_autocommit(w));   /* the caller's transaction is still open */
