@@ -87,3 +87,47 @@ sleep 0.5
 sqlite3 "$DB" ".timeout 3000" "CREATE TABLE probe (x); DROP TABLE probe;" || fail "sqlite3 cannot write beside an idle broker"
 awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $9 != 0 { bad = 1 } END { exit bad }' m.txt || fail "the manifest counts confirmations"
 ok "one key, five worker ids: $out; 0 confirmations, 1 worker credited"
+kill "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
+
+# 4. Variations: the broker is killed (-9) and restarted between the end of the job and the
+# attack (lease proofs survive restarts: the key is in the DB), and again after it; and under
+# quorum 2, the former holder's stale votes arrive while the shards are still undecided: each is
+# one vote of its identity, the disagreement holds the job open, and a second honest worker
+# decides it.
+DB=v.db
+start_broker "$DB"
+id=$("$NQ" submit count 8) || fail "submit"
+$H grab_and_bye "$WEP" v.json >/dev/null || fail "grab_and_bye"
+start_worker h1; h1=$LAST_PID
+wait_for 60 job_done "$id" || fail "honest worker did not finish"
+kill "$h1"; wait "$h1" 2>/dev/null
+kill -9 "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
+start_broker "$DB"
+out=$($H resend_saved "$WEP" v.json 0) || fail "resend_saved after a restart"
+sleep 0.5
+stays_final "$id" "former holder after a broker restart"
+ev=$(job_field "$id" evidence)
+kill -9 "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
+start_broker "$DB"
+[ "$(job_field "$id" total)" = "$total8" ] && [ "$(job_field "$id" evidence)" = "$ev" ] \
+    || fail "after a second restart: $("$NQ" status "$id" --json)"
+ok "former holder after kill -9 and restart: $out; total stays $total8, evidence $ev kept across restarts"
+kill "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
+
+
+DB=w.db
+start_broker "$DB"
+id=$("$NQ" submit count 8 --quorum 2) || fail "submit"
+$H grab_and_bye "$WEP" w.json >/dev/null || fail "grab_and_bye"
+start_worker h1; h1=$LAST_PID
+one_vote_each() { [ "$(sql "$DB" "SELECT count(*) FROM shards WHERE job = $id AND state = 'leased'")" = 0 ] \
+                  && [ "$(job_field "$id" shards_leased)" = 0 ]; }
+wait_for 30 one_vote_each || fail "the honest worker did not vote: $("$NQ" status "$id" --json)"
+out=$($H resend_saved "$WEP" w.json 0) || fail "resend_saved"
+sleep 0.5
+[ "$(job_field "$id" state)" = running ] || fail "stale votes decided the job: $("$NQ" status "$id" --json)"
+start_worker h2; h2=$LAST_PID
+wait_for 60 job_done "$id" || fail "a second honest worker did not decide the job: $("$NQ" status "$id" --json)"
+[ "$(job_field "$id" total)" = "$total8" ] || fail "stale votes changed the answer"
+grep -q "quorum.outvoted.*worker=hostile-rewriter" "$T/broker.log" || fail "the stale voter was not outvoted"
+ok "quorum 2, stale votes of 0 before the decision: $out; job held open, then $total8 with a second worker"
