@@ -3,9 +3,10 @@
 # client holds 128 idle connections (32 from each of 127.0.0.2-5: the per-address cap does not
 # stop it, and 128 fill the listener) and dials again whenever one is closed, so the request
 # deadline alone never frees a slot for long. Meanwhile a scraper on 127.0.0.1 with the token
-# fetches /metrics 20 times: every scrape must get HTTP 200 within 2 s, because a newcomer
-# costs the oldest idle connection that never authenticated its slot. Before that rule half
-# of these scrapes failed. Bounded: the flood stops by itself after 20 s.
+# fetches /metrics 20 times: every scrape must get HTTP 200 within 2 s (less than the 3 s
+# request deadline, so a scrape that only got in once the deadline cut a flood connection
+# still fails), because a newcomer costs an idle connection that never authenticated its slot.
+# Before that rule 5 or 6 of the 20 timed out. Bounded: the flood stops by itself after 20 s.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
 command -v curl >/dev/null || { echo "skipped: no curl"; exit 0; }
