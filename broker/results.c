@@ -164,8 +164,8 @@ static int check_result(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol
     if (verify_perm(sol->cols, sol->n, &c) != 0)
         return nq_errf(why, whylen, "solution fails verification: rows %llu and %llu share a %s",
                        (unsigned long long)c.row_a, (unsigned long long)c.row_b, c.what);
-    if (solstore_save(store_path(b->store), sol->cols, sol->n, e->sol_hash, sizeof e->sol_hash,
-                      e->sol_path, sizeof e->sol_path, why, whylen) != 0)
+    if (solstore_save(store_db(b->store), store_path(b->store), r->job, sol->cols, sol->n,
+                      e->sol_hash, sizeof e->sol_hash, e->sol_path, sizeof e->sol_path, why, whylen) != 0)
         return -1;
     if (e->sol_path[0] == 0) {          /* small: the store keeps it inline, from the payload */
         free(e->payload);

@@ -81,6 +81,9 @@ typedef enum MHD_Result mhd_result_t;
  * every scrape got an empty reply). A request is one small GET that arrives in microseconds:
  *   - HX_CONN_LIMIT connections in all (epoll, no FD_SETSIZE cap), HX_PER_IP from one
  *     address: a single host cannot take every slot;
+ *   - near HX_CONN_LIMIT, a newcomer costs an idle connection that never passed the token
+ *     check its slot, from the host holding the most (http_reaper.c): a flood of connections
+ *     without the token cannot lock out a client that has it;
  *   - HX_IDLE_S: a connection silent that long is closed (MHD's inactivity timeout);
  *   - deadlines for the request head and the response (http_reaper.c), which trickling
  *     does not reset;
@@ -103,8 +106,10 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        const union MHD_ConnectionInfo *ca =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
         if (ci)
-            http_reaper_open(h->reaper, c, ci->connect_fd);
+            http_reaper_open(h->reaper, c, ci->connect_fd, ca ? ca->client_addr : NULL);
     } else {
         http_reaper_close(h->reaper, c);
     }
@@ -116,7 +121,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     nq_http_t *h = cls;
     (void)con_cls; (void)toe;
-    http_reaper_deadline(h->reaper, c, HX_REQUEST_MS);
+    http_reaper_idle(h->reaper, c);
 }
 
 /* Equal strings, in a time that depends only on the expected one's length. */
@@ -249,7 +254,7 @@ static mhd_result_t on_request(void *cls, struct MHD_Connection *c, const char *
 {
     nq_http_t *h = cls;
     (void)version; (void)upload; (void)upload_size; (void)con_cls;
-    http_reaper_deadline(h->reaper, c, HX_RESPONSE_MS);   /* the head arrived: now the answer */
+    http_reaper_busy(h->reaper, c);   /* the head arrived: now the answer */
     size_t len;
     const char *ctype = "text/plain; charset=utf-8";
     int via_query;
@@ -258,6 +263,7 @@ static mhd_result_t on_request(void *cls, struct MHD_Connection *c, const char *
     if (!authorized(h, c, &via_query))
         return reply_text(c, MHD_HTTP_UNAUTHORIZED, "token required: Authorization: Bearer TOKEN, "
                           "or ?token=TOKEN\n");
+    http_reaper_trust(h->reaper, c);   /* kept when the listener is full (http_reaper.c) */
     char cookie[HTTP_TOKEN_MAX + 96], *body = NULL;
     snprintf(cookie, sizeof cookie, HX_REFRESH_COOKIE "=%s; Path=/; HttpOnly; SameSite=Strict", h->token);
     unsigned status;

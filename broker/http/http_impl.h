@@ -1,7 +1,7 @@
 /*
  * The HTTP listener's private state, shared by its files:
  *   http.c        libmicrohttpd: limits, the token, routing, the page cache
- *   http_reaper.c deadlines that close slow clients
+ *   http_reaper.c deadlines that close slow clients; who goes first when the listener is full
  *   http_addr.c   HOST:PORT, loopback or not
  *   metrics.c     the snapshot's copy and its Prometheus text (/metrics)
  *   history.c     a small ring of samples per job: what the job page's chart draws

@@ -1,32 +1,39 @@
 /* Storage of verified solve solutions: content hash, inline or file. */
 #include "solstore.h"
 #include "errf.h"
-#include "rng.h"
 #include "solfile.h"
 
 #include <errno.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Two independent 64-bit lanes of a multiply-xorshift hash: not cryptographic, but it
-   only has to tell solutions of one job apart, and 128 bits make collisions moot. */
-void solstore_hash(const uint32_t *cols, uint64_t n, char out[33])
+/* Columns are packed this many at a time, so hashing a 10^9-queen solution needs no 4 GB copy. */
+#define HASH_CHUNK 1024
+
+void solstore_hash(const uint32_t *cols, uint64_t n, char out[NQ_SOL_HASH_HEX + 1])
 {
-    uint64_t h1 = 0x243f6a8885a308d3ull ^ n, h2 = 0x13198a2e03707344ull ^ (n * 0x9e3779b97f4a7c15ull);
-    for (uint64_t i = 0; i < n; i++) {
-        uint64_t x = cols[i] + (i << 32);
-        h1 = (h1 ^ rng_splitmix64(&x)) * 0xbf58476d1ce4e5b9ull;
-        h2 = (h2 + rng_splitmix64(&x)) * 0x94d049bb133111ebull;
-        h1 ^= h1 >> 29;
-        h2 ^= h2 >> 31;
+    crypto_generichash_state st;
+    uint8_t buf[4 * HASH_CHUNK], digest[NQ_SOL_HASH_BYTES];
+    crypto_generichash_init(&st, NULL, 0, NQ_SOL_HASH_BYTES);
+    for (int b = 0; b < 8; b++)
+        buf[b] = (uint8_t)(n >> (8 * b));
+    crypto_generichash_update(&st, buf, 8);
+    for (uint64_t i = 0; i < n;) {
+        size_t k = 0;
+        for (; k < HASH_CHUNK && i < n; k++, i++) {
+            buf[4 * k] = (uint8_t)cols[i];
+            buf[4 * k + 1] = (uint8_t)(cols[i] >> 8);
+            buf[4 * k + 2] = (uint8_t)(cols[i] >> 16);
+            buf[4 * k + 3] = (uint8_t)(cols[i] >> 24);
+        }
+        crypto_generichash_update(&st, buf, 4 * k);
     }
-    uint64_t s = h1 ^ h2;
-    h1 = rng_splitmix64(&s);
-    h2 = rng_splitmix64(&s);
-    snprintf(out, 33, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
+    crypto_generichash_final(&st, digest, sizeof digest);
+    sodium_bin2hex(out, NQ_SOL_HASH_HEX + 1, digest, sizeof digest);
 }
 
 void solstore_dir(const char *db_path, char *out, size_t outlen)
@@ -54,20 +61,33 @@ uint8_t *solstore_pack(const uint32_t *cols, uint64_t n)
     return p;
 }
 
-int solstore_save(const char *db_path, const uint32_t *cols, uint64_t n, char *hash, size_t hashlen,
-                  char *path, size_t pathlen, char *why, size_t whylen)
+static const char *db_base(const char *db_path)
 {
-    char h[33], dir[4096], full[4400];
+    const char *slash = strrchr(db_path, '/');
+    return slash ? slash + 1 : db_path;
+}
+
+void solstore_file_name(const char *db_path, const char *hash, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "%s.solutions/%s.nqsol", db_base(db_path), hash);
+}
+
+int solstore_save(sqlite3 *db, const char *db_path, uint64_t job, const uint32_t *cols, uint64_t n,
+                  char *hash, size_t hashlen, char *path, size_t pathlen, char *why, size_t whylen)
+{
+    char h[NQ_SOL_HASH_HEX + 1], dir[4096], full[4400];
+    int had = db ? solstore_v1_find(db, db_path, job, cols, n, hash, hashlen, path, pathlen, why, whylen)
+                 : 0;
+    if (had != 0)
+        return had > 0 ? 0 : -1;
     solstore_hash(cols, n, h);
     snprintf(hash, hashlen, "%s", h);
     path[0] = 0;
     if (n <= NQ_SOL_INLINE_MAX)
         return 0;
-    const char *base = strrchr(db_path, '/');
-    base = base ? base + 1 : db_path;
     solstore_dir(db_path, dir, sizeof dir);
-    snprintf(path, pathlen, "%s.solutions/%s.nqsol", base, h);
-    snprintf(full, sizeof full, "%s/%s.solutions", dir, base);
+    solstore_file_name(db_path, h, path, pathlen);
+    snprintf(full, sizeof full, "%s/%s.solutions", dir, db_base(db_path));
     if (mkdir(full, 0755) != 0 && errno != EEXIST)
         return nq_errf(why, whylen, "cannot create %s: %s", full, strerror(errno));
     snprintf(full, sizeof full, "%s/%s", dir, path);
