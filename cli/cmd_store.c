@@ -141,6 +141,17 @@ int cmd_check(int argc, char **argv)
     return rc;
 }
 
+/* link never replaces a file; a file system without hard links (FAT, some network mounts) gets
+   a rename, which OUT's absence was checked for when the command began. */
+static int backup_place(const char *tmp, const char *out)
+{
+    if (link(tmp, out) == 0)
+        return 0;
+    if (errno != EPERM && errno != ENOTSUP && errno != EOPNOTSUPP)
+        return -1;
+    return rename(tmp, out);
+}
+
 /*
  * VACUUM INTO runs in one read transaction: a consistent snapshot, and in WAL mode the broker's
  * writes go on meanwhile. The copy goes to a new temporary file beside OUT (VACUUM INTO takes
@@ -169,7 +180,7 @@ static int backup_copy(nq_store_t *st, const char *out, char *err, size_t errlen
         nq_errf(err, errlen, "%s -> %s: %s", store_path(st), out, sqlite3_errmsg(store_db(st)));
     else if (store_check_file(tmp, why, sizeof why) != 0)
         nq_errf(err, errlen, "the copy does not check: %s", why);
-    else if (link(tmp, out) != 0)
+    else if (backup_place(tmp, out) != 0)
         nq_errf(err, errlen, "%s: %s", out, errno == EEXIST ? "exists: a backup never overwrites a file"
                                                            : strerror(errno));
     else
