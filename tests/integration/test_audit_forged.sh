@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# What a hostile review of nq audit found, each case failing on the code before its fix:
+# Forged manifests that nq audit once passed or ran away on, and output files that failed commands
+# once left behind; each case fails on the code before its fix:
 #   - a manifest of N=11 whose shard 0 claims 197,680 (residues, header and root made to match)
 #     passed nq audit with its default sample and with another seed: the seed was always 1, so
 #     a forger knew which shards were safe, and nothing checked numbers that no count gives;

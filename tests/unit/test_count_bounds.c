@@ -17,8 +17,8 @@ static uint64_t each_shard(int nmax, shard_fn fn, void *ud)
     uint64_t seen = 0;
     for (int n = 1; n <= nmax; n++)
         for (int enc = NQ_SHARD_ENCODING_MIN; enc <= NQ_SHARD_ENCODING; enc++)
-            for (int depth = n < NQ_SHARD_BORDER_MIN_N ? 0 : 1; depth <= (n < NQ_SHARD_BORDER_MIN_N ? 0 : n - 2);
-                 depth++) {
+            for (int depth = n < NQ_SHARD_BORDER_MIN_N ? 0 : 1;
+                 depth <= (n < NQ_SHARD_BORDER_MIN_N ? 0 : n - 2); depth++) {
                 nq_shards_t *l = shards_new_ex(NQ_KIND_COUNT, n, depth, enc, err, sizeof err);
                 T_CHECK(l != NULL);
                 for (uint64_t i = 0; l && i < shards_count(l); i++, seen++) {
@@ -68,7 +68,8 @@ typedef struct {
     int found;
 } find_t;
 
-static int find(void *ud, const uint8_t *spec, size_t len, const nq_count_bounds_t *b, const nq_count_result_t *r)
+static int find(void *ud, const uint8_t *spec, size_t len, const nq_count_bounds_t *b,
+                const nq_count_result_t *r)
 {
     find_t *f = ud;
     int fit = f->want_all8 ? b->all8 && r->total > 0 && b->free_rows >= 3
