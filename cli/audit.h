@@ -11,6 +11,7 @@
 
 typedef struct {
     uint64_t idx;
+    uint64_t rank;                /* its place in the draw (audit_sample): the first are taken first */
     int claimed;                  /* the manifest's line for it was read */
     nq_count_result_t claim;      /* what the manifest says */
     nq_count_result_t got;        /* what the kernel says */
@@ -19,12 +20,12 @@ typedef struct {
 } audit_pick_t;
 
 /* k distinct shards of 0..shards-1 drawn by the seeded RNG (Floyd's method: k draws, no
-   rejection loop), sorted; NULL when out of memory. */
+   rejection loop), sorted by index, each with its rank in the draw; NULL when out of memory. */
 audit_pick_t *audit_sample(uint64_t shards, uint64_t k, uint64_t seed);
-/* Shards a..b (a <= b < shards); NULL when out of memory. */
-audit_pick_t *audit_range(uint64_t a, uint64_t b);
 /* The pick of shard idx in the sorted picks, or NULL. */
 audit_pick_t *audit_find(audit_pick_t *p, size_t n, uint64_t idx);
+/* Sorts picks by their rank in the draw. */
+void audit_by_rank(audit_pick_t *p, size_t n);
 /* Counts every pick's descriptor from the list with `threads` threads (in the caller's when
    none can start). */
 void audit_recount(const nq_shards_t *list, audit_pick_t *p, size_t n, unsigned threads);

@@ -18,6 +18,12 @@ static int cmp_pick(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static int cmp_rank(const void *a, const void *b)
+{
+    uint64_t x = ((const audit_pick_t *)a)->rank, y = ((const audit_pick_t *)b)->rank;
+    return x < y ? -1 : x > y;
+}
+
 /* Floyd: for j = shards-k .. shards-1 draw t in [0, j]; take t unless taken, else j. Each
    k-subset is equally likely, and the membership test is a scan of at most k entries, which
    is fine for the hundreds an audit samples. */
@@ -36,24 +42,24 @@ audit_pick_t *audit_sample(uint64_t shards, uint64_t k, uint64_t seed)
                 t = j;
                 break;
             }
-        p[n++].idx = t;
+        p[n].idx = t;
+        p[n].rank = n;
+        n++;
     }
     qsort(p, n, sizeof *p, cmp_pick);
-    return p;
-}
-
-audit_pick_t *audit_range(uint64_t a, uint64_t b)
-{
-    audit_pick_t *p = calloc(b - a + 1, sizeof *p);
-    for (uint64_t i = 0; p && i <= b - a; i++)
-        p[i].idx = a + i;
     return p;
 }
 
 audit_pick_t *audit_find(audit_pick_t *p, size_t n, uint64_t idx)
 {
     audit_pick_t key = { .idx = idx };
-    return bsearch(&key, p, n, sizeof *p, cmp_pick);
+    return n ? bsearch(&key, p, n, sizeof *p, cmp_pick) : NULL;
+}
+
+void audit_by_rank(audit_pick_t *p, size_t n)
+{
+    if (n)
+        qsort(p, n, sizeof *p, cmp_rank);
 }
 
 typedef struct {

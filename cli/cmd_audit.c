@@ -1,9 +1,13 @@
 /*
  * `nq audit FILE [--sample K --seed S | --shards A-B] [--threads T]`: the auditor's check of
  * a manifest (common/kernel/manifest.h) with nothing but the file and this binary: no broker,
- * no DB. One pass checks the format, the hash tree against the root line, each line's
- * descriptor against the job's list and its residues against its total, and the sums against
- * the header; then the chosen shards are counted again with the kernel.
+ * no DB. One pass checks the format, the hash tree against the root line, each line's residues
+ * against its total and its numbers against what a count of its shard can give
+ * (count_bounds.h), the sums against the header; then each descriptor against the job's list;
+ * then shards are counted again with the kernel: first those the checks refuted, then a
+ * sample drawn with a seed from the system's secure random source, printed so that the audit
+ * can be repeated (--seed S). A forger who knew the seed would know which shards are safe to
+ * change: the sample was once always drawn with seed 1.
  * Exit 0 everything agrees, 1 a disagreement or a malformed file (each named by line),
  * 2 usage, 3 the file cannot be read.
  */
@@ -16,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #define DEFAULT_SAMPLE 10
@@ -24,7 +29,7 @@
 typedef struct {
     const char *file;
     uint64_t sample, seed, a, b;
-    int range;
+    int range, seeded;
     unsigned threads;
 } audit_args_t;
 
@@ -53,16 +58,16 @@ static int audit_args(int argc, char **argv, audit_args_t *o)
         { "shards", required_argument, NULL, 'r' }, { "threads", required_argument, NULL, 't' },
         { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 } };
     uint64_t v;
-    int c, rc = 0, sampled = 0, seeded = 0;
+    int c, rc = 0, sampled = 0;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    *o = (audit_args_t){ .sample = DEFAULT_SAMPLE, .seed = 1, .threads = cores > 0 ? (unsigned)cores : 1 };
+    *o = (audit_args_t){ .sample = DEFAULT_SAMPLE, .threads = cores > 0 ? (unsigned)cores : 1 };
     optind = 1;
     opterr = 0;
     while (rc == 0 && (c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (c == 'k')
             rc = cli_parse_u64("audit", "--sample", optarg, 0, UINT32_MAX, &o->sample), sampled = 1;
         else if (c == 's')
-            rc = cli_parse_u64("audit", "--seed", optarg, 0, UINT64_MAX, &o->seed), seeded = 1;
+            rc = cli_parse_u64("audit", "--seed", optarg, 0, UINT64_MAX, &o->seed), o->seeded = 1;
         else if (c == 'r')
             rc = parse_range(optarg, o);
         else if (c == 't' && (rc = cli_parse_u64("audit", "--threads", optarg, 1, MAX_THREADS, &v)) == 0)
@@ -74,18 +79,30 @@ static int audit_args(int argc, char **argv, audit_args_t *o)
     }
     if (rc)
         return rc;
-    if (o->range && (sampled || seeded))
+    if (o->range && (sampled || o->seeded))
         return cli_usage_error("audit", "--shards A-B and --sample/--seed exclude each other");
     if (optind != argc - 1)
         return cli_usage_error("audit", optind == argc ? "expected the manifest file: nq audit FILE"
                                                        : "expected one manifest file");
     o->file = argv[optind];
+    /* unpredictable unless asked: a forger must not know which shards will be counted again */
+    if (!o->range && !o->seeded && getrandom(&o->seed, sizeof o->seed, 0) != (ssize_t)sizeof o->seed)
+        return cli_error("audit", "cannot draw a random seed: %s (give --seed S)", strerror(errno));
     return 0;
 }
 
+/*
+ * The shards to count again. Sample: the draw, made when the header gives the shard count,
+ * and the shards the checks refuted, which go first and take the draw's place (want in all,
+ * so an audit costs the same whatever the file says). Range: the lines in it, kept as they
+ * are read, so a header's claim allocates nothing.
+ */
 typedef struct {
-    audit_pick_t *p;
-    size_t n;
+    const audit_args_t *o;
+    audit_pick_t *p;                  /* sorted by index */
+    size_t n, cap;
+    audit_pick_t *refuted;            /* in line order, at most want */
+    size_t nrefuted, want;
 } picks_t;
 
 static void on_problem(void *ud, uint64_t line, const char *what)
@@ -94,15 +111,47 @@ static void on_problem(void *ud, uint64_t line, const char *what)
     printf("line %llu: %s\n", (unsigned long long)line, what);
 }
 
+/* Range: one more line in it (lines come in index order: the picks stay sorted). */
+static int pick_add(picks_t *k, const nq_manifest_line_t *l)
+{
+    if (k->n == k->cap) {
+        size_t c = k->cap ? 2 * k->cap : 64;
+        audit_pick_t *q = realloc(k->p, c * sizeof *q);
+        if (!q)
+            return -1;
+        k->p = q, k->cap = c;
+    }
+    k->p[k->n] = (audit_pick_t){ .idx = l->idx, .rank = k->n };
+    k->n++;
+    return 0;
+}
+
+static void pick_claim(audit_pick_t *p, const nq_manifest_line_t *l)
+{
+    p->claimed = 1;
+    p->claim = (nq_count_result_t){ l->total, l->unique, l->nodes, (uint8_t)l->res13, (uint8_t)l->res15 };
+}
+
 /* Keeps what the manifest claims for a shard that will be counted again. */
-static int on_line(void *ud, const nq_manifest_line_t *l, char *err, size_t errlen)
+static int on_line(void *ud, const nq_manifest_line_t *l, int refuted, char *err, size_t errlen)
 {
     picks_t *k = ud;
+    const audit_args_t *o = k->o;
+    if (o->range) {
+        if (l->idx < o->a || l->idx > o->b)
+            return 0;
+        if (pick_add(k, l) != 0)
+            return nq_errf(err, errlen, "out of memory for the shards to count again");
+        pick_claim(&k->p[k->n - 1], l);
+        return 0;
+    }
     audit_pick_t *p = audit_find(k->p, k->n, l->idx);
-    (void)err; (void)errlen;
-    if (p) {
-        p->claimed = 1;
-        p->claim = (nq_count_result_t){ l->total, l->unique, l->nodes, (uint8_t)l->res13, (uint8_t)l->res15 };
+    if (p)
+        pick_claim(p, l);
+    if (refuted && k->nrefuted < k->want) {       /* room for want was allocated */
+        p = &k->refuted[k->nrefuted++];
+        *p = (audit_pick_t){ .idx = l->idx };
+        pick_claim(p, l);
     }
     return 0;
 }
@@ -113,9 +162,34 @@ static int choose(const audit_args_t *o, const nq_manifest_head_t *h, picks_t *k
         return cli_usage_error("audit", "--shards %llu-%llu: the manifest has shards 0-%llu",
                                (unsigned long long)o->a, (unsigned long long)o->b,
                                (unsigned long long)h->shards - 1);
-    k->n = o->range ? (size_t)(o->b - o->a + 1) : (size_t)(o->sample < h->shards ? o->sample : h->shards);
-    k->p = o->range ? audit_range(o->a, o->b) : audit_sample(h->shards, k->n, o->seed);
-    return k->p ? 0 : cli_error("audit", "out of memory for %zu shards", k->n);
+    if (o->range)
+        return 0;
+    k->want = (size_t)(o->sample < h->shards ? o->sample : h->shards);
+    k->n = k->want;
+    k->p = audit_sample(h->shards, k->want, o->seed);
+    k->refuted = calloc(k->want ? k->want : 1, sizeof *k->refuted);
+    if (!k->p || !k->refuted)
+        return cli_error("audit", "out of memory for %zu shards", k->want);
+    return 0;
+}
+
+/* Sample: the refuted shards first, then the draw in its order, want in all; the seed is
+   printed before any is counted, so an audit cut short can be repeated. */
+static void finish_sample(picks_t *k)
+{
+    size_t n = k->nrefuted;
+    unsigned long long seed = (unsigned long long)k->o->seed;
+    if (k->want)
+        printf("audit: counting %zu shard(s) again: %zu refuted by the checks, the rest drawn with seed %llu"
+               " (--seed %llu draws the same)\n", k->want, k->nrefuted, seed, seed);
+    audit_by_rank(k->p, k->n);
+    for (size_t i = 0; i < k->n && n < k->want; i++)
+        if (!audit_find(k->refuted, k->nrefuted, k->p[i].idx))
+            k->refuted[n++] = k->p[i];
+    free(k->p);
+    k->p = k->refuted;
+    k->n = n;
+    k->refuted = NULL;
 }
 
 /* One line per shard counted again; the number that disagree. Shard i is on line i + 2. */
@@ -148,9 +222,12 @@ static int summary(const nq_manifest_scan_t *s, const audit_args_t *o, const pic
 {
     char t[40], u[40], hex[NQ_MERKLE_HEX + 1];
     merkle_hex(s->root, hex);
-    char how[80];
+    char how[120];
     if (o->range)
         snprintf(how, sizeof how, "shards %llu-%llu", (unsigned long long)o->a, (unsigned long long)o->b);
+    else if (k->nrefuted)
+        snprintf(how, sizeof how, "%zu refuted by the checks, the rest sampled with seed %llu", k->nrefuted,
+                 (unsigned long long)o->seed);
     else
         snprintf(how, sizeof how, "sampled with seed %llu", (unsigned long long)o->seed);
     if (s->problems + bad == 0) {
@@ -159,15 +236,15 @@ static int summary(const nq_manifest_scan_t *s, const audit_args_t *o, const pic
                u128_to_str(s->head.unique, u), hex, k->n, how);
         return NQ_EXIT_OK;
     }
-    printf("audit: FAILED: %llu problem(s) in the manifest, %llu of %zu shard(s) counted again disagree\n",
-           (unsigned long long)s->problems, (unsigned long long)bad, k->n);
+    printf("audit: FAILED: %llu problem(s) in the manifest, %llu of %zu shard(s) (%s) counted again"
+           " disagree\n", (unsigned long long)s->problems, (unsigned long long)bad, k->n, how);
     return NQ_EXIT_NO;
 }
 
 int cmd_audit(int argc, char **argv)
 {
     audit_args_t o;
-    picks_t k = { NULL, 0 };
+    picks_t k = { .o = &o };
     char err[512];
     int rc = audit_args(argc, argv, &o);
     if (rc)
@@ -185,6 +262,8 @@ int cmd_audit(int argc, char **argv)
     if (rc == 0)
         rc = manifest_scan_rest(s, err, sizeof err);
     if (rc == 0) {
+        if (!o.range)
+            finish_sample(&k);
         audit_recount(s->list, k.p, k.n, o.threads);
         rc = summary(s, &o, &k, report_recount(&k));
     } else if (rc == -1) {
@@ -196,6 +275,7 @@ int cmd_audit(int argc, char **argv)
     manifest_scan_free(s);
     free(s);
     free(k.p);
+    free(k.refuted);
     fclose(f);
     return rc;
 }

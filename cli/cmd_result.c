@@ -89,13 +89,17 @@ static int result_extras(nq_cmd_args_t *a)
     if (rc)
         return rc;
     char err[512];
-    if (a->out && solfile_write(a->out, cols, n, a->format && !strcmp(a->format, "bin"), err, sizeof err) != 0)
+    /* the board's limit first: a command that fails writes no --out file */
+    if (a->board && n > BOARD_MAX_N)
+        rc = cli_usage_error("result", "boards are drawn up to N=%d (this one is N=%llu); use --out FILE",
+                             BOARD_MAX_N, (unsigned long long)n);
+    else if (a->out && solfile_write(a->out, cols, n, a->format && !strcmp(a->format, "bin"), err,
+                                     sizeof err) != 0)
         rc = cli_error("result", "%s", err);
     else if (a->out)
         fprintf(stderr, "solution of N=%llu written to %s\n", (unsigned long long)n, a->out);
     if (rc == 0 && a->board && board_print(stdout, cols, n) != 0)
-        rc = cli_usage_error("result", "boards are drawn up to N=64 (this one is N=%llu); use --out FILE",
-                             (unsigned long long)n);
+        rc = cli_error("result", "the solution cannot be drawn");   /* columns were checked < n */
     free(cols);
     return rc;
 }

@@ -5,6 +5,7 @@
  *   nq backup --db PATH OUT    a consistent copy while the broker keeps writing
  */
 #include "cli.h"
+#include "errf.h"
 #include "store.h"
 #include "u128.h"
 
@@ -13,7 +14,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* --db PATH and at most `maxpos` positional arguments; -1 after --help. */
 static int store_args(const char *cmd, int argc, char **argv, const char **db, const char **pos, int maxpos,
@@ -138,8 +141,56 @@ int cmd_check(int argc, char **argv)
     return rc;
 }
 
-/* VACUUM INTO runs in one read transaction: a consistent snapshot, and in WAL mode the broker's
-   writes go on meanwhile. The copy is compact and is checked before it is called a backup. */
+/* link never replaces a file; a file system without hard links (FAT, some network mounts) gets
+   a rename, which OUT's absence was checked for when the command began. */
+static int backup_place(const char *tmp, const char *out)
+{
+    if (link(tmp, out) == 0)
+        return 0;
+    if (errno != EPERM && errno != ENOTSUP && errno != EOPNOTSUPP)
+        return -1;
+    return rename(tmp, out);
+}
+
+/*
+ * VACUUM INTO runs in one read transaction: a consistent snapshot, and in WAL mode the broker's
+ * writes go on meanwhile. The copy goes to a new temporary file beside OUT (VACUUM INTO takes
+ * an empty file), is page-checked, and only then is linked to OUT: a backup that fails (a full
+ * disk, a copy that does not check) leaves nothing behind, where it once left a part of a copy
+ * under the name a restore would use, and link never replaces a file that appeared meanwhile.
+ */
+static int backup_copy(nq_store_t *st, const char *out, char *err, size_t errlen)
+{
+    size_t olen = strlen(out);
+    char *tmp = malloc(olen + 8), why[512];
+    sqlite3_stmt *q = NULL;
+    int fd = -1, rc = -1;
+    if (!tmp)
+        return nq_errf(err, errlen, "out of memory");
+    memcpy(tmp, out, olen);
+    memcpy(tmp + olen, ".XXXXXX", 8);
+    if ((fd = mkstemp(tmp)) < 0) {
+        nq_errf(err, errlen, "%s: %s", out, strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    close(fd);
+    if (sqlite3_prepare_v2(store_db(st), "VACUUM INTO ?1", -1, &q, NULL) != SQLITE_OK ||
+        sqlite3_bind_text(q, 1, tmp, -1, SQLITE_STATIC) != SQLITE_OK || sqlite3_step(q) != SQLITE_DONE)
+        nq_errf(err, errlen, "%s -> %s: %s", store_path(st), out, sqlite3_errmsg(store_db(st)));
+    else if (store_check_file(tmp, why, sizeof why) != 0)
+        nq_errf(err, errlen, "the copy does not check: %s", why);
+    else if (backup_place(tmp, out) != 0)
+        nq_errf(err, errlen, "%s: %s", out, errno == EEXIST ? "exists: a backup never overwrites a file"
+                                                           : strerror(errno));
+    else
+        rc = 0;
+    sqlite3_finalize(q);
+    unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
 int cmd_backup(int argc, char **argv)
 {
     const char *path, *pos[1];
@@ -155,20 +206,11 @@ int cmd_backup(int argc, char **argv)
     nq_store_t *st = store_open(path, 1, err, sizeof err);
     if (!st)
         return cli_error("backup", "%s", err);
-    sqlite3_stmt *q;
-    rc = sqlite3_prepare_v2(store_db(st), "VACUUM INTO ?1", -1, &q, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_text(q, 1, pos[0], -1, SQLITE_STATIC);
-        rc = sqlite3_step(q);
-    }
-    if (rc != SQLITE_DONE)
-        rc = cli_error("backup", "%s -> %s: %s", path, pos[0], sqlite3_errmsg(store_db(st)));
-    else if (store_check_file(pos[0], err, sizeof err) != 0)
-        rc = cli_error("backup", "the copy does not check: %s", err);
+    if (backup_copy(st, pos[0], err, sizeof err) != 0)
+        rc = cli_error("backup", "%s", err);
     else
-        rc = (printf("%s: %lld bytes, checked\n", pos[0], stat(pos[0], &sb) == 0 ? (long long)sb.st_size : -1LL),
-              NQ_EXIT_OK);
-    sqlite3_finalize(q);
+        rc = (printf("%s: %lld bytes, checked\n", pos[0],
+                     stat(pos[0], &sb) == 0 ? (long long)sb.st_size : -1LL), NQ_EXIT_OK);
     store_destroy(&st);
     return rc;
 }

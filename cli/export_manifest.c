@@ -4,8 +4,12 @@
  *
  * It runs on the DB file, like `nq check`, and the broker may be running: the rows are read
  * in one read transaction, the root written in one short one of its own. The file appears
- * complete or not at all: it is written beside FILE under a temporary name, flushed to
- * disk, and renamed over FILE only when every line is out.
+ * complete or not at all, and only when the command succeeds: it is written beside FILE under
+ * a temporary name and flushed to disk, then the root is kept in the store, then the file is
+ * renamed over FILE. A root that cannot be kept (the broker holding the DB's write lock past
+ * the busy timeout) takes the temporary file with it and exits 3: a manifest whose root the
+ * store does not show was once left behind by an export that said it had failed. The root is
+ * a function of the job's rows, so one kept for a file whose rename then fails is still true.
  */
 #include "export_manifest.h"
 #include "cli.h"
@@ -21,34 +25,48 @@
 
 #define WRITE_BUFFER (1u << 20)   /* 10^7 lines of ~70 bytes: fewer, larger writes */
 
-/* The manifest into a temporary file beside `path`, renamed to it on success. */
-static int write_file(nq_store_t *st, uint64_t job, const char *path, uint8_t root[NQ_MERKLE_BYTES],
-                      uint64_t *shards, char *err, size_t errlen)
+/* The manifest into a new temporary file beside `path` (same folder: the rename is atomic),
+   flushed to disk; *tmp gets its name (malloc'd), NULL when none is left. */
+static int write_temp(nq_store_t *st, uint64_t job, const char *path, uint8_t root[NQ_MERKLE_BYTES],
+                      uint64_t *shards, char **tmp, char *err, size_t errlen)
 {
     size_t plen = strlen(path);
-    char *tmp = malloc(plen + 8);
-    if (!tmp)
+    char *t = malloc(plen + 8);
+    *tmp = NULL;
+    if (!t)
         return snprintf(err, errlen, "out of memory"), -2;
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".XXXXXX", 8);
-    int fd = mkstemp(tmp);
+    memcpy(t, path, plen);
+    memcpy(t + plen, ".XXXXXX", 8);
+    int fd = mkstemp(t);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
     if (!f) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         if (fd >= 0)
-            close(fd), unlink(tmp);
-        free(tmp);
+            close(fd), unlink(t);
+        free(t);
         return -2;
     }
+    *tmp = t;
     setvbuf(f, NULL, _IOFBF, WRITE_BUFFER);
     int rc = store_manifest_write(store_db(st), job, f, root, shards, err, errlen);
     if (rc == 0 && (fflush(f) != 0 || fsync(fileno(f)) != 0))
         rc = (snprintf(err, errlen, "%s: %s", path, strerror(errno)), -2);
     if (fclose(f) != 0 && rc == 0)
         rc = (snprintf(err, errlen, "%s: %s", path, strerror(errno)), -2);
+    return rc;
+}
+
+/* Written, root kept, renamed: in that order, and the temporary file gone on any failure. */
+static int write_file(nq_store_t *st, uint64_t job, const char *path, uint8_t root[NQ_MERKLE_BYTES],
+                      uint64_t *shards, char was[NQ_MERKLE_HEX + 1], char *err, size_t errlen)
+{
+    char *tmp;
+    int rc = write_temp(st, job, path, root, shards, &tmp, err, errlen);
+    if (rc == 0 && store_manifest_keep(st, job, root, *shards, was, err, errlen) != 0)
+        rc = -2;
     if (rc == 0 && rename(tmp, path) != 0)
         rc = (snprintf(err, errlen, "%s: %s", path, strerror(errno)), -2);
-    if (rc != 0)
+    if (rc != 0 && tmp)
         unlink(tmp);
     free(tmp);
     return rc;
@@ -69,9 +87,7 @@ int export_manifest(const nq_cmd_args_t *a)
     nq_store_t *st = store_open(a->client.db, 0, err, sizeof err);
     if (!st)
         return cli_error("export", "%s", err);
-    int rc = write_file(st, a->req.job, a->manifest, root, &shards, err, sizeof err);
-    if (rc == 0)
-        rc = store_manifest_keep(st, a->req.job, root, shards, was, err, sizeof err) == 0 ? 0 : -2;
+    int rc = write_file(st, a->req.job, a->manifest, root, &shards, was, err, sizeof err);
     store_destroy(&st);
     if (rc == -1) {               /* refused as asked: no such job, not count, not done */
         fprintf(stderr, "nq export: %s\n", err);

@@ -145,10 +145,13 @@
       "\n" \
       "Checks a manifest (nq export JOB --manifest FILE) with only the file and this program:\n" \
       "its hash tree against its root line, every descriptor against the job's shard list,\n" \
-      "every shard's residues against its total, the 128-bit sums against the header; then\n" \
-      "counts shards again with the kernel and says which agree.\n" \
-      "  --sample K         count K shards drawn at random (default 10; 0 = none)\n" \
-      "  --seed S           the draw's seed (default 1): the same seed, the same shards\n" \
+      "every shard's residues against its total and its total, unique and nodes against what\n" \
+      "a count of its shard can give, the 128-bit sums against the header; then counts shards\n" \
+      "again with the kernel, those the checks refuted first, and says which agree.\n" \
+      "  --sample K         count K shards again, refuted ones first, the rest drawn at random\n" \
+      "                     (default 10; 0 = none)\n" \
+      "  --seed S           the draw's seed (default: a secure random one, printed): the same\n" \
+      "                     seed, the same shards\n" \
       "  --shards A-B       count shards A to B instead (0-based, as in the file)\n" \
       "  --threads T        counting threads (default: all cores)\n" \
       "Exit 0 all agree, 1 a disagreement or a malformed file (named by line), 2 usage,\n" \

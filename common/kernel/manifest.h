@@ -71,21 +71,31 @@ int manifest_root_parse(const char *s, size_t len, uint8_t root[32], char *err, 
 #ifndef NQ_MANIFEST_SCAN_H
 #define NQ_MANIFEST_SCAN_H
 #include <stdio.h>
+#include <sodium.h>
 #include "merkle.h"
 #include "shard.h"
 
 /*
- * Reading a whole manifest in one pass (what `nq audit` does before it counts anything):
- * manifest_scan_head reads line 1 and makes the job's shard list from it; manifest_scan_rest
- * reads every shard line and the root line. Format errors stop the scan (the lines after
- * one cannot be trusted to be where they claim); disagreements (a descriptor that is not
- * the list's, residues that disagree with a total, sums that disagree with the header, a
- * root that disagrees with the lines) are each reported through `problem` and the scan
- * goes on, so one run names them all. Memory: one line and the tree's stack.
+ * Reading a whole manifest (what `nq audit` does before it counts anything). The header is a
+ * few bytes that anyone can write, so nothing it claims costs anything before the lines back
+ * it: manifest_scan_head reads line 1 and refuses a depth or encoding that no job of its n
+ * has, and (a regular file) a shard count its size cannot hold. manifest_scan_rest then reads
+ * every shard line and the root line, and only then makes the job's shard list, whose cost is
+ * bounded by the lines read, and checks each line's descriptor against it: the descriptors
+ * are hashed as they pass and the hash compared with the list's in one walk; when they differ,
+ * the lines are read again (where the input can seek) to name each one.
+ * Format errors stop the scan (the lines after one cannot be trusted to be where they claim);
+ * disagreements (a descriptor that is not the list's, residues that disagree with a total,
+ * numbers that no count of the shard can give (count_bounds.h), sums that disagree with the
+ * header or that no count of N can have, a root that disagrees with the lines) are each
+ * reported through `problem` and the scan goes on, so one run names them all.
+ * Memory: one line, the tree's stack and, at the end, the list.
  */
 typedef void (*manifest_problem_fn)(void *ud, uint64_t line, const char *what);
-/* Called for each well-formed shard line; nonzero stops the scan (-1 returned, err set). */
-typedef int (*manifest_line_fn)(void *ud, const nq_manifest_line_t *l, char *err, size_t errlen);
+/* Called for each well-formed shard line; refuted: a check that needs no recount (its residues
+   or count_bounds) found numbers no count of its descriptor gives. Nonzero stops the scan (-1
+   returned, err set). */
+typedef int (*manifest_line_fn)(void *ud, const nq_manifest_line_t *l, int refuted, char *err, size_t errlen);
 
 typedef struct {
     FILE *f;
@@ -96,10 +106,12 @@ typedef struct {
     uint64_t line;                     /* lines read so far */
     uint64_t problems;
     nq_manifest_head_t head;
-    nq_shards_t *list;                 /* the job's list, from the header; freed by manifest_scan_free */
+    nq_shards_t *list;                 /* the job's list, made after the lines; freed by manifest_scan_free */
     nq_merkle_t tree;
     nq_u128 total, unique, nodes;      /* sums of the shard lines read */
     uint8_t root[NQ_MERKLE_BYTES];     /* as the root line says */
+    long long body_at;                 /* where line 2 starts; -1 when the input cannot be read again */
+    crypto_generichash_state specs;    /* the shard lines' descriptors, in order */
     char buf[NQ_MANIFEST_LINE_MAX + 1];
 } nq_manifest_scan_t;
 

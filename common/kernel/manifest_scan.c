@@ -1,27 +1,38 @@
-/* One pass over a manifest: its format, descriptors, residues, sums and root (manifest.h). */
+/*
+ * Reading a manifest: the header, then every line in one pass (format, residues, bounds, sums,
+ * root), then the job's list and the lines' descriptors against it (manifest.h).
+ */
 #include "manifest.h"
+#include "count_bounds.h"
 #include "errf.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /*
- * What listing the header's shards may cost before a line is read, in steps of the search
- * (shards_new_bounded). The header is a few bytes that anyone can write: the fuzzer's
- * "n=29 depth=7 shards=3" ran past its 10 s limit searching for a list far too long, and
- * "n=32 depth=30 shards=1" kept nq audit busy for more than a minute. Steps per shard, measured over
- * every count list from n=4 to 32, depth 1 up to the first one refused (2^27 steps or 2^28
- * shards): 0.002 (n=32 depth 3) to 74 (n=14 depth 12; lists near depth n-2 are sparse). So a
- * true list of S shards takes fewer than LIST_STEPS_PER_SHARD * S + LIST_STEPS_MIN steps, with
- * room to spare, and a false header costs no more than that. LIST_STEPS_MAX bounds a header
- * that claims 2^28 shards (2 min in a Debug build); a true list dearer than that cannot be
- * audited, and audit says why (the broker takes as long to list it: n=17 depth 11 needs
- * more than 2^27 steps, 10 s optimized).
+ * What listing the header's shards may cost, in steps of the search (shards_new_bounded). The
+ * list is made only after every shard line was read, so the count it is bounded by is one that
+ * the file's own lines back: a header alone ("n=18 depth=12 shards=268435456", 72 bytes) once
+ * cost 44 s and 3 GB of listing before a line was read; the fuzzer's "n=29 depth=7 shards=3"
+ * ran past its 10 s limit, and "n=32 depth=30 shards=1" kept nq audit busy for more than a
+ * minute. Steps per shard, measured over every count list from n=4 to 32, depth 1 up to the
+ * first one refused (2^27 steps or 2^28 shards): 0.002 (n=32 depth 3) to 74 (n=14 depth 12;
+ * lists near depth n-2 are sparse). So a true list of S shards takes fewer than
+ * LIST_STEPS_PER_SHARD * S + LIST_STEPS_MIN steps, with room to spare, and a false header
+ * costs no more than that. LIST_STEPS_MAX bounds a file of 2^28 lines (2 min in a Debug
+ * build); a true list dearer than that cannot be audited, and audit says why (the broker
+ * takes as long to list it: n=17 depth 11 needs more than 2^27 steps, 10 s optimized).
  */
 #define LIST_STEPS_PER_SHARD 256
 #define LIST_STEPS_MIN (1ull << 20)     /* small lists: n=6 depth 4 takes 19 steps for its one shard */
 #define LIST_STEPS_MAX (1ull << 30)
+
+/* The shortest lines there are, "0 00 0 0 0 0 0 - 0\n" and "root HEX\n": a regular file's size
+   bounds how many shard lines it can hold before one is read. */
+#define SHARD_LINE_MIN 19
+#define ROOT_LINE_LEN (5 + NQ_MERKLE_HEX + 1)
 
 enum { READ_EOF = -1, READ_LONG = -2, READ_BYTE = -3, READ_NO_NL = -4, READ_IO = -5 };
 
@@ -69,7 +80,7 @@ static void problem(nq_manifest_scan_t *s, uint64_t line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void problem(nq_manifest_scan_t *s, uint64_t line, const char *fmt, ...)
 {
-    char what[256];
+    char what[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
@@ -79,44 +90,109 @@ static void problem(nq_manifest_scan_t *s, uint64_t line, const char *fmt, ...)
         s->problem(s->ud, line, what);
 }
 
+/* A depth or shard count that no count job of the header's n has, refused before a line is
+   read (n, the encoding and shards <= NQ_SHARD_MAX_LIST are in range by manifest_head_parse;
+   depth 0 is the automatic one, as in a list). */
+static int head_check(const nq_manifest_head_t *h, char *err, size_t errlen)
+{
+    int lo, hi;
+    if (shard_depth_range(NQ_KIND_COUNT, h->n, &lo, &hi) != 0)
+        return nq_errf(err, errlen, "line 1: n=%d is no count this build lists", h->n);
+    if (hi == 0 && h->shards != 1)
+        return nq_errf(err, errlen, "line 1: shards=%llu, but a count of n=%d has one shard",
+                       (unsigned long long)h->shards, h->n);
+    if (h->depth == 0 || (h->depth >= lo && h->depth <= hi && hi > 0))
+        return 0;
+    if (hi == 0)
+        return nq_errf(err, errlen, "line 1: depth=%d, but a count of n=%d has one shard, of depth 0",
+                       h->depth, h->n);
+    return nq_errf(err, errlen, "line 1: depth=%d, but a count of n=%d has depths %d to %d", h->depth, h->n,
+                   lo > 0 ? lo : 1, hi);
+}
+
+/* A regular file must have room for the lines its header claims; a pipe's lines are read
+   first and counted (manifest_scan_rest) before anything costs more than reading them. */
+static int size_check(nq_manifest_scan_t *s, char *err, size_t errlen)
+{
+    struct stat st;
+    long long at = ftello(s->f);
+    int fd = fileno(s->f);            /* -1 for a stream in memory */
+    if (at < 0 || fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    uint64_t left = st.st_size > at ? (uint64_t)(st.st_size - at) : 0;
+    uint64_t room = left < ROOT_LINE_LEN ? 0 : (left - ROOT_LINE_LEN) / SHARD_LINE_MIN;
+    if (s->head.shards <= room)
+        return 0;
+    return nq_errf(err, errlen, "line 1: shards=%llu, but the %llu bytes after it hold %llu shard lines"
+                   " at most (the file is cut short, or the header is not its own)",
+                   (unsigned long long)s->head.shards, (unsigned long long)left, (unsigned long long)room);
+}
+
+/* Every class of solutions has 8, 4 or 2 members (no reflection fixes a solution for n > 1;
+   N=1's one board is its class): a count lies between 2 (N=1: 1) and 8 times its unique. */
+static void head_sums_check(nq_manifest_scan_t *s)
+{
+    nq_u128 t = s->head.total, u = s->head.unique;
+    unsigned lo = s->head.n > 1 ? 2 : 1;
+    char a[40], b[40];
+    if (t / 8 > u || (t / 8 == u && t % 8 != 0))
+        problem(s, 1, "header: total=%s is more than 8 x unique=%s, and a class of solutions has at most"
+                " 8 members", u128_to_str(t, a), u128_to_str(u, b));
+    else if (u > t / lo)
+        problem(s, 1, "header: total=%s is less than %u x unique=%s, and a class of solutions has at least"
+                " %u members", u128_to_str(t, a), lo, u128_to_str(u, b), lo);
+}
+
 int manifest_scan_head(nq_manifest_scan_t *s, char *err, size_t errlen)
 {
     char why[256];
     unsigned char bad = 0;
     long len = read_line(s, &bad);
     merkle_init(&s->tree);
+    crypto_generichash_init(&s->specs, NULL, 0, NQ_MERKLE_BYTES);
     s->total = s->unique = s->nodes = 0;
+    s->body_at = -1;
     if (len < 0)
         return read_err(s, len, bad, "the header", err, errlen);
     if (manifest_head_parse(s->buf, (size_t)len, &s->head, why, sizeof why) != 0)
         return nq_errf(err, errlen, "line 1: %s", why);
-    uint64_t steps = LIST_STEPS_MIN + LIST_STEPS_PER_SHARD * s->head.shards;   /* shards <= 2^28: no wrap */
-    s->list = shards_new_bounded(NQ_KIND_COUNT, s->head.n, s->head.depth, s->head.encoding, s->head.shards,
-                                 steps < LIST_STEPS_MAX ? steps : LIST_STEPS_MAX, why, sizeof why);
-    if (!s->list)
-        return nq_errf(err, errlen, "line 1: shards=%llu, but no list of n=%d depth=%d encoding=%d has that"
-                       " many: %s", (unsigned long long)s->head.shards, s->head.n, s->head.depth,
-                       s->head.encoding, why);
-    if (shards_count(s->list) != s->head.shards)
-        return nq_errf(err, errlen, "line 1: shards=%llu, but the list of n=%d depth=%d encoding=%d has %llu",
-                       (unsigned long long)s->head.shards, s->head.n, s->head.depth, s->head.encoding,
-                       (unsigned long long)shards_count(s->list));
+    if (head_check(&s->head, err, errlen) != 0 || size_check(s, err, errlen) != 0)
+        return -1;
+    s->body_at = ftello(s->f);        /* -1 on a pipe: the lines cannot be read again */
     merkle_add(&s->tree, s->buf, (size_t)len);
+    head_sums_check(s);
     return 0;
 }
 
-/* What a line claims that its own bytes or the job's list can refute, without counting. */
-static void line_check(nq_manifest_scan_t *s, const nq_manifest_line_t *l)
+/* What a line claims that its own bytes refute, without the list and without counting: its
+   residues, and the bounds of its descriptor (count_bounds.h; a descriptor that is not the
+   list's is named after the lines, and one that does not decode has none). 1 when refuted. */
+static int line_check(nq_manifest_scan_t *s, const nq_manifest_line_t *l)
 {
-    uint8_t want[NQ_MAX_SPEC];
-    size_t wl = shards_get(s->list, l->idx, want);
-    if (wl != l->spec_len || memcmp(want, l->spec, wl) != 0)
-        problem(s, s->line, "shard %llu: the descriptor is not shard %llu of the job's list",
-                (unsigned long long)l->idx, (unsigned long long)l->idx);
-    if (l->total % 13 != l->res13 || l->total % 15 != l->res15)
+    nq_count_bounds_t b;
+    nq_count_result_t r = { l->total, l->unique, l->nodes, 0, 0 };
+    char why[256];
+    int refuted = 0;
+    if (l->total % 13 != l->res13 || l->total % 15 != l->res15) {
         problem(s, s->line, "shard %llu: residues %u, %u disagree with total %llu (mod 13 = %u, mod 15 = %u)",
                 (unsigned long long)l->idx, l->res13, l->res15, (unsigned long long)l->total,
                 (unsigned)(l->total % 13), (unsigned)(l->total % 15));
+        refuted = 1;
+    }
+    if (count_bounds(l->spec, l->spec_len, &b, why, sizeof why) == 0 &&
+        count_bounds_check(&b, &r, why, sizeof why) != 0) {
+        problem(s, s->line, "shard %llu: no count of it gives this: %s", (unsigned long long)l->idx, why);
+        refuted = 1;
+    }
+    return refuted;
+}
+
+/* The length first (two bytes, little-endian): the stream of descriptors splits one way only. */
+static void spec_hash(crypto_generichash_state *h, const uint8_t *spec, size_t len)
+{
+    uint8_t n[2] = { (uint8_t)(len & 0xff), (uint8_t)(len >> 8) };
+    crypto_generichash_update(h, n, sizeof n);
+    crypto_generichash_update(h, spec, len);
 }
 
 static int shard_line(nq_manifest_scan_t *s, uint64_t idx, char *err, size_t errlen)
@@ -136,12 +212,13 @@ static int shard_line(nq_manifest_scan_t *s, uint64_t idx, char *err, size_t err
     if (l.idx != idx)
         return nq_errf(err, errlen, "line %llu: shard %llu where shard %llu should be (lines out of order?)",
                        (unsigned long long)s->line, (unsigned long long)l.idx, (unsigned long long)idx);
-    line_check(s, &l);
+    int refuted = line_check(s, &l);
+    spec_hash(&s->specs, l.spec, l.spec_len);
     s->total += l.total;            /* < 2^28 shards of < 2^64 each: no 128-bit overflow */
     s->unique += l.unique;
     s->nodes += l.nodes;
     merkle_add(&s->tree, s->buf, (size_t)len);
-    if (s->on_line && s->on_line(s->ud, &l, why, sizeof why) != 0)
+    if (s->on_line && s->on_line(s->ud, &l, refuted, why, sizeof why) != 0)
         return nq_errf(err, errlen, "line %llu: %s", (unsigned long long)s->line, why);
     return 0;
 }
@@ -160,11 +237,15 @@ static int root_line(nq_manifest_scan_t *s, char *err, size_t errlen)
     char why[256], got[NQ_MERKLE_HEX + 1], want[NQ_MERKLE_HEX + 1];
     uint8_t root[NQ_MERKLE_BYTES];
     unsigned char bad = 0;
+    nq_manifest_line_t l;
     long len = read_line(s, &bad);
     if (len < 0)
         return read_err(s, len, bad, "the root line", err, errlen);
     if (manifest_root_parse(s->buf, (size_t)len, s->root, why, sizeof why) != 0)
-        return nq_errf(err, errlen, "line %llu: %s", (unsigned long long)s->line, why);
+        return manifest_line_parse(s->buf, (size_t)len, &l, why, sizeof why) == 0
+            ? nq_errf(err, errlen, "line %llu: a shard line where the root line should be, after the header's"
+                      " shards=%llu", (unsigned long long)s->line, (unsigned long long)s->head.shards)
+            : nq_errf(err, errlen, "line %llu: %s", (unsigned long long)s->line, why);
     uint64_t root_at = s->line;
     if ((len = read_line(s, &bad)) != READ_EOF)
         return len == READ_IO ? read_err(s, len, bad, "", err, errlen)
@@ -182,6 +263,78 @@ static int root_line(nq_manifest_scan_t *s, char *err, size_t errlen)
     return 0;
 }
 
+/* The job's list, once the lines that claim it were read: its cost is bounded by them. */
+static int list_make(nq_manifest_scan_t *s, char *err, size_t errlen)
+{
+    char why[256];
+    const nq_manifest_head_t *h = &s->head;
+    uint64_t steps = LIST_STEPS_MIN + LIST_STEPS_PER_SHARD * h->shards;   /* shards <= 2^28: no wrap */
+    s->list = shards_new_bounded(NQ_KIND_COUNT, h->n, h->depth, h->encoding, h->shards,
+                                 steps < LIST_STEPS_MAX ? steps : LIST_STEPS_MAX, why, sizeof why);
+    if (!s->list)
+        return nq_errf(err, errlen, "line 1: shards=%llu, but no list of n=%d depth=%d encoding=%d has that"
+                       " many: %s", (unsigned long long)h->shards, h->n, h->depth, h->encoding, why);
+    if (shards_count(s->list) != h->shards)
+        return nq_errf(err, errlen, "line 1: shards=%llu, but the list of n=%d depth=%d encoding=%d has %llu",
+                       (unsigned long long)h->shards, h->n, h->depth, h->encoding,
+                       (unsigned long long)shards_count(s->list));
+    return 0;
+}
+
+typedef struct {
+    nq_manifest_scan_t *s;
+    uint64_t line, named;
+} name_t;
+
+/* One shard line read again beside the list's shard i; nonzero when it is not the line the
+   first pass read (the file changed under the scan). */
+static int name_one(void *ud, uint64_t i, const uint8_t *spec, size_t len)
+{
+    name_t *c = ud;
+    nq_manifest_line_t l;
+    char why[256];
+    unsigned char bad = 0;
+    long n = read_line(c->s, &bad);
+    c->line = i + 2;
+    if (n < 0 || manifest_line_parse(c->s->buf, (size_t)n, &l, why, sizeof why) != 0 || l.idx != i)
+        return 1;
+    if (l.spec_len != len || memcmp(l.spec, spec, len) != 0) {
+        problem(c->s, c->line, "shard %llu: the descriptor is not shard %llu of the job's list",
+                (unsigned long long)i, (unsigned long long)i);
+        c->named++;
+    }
+    return 0;
+}
+
+static int hash_one(void *ud, uint64_t i, const uint8_t *spec, size_t len)
+{
+    (void)i;
+    spec_hash(ud, spec, len);
+    return 0;
+}
+
+/* The lines' descriptors against the list's, by their hashes; when they differ, the shard lines
+   are read again to name each one that is not its shard's. */
+static void specs_check(nq_manifest_scan_t *s)
+{
+    crypto_generichash_state h;
+    uint8_t got[NQ_MERKLE_BYTES], want[NQ_MERKLE_BYTES];
+    crypto_generichash_init(&h, NULL, 0, sizeof want);
+    shards_each(s->list, hash_one, &h);
+    crypto_generichash_final(&h, want, sizeof want);
+    crypto_generichash_final(&s->specs, got, sizeof got);
+    if (memcmp(got, want, sizeof got) == 0)
+        return;
+    uint64_t lines = s->line;
+    name_t c = { s, 2, 0 };
+    if (s->body_at < 0 || fseeko(s->f, s->body_at, SEEK_SET) != 0)
+        problem(s, 2, "the shard lines' descriptors are not the job's list (the input cannot be read again"
+                " to name the lines: audit it as a file)");
+    else if (shards_each(s->list, name_one, &c) != 0 || c.named == 0)   /* read again, they all agree */
+        problem(s, c.line, "the file changed while it was read: its lines are not the ones read before");
+    s->line = lines;
+}
+
 int manifest_scan_rest(nq_manifest_scan_t *s, char *err, size_t errlen)
 {
     for (uint64_t i = 0; i < s->head.shards; i++) {
@@ -189,7 +342,10 @@ int manifest_scan_rest(nq_manifest_scan_t *s, char *err, size_t errlen)
         if (rc != 0)
             return rc;
     }
-    return root_line(s, err, errlen);
+    int rc = root_line(s, err, errlen);
+    if (rc == 0 && (rc = list_make(s, err, errlen)) == 0)
+        specs_check(s);
+    return rc;
 }
 
 void manifest_scan_free(nq_manifest_scan_t *s)

@@ -13,23 +13,23 @@
  *     parsed to (formatting the record gives its bytes back); the scan's sums are the sums
  *     of those lines, and its tree has S + 1 leaves;
  *   - the problems are exactly the disagreements recounted here, independently: descriptors
- *     that are not the list's, residues that are not the total's, the root against a
- *     level-by-level tree over the lines (not the scan's streaming one), the three sums.
+ *     that are not the list's (each line read again from the input), residues that are not
+ *     the total's, numbers that the line's descriptor cannot give (count_bounds), the root
+ *     against a level-by-level tree over the lines (not the scan's streaming one), the three
+ *     sums, a header count outside 2..8 times its unique; and a line is refuted to on_line
+ *     exactly when its residues or its bounds are broken;
+ *   - no header costs more than its lines: headers that claim up to 2^28 shards are fuzzed
+ *     too, and the list is made only for as many shards as the input has lines.
  * test_manifest replays the seeds and tests/fuzz/regressions/manifest-* through this very file.
  */
 #include "fuzz.h"
+#include "count_bounds.h"
 #include "log.h"
 #include "manifest.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Headers that claim more shards are left out. Their cost is the list's, which the scan bounds
-   by the claim (LIST_STEPS_* in manifest_scan.c, tested in test_manifest): up to minutes under
-   ASan for 2^28, which libFuzzer would report as a hang. At this bound a list costs at most about
-   2^21 steps, a second here, and no input of libFuzzer's 4 KB default could hold more lines. */
-#define FUZZ_MAX_SHARDS 4096
 
 typedef struct {
     const nq_manifest_scan_t *s;
@@ -55,20 +55,24 @@ static void on_problem(void *ud, uint64_t line, const char *what)
 }
 
 /* The line's bytes are still in the scan's buffer when on_line is called. */
-static int on_line(void *ud, const nq_manifest_line_t *l, char *err, size_t errlen)
+static int on_line(void *ud, const nq_manifest_line_t *l, int refuted, char *err, size_t errlen)
 {
     seen_t *v = ud;
-    char again[NQ_MANIFEST_LINE_MAX + 1];
-    uint8_t want[NQ_MAX_SPEC];
+    char again[NQ_MANIFEST_LINE_MAX + 1], why[256];
+    nq_count_bounds_t b;
+    nq_count_result_t r = { l->total, l->unique, l->nodes, 0, 0 };
     (void)err; (void)errlen;
     if (l->idx != v->next || l->idx >= v->s->head.shards)
         fail("a shard line out of order reached on_line", v->s->buf);
     size_t n = manifest_line_format(l, again, sizeof again);
     if (n == 0 || n != strlen(v->s->buf) || memcmp(again, v->s->buf, n) != 0)
         fail("a shard line accepted in a spelling other than its own", v->s->buf);
-    size_t wl = shards_get(v->s->list, l->idx, want);
-    v->expected += wl != l->spec_len || memcmp(want, l->spec, wl) != 0;
-    v->expected += l->total % 13 != l->res13 || l->total % 15 != l->res15;
+    int res = l->total % 13 != l->res13 || l->total % 15 != l->res15;
+    int bound = count_bounds(l->spec, l->spec_len, &b, why, sizeof why) == 0 &&
+                count_bounds_check(&b, &r, why, sizeof why) != 0;
+    if (refuted != (res || bound))
+        fail("a line refuted to on_line other than by its residues and bounds", v->s->buf);
+    v->expected += res + bound;
     v->total += l->total;
     v->unique += l->unique;
     v->nodes += l->nodes;
@@ -107,6 +111,33 @@ static void root_by_levels(const uint8_t *data, const size_t *at, size_t lines, 
     free(h);
 }
 
+/* A header count that is not 2 to 8 times its unique (N=1: 1 to 8), without the scan's formula:
+   where 8u or 2u would not fit in 128 bits, no count is above or every count is below it. */
+static int head_out_of_range(const nq_manifest_head_t *h)
+{
+    nq_u128 t = h->total, u = h->unique;
+    int over = u < (nq_u128)1 << 125 && t > 8 * u;
+    int under = h->n > 1 ? u >= (nq_u128)1 << 127 || 2 * u > t : u > t;
+    return over || under;
+}
+
+/* The shard lines whose descriptor is not their shard's in the list, read from the input. */
+static uint64_t specs_not_the_lists(const nq_manifest_scan_t *s, const uint8_t *data, const size_t *at)
+{
+    uint64_t bad = 0;
+    for (uint64_t i = 0; i < s->head.shards; i++) {
+        nq_manifest_line_t l;
+        uint8_t want[NQ_MAX_SPEC];
+        char why[256];
+        const char *line = (const char *)data + at[i + 1];
+        if (manifest_line_parse(line, at[i + 2] - at[i + 1] - 1, &l, why, sizeof why) != 0)
+            fail("an accepted shard line does not parse", why);
+        size_t wl = shards_get(s->list, i, want);
+        bad += wl != l.spec_len || memcmp(want, l.spec, wl) != 0;
+    }
+    return bad;
+}
+
 /* Whether the line that starts at data + at and ends before the "\n" at data + end is text. */
 static int line_is(const uint8_t *data, size_t at, size_t end, const char *text, size_t len)
 {
@@ -135,9 +166,11 @@ static void check_accepted(const nq_manifest_scan_t *s, seen_t *v, const uint8_t
     if (s->total != v->total || s->unique != v->unique || s->nodes != v->nodes)
         fail("the scan's sums are not the sums of its lines", "");
     root_by_levels(data, at, lines - 1, root);
+    v->expected += specs_not_the_lists(s, data, at);
     free(at);
     v->expected += memcmp(root, s->root, NQ_MERKLE_BYTES) != 0;
     v->expected += (s->head.total != v->total) + (s->head.unique != v->unique) + (s->head.nodes != v->nodes);
+    v->expected += head_out_of_range(&s->head);
     if (v->problems != s->problems || v->problems != v->expected) {
         char why[120];
         snprintf(why, sizeof why, "%llu reported, %llu counted, %llu recounted here",
@@ -154,22 +187,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
-/* Whether the input's first line is a header that claims more than FUZZ_MAX_SHARDS shards. */
-static int claims_too_many(const uint8_t *data, size_t size)
-{
-    nq_manifest_head_t h;
-    char why[256];
-    const uint8_t *nl = memchr(data, '\n', size);
-    return nl && manifest_head_parse((const char *)data, (size_t)(nl - data), &h, why, sizeof why) == 0 &&
-           h.shards > FUZZ_MAX_SHARDS;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const uint8_t none[1];
     char err[512] = "";
-    if (size && claims_too_many(data, size))
-        return 0;
     nq_manifest_scan_t *s = calloc(1, sizeof *s);     /* as cmd_audit: the buffer and tree are big */
     seen_t v = { .s = s };
     if (!s)

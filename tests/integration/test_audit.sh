@@ -47,17 +47,29 @@ $ED edit m.txt f2.txt 1 total $forged --reroot
 ok "the same with the root recomputed: the sum check catches it"
 
 $ED edit m.txt f3.txt 1 total $forged --header --reroot
-"$NQ" audit f3.txt --shards 2-9 >out 2>&1 || fail "a consistent forgery away from the counted shards should pass: $(cat out)"
-"$NQ" audit f3.txt --shards 1-1 >out 2>&1; rc=$?
+"$NQ" audit f3.txt --sample 0 >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "^line 3: shard 1: no count of it gives this: total $forged" out || fail "header and root made consistent, unique and nodes left: exit $rc: $(cat out)"
+"$NQ" audit f3.txt --sample 1 >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "^line 3: shard 1: DISAGREES: the manifest says total $forged" out \
+    || fail "the refuted shard is not the one counted again: exit $rc: $(cat out)"
+ok "header and root made consistent too: no count of shard 1 gives its numbers, and it is counted first"
+
+# The same forgery with unique and nodes raised to match (8 x 195 keeps both residues): every
+# check that needs no count passes, and only counting shard 1 catches it.
+u1=$(sed -n 3p m.txt | cut -d' ' -f4); x1=$(sed -n 3p m.txt | cut -d' ' -f5)
+forged=$((t1 + 8 * 195))
+$ED edit m.txt f3b.txt 1 total $forged unique $((u1 + 195)) nodes $((x1 + 8 * 195)) --header --reroot
+"$NQ" audit f3b.txt --shards 2-9 >out 2>&1 || fail "a consistent forgery away from the counted shards should pass: $(cat out)"
+"$NQ" audit f3b.txt --shards 1-1 >out 2>&1; rc=$?
 [ $rc = 1 ] && grep -q "^line 3: shard 1: DISAGREES: the manifest says total $forged" out \
     || fail "a consistent forgery of shard 1, counted: exit $rc: $(cat out)"
 hit=
 for seed in 1 2 3 4 5 6 7 8; do
-    "$NQ" audit f3.txt --sample 20 --seed $seed >out 2>&1 && continue
+    "$NQ" audit f3b.txt --sample 20 --seed $seed >out 2>&1 && continue
     grep -q "shard 1: DISAGREES" out && hit=$seed && break
 done
 [ -n "$hit" ] || fail "20 of $shards shards with 8 seeds never drew shard 1"
-ok "header and root made consistent too: only counting shard 1 catches it (--shards 1-1, --sample 20 --seed $hit)"
+ok "unique and nodes forged to match: only counting shard 1 catches it (--shards 1-1, --sample 20 --seed $hit)"
 
 $ED edit m.txt f4.txt 4 res13 $(( ($(sed -n 6p m.txt | cut -d' ' -f6) + 1) % 13 )) --reroot
 "$NQ" audit f4.txt --sample 0 >out 2>&1; rc=$?
@@ -72,7 +84,8 @@ bad() {   # bad NAME EXPECTED-RC PATTERN: audit of NAME must exit so, saying PAT
     "$NQ" audit "$1" --sample 3 >out 2>&1; local rc=$?
     [ $rc = "$2" ] && grep -q "$3" out || fail "$1: exit $rc (want $2, '$3'): $(cat out)"
 }
-head -n 10 m.txt >trunc.txt;                      bad trunc.txt 1 "line 11: the file ends where a shard line should be"
+head -n 40 m.txt >trunc.txt;                      bad trunc.txt 1 "line 41: the file ends where a shard line should be"
+head -n 10 m.txt >short10.txt;  bad short10.txt 1 "line 1: shards=$shards, but the [0-9]* bytes after it hold [0-9]* shard lines at most"
 head -c -30 m.txt >cut.txt;                        bad cut.txt 1 "the last line has no newline"
 sed -E '5s/ 0([0-9])01/ 0\1A1/' m.txt >hex.txt; bad hex.txt 1 "line 5: the descriptor has a character that is not lowercase hex"
 sed '6s/^\([0-9]*\) \([0-9a-f]*\) \([0-9]*\)/\1 \2 1x\3/' m.txt >digit.txt; bad digit.txt 1 "line 6: total is not a decimal"
@@ -84,15 +97,22 @@ printf 'x\0y\n' >nul.txt;                           bad nul.txt 1 "line 1: contr
 head -c 5000 /dev/zero | tr '\0' 7 >long.txt; echo >>long.txt; bad long.txt 1 "line 1: longer than"
 sed '1s/count/solve/' m.txt >solve.txt;            bad solve.txt 1 "manifest: count jobs only"
 sed '1s/shards=[0-9]*/shards=7/' m.txt >nshards.txt
-bad nshards.txt 1 "line 1: shards=7, but no list of n=10 .* has that many: more than 7 shards"
+bad nshards.txt 1 "line 9: a shard line where the root line should be, after the header's shards=7"
 sed "1s/shards=[0-9]*/shards=$((shards + 1))/" m.txt >mshards.txt
-bad mshards.txt 1 "line 1: shards=$((shards + 1)), but the list of n=10 .* has $shards$"
-# a header that asks for a list whose search never ends (it ran for minutes): refused by its cost
-echo "nq-manifest 1 count n=32 depth=30 encoding=2 shards=1 total=0 unique=0 nodes=0" >deep.txt
+bad mshards.txt 1 "line $((shards + 2)): the root line comes after $shards of $((shards + 1)) shard lines"
+# lines of the right form but a header whose list is shorter, or is one whose search never ends
+# (it ran for minutes): refused once the lines are read, by the list's length or its cost
+{ sed '1s/shards=[0-9]*/shards=7/' m.txt | head -8; tail -1 m.txt; } >short.txt
+bad short.txt 1 "line 1: shards=7, but no list of n=10 .* has that many: more than 7 shards"
+{ sed "1s/shards=[0-9]*/shards=$((shards + 1))/" m.txt | head -n $((shards + 1)); echo "$shards 00 0 0 0 0 0 - 0"
+  tail -1 m.txt; } >lshards.txt
+bad lshards.txt 1 "line 1: shards=$((shards + 1)), but the list of n=10 .* has $shards$"
+printf '%s\n%s\n%s\n' "nq-manifest 1 count n=32 depth=30 encoding=2 shards=1 total=0 unique=0 nodes=0" \
+    "0 00 0 0 0 0 0 - 0" "$(tail -1 m.txt)" >deep.txt
 bad deep.txt 1 "line 1: shards=1, but no list of n=32 depth=30 encoding=2 has that many: listing takes"
 : >empty.txt;                                       bad empty.txt 1 "line 1: the file ends where the header should be"
 bad missing.txt 3 "missing.txt"
-ok "truncated, bad hex, non-digits, out of order, leading zero, two spaces, NUL, trailing text, long line, other kind, wrong count either way, a list too dear to search, empty: exit 1 with the line; missing file: exit 3"
+ok "truncated, bad hex, non-digits, out of order, leading zero, two spaces, NUL, trailing text, long line, other kind, wrong count either way, a list too short or too dear to search, empty: exit 1 with the line; missing file: exit 3"
 
 for args in "" "m.txt --shards 5-2" "m.txt --sample x" "m.txt --shards 1-2 --sample 3" "m.txt --shards 0-$shards" \
             "m.txt m.txt" "m.txt --bogus" "m.txt --threads 0"; do

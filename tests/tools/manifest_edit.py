@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Forges manifests for tests/integration/test_audit.sh, independently of nq's C code: edits one
-shard line's field and, on request, makes the rest of the file consistent with the edit (the
-residues, the header's claimed total, the root), so each of nq audit's checks can be shown to
-catch what the ones before it were made blind to.
+"""Forges manifests for tests/integration/test_audit*.sh, independently of nq's C code: edits
+fields of one shard line and, on request, makes the rest of the file consistent with the edit
+(the residues, the header's claimed sums, the root), so each of nq audit's checks can be shown
+to catch what the ones before it were made blind to.
 
   manifest_edit.py root FILE                  prints the root of FILE's lines (hashlib.blake2b)
-  manifest_edit.py edit IN OUT SHARD FIELD VALUE [--residues] [--header] [--reroot]
+  manifest_edit.py edit IN OUT SHARD FIELD VALUE [FIELD VALUE ...] [--residues] [--header] [--reroot]
       FIELD: spec, total, unique, nodes, res13, res15, worker, confirmations
+      --header: the header's total, unique and nodes follow the edit
 """
 import sys
 from hashlib import blake2b
@@ -36,13 +37,16 @@ def read(path):
 
 
 def edit(args):
-    src, dst, shard, field, value = args[:5]
-    flags = set(args[5:])
+    flags = set(a for a in args if a.startswith("--"))
+    args = [a for a in args if not a.startswith("--")]
+    src, dst, shard = args[:3]
+    pairs = list(zip(args[3::2], args[4::2]))
     lines, root_line = read(src)
     i = int(shard) + 1
     f = lines[i].split(b" ")
-    old_total = int(f[2])
-    f[FIELDS.index(field)] = value.encode()
+    old = {k: int(f[FIELDS.index(k)]) for k in ("total", "unique", "nodes")}
+    for field, value in pairs:
+        f[FIELDS.index(field)] = value.encode()
     if "--residues" in flags:
         t = int(f[2])
         f[5], f[6] = str(t % 13).encode(), str(t % 15).encode()
@@ -50,8 +54,10 @@ def edit(args):
     if "--header" in flags:
         head = lines[0].split(b" ")
         for k, kv in enumerate(head):
-            if kv.startswith(b"total="):
-                head[k] = b"total=" + str(int(kv[6:]) - old_total + int(f[2])).encode()
+            key, _, val = kv.partition(b"=")
+            if key.decode() in old:
+                new = int(val) - old[key.decode()] + int(f[FIELDS.index(key.decode())])
+                head[k] = key + b"=" + str(new).encode()
         lines[0] = b" ".join(head)
     if "--reroot" in flags:
         root_line = b"root " + root(lines).encode()
