@@ -101,8 +101,8 @@ typedef struct {
     const audit_args_t *o;
     audit_pick_t *p;                  /* sorted by index */
     size_t n, cap;
-    audit_pick_t *refuted;            /* in line order, at most want */
-    size_t nrefuted, want;
+    audit_pick_t *refuted;            /* in line order, at most want: refuted, or with evidence */
+    size_t nrefuted, nevidence, want;
 } picks_t;
 
 static void on_problem(void *ud, uint64_t line, const char *what)
@@ -148,7 +148,10 @@ static int on_line(void *ud, const nq_manifest_line_t *l, int refuted, char *err
     audit_pick_t *p = audit_find(k->p, k->n, l->idx);
     if (p)
         pick_claim(p, l);
-    if (refuted && k->nrefuted < k->want) {       /* room for want was allocated */
+    /* a shard whose decided result a later sender disputed (evidence, manifest version 2) is
+       the next most suspect: the store kept the first answer, a recount says which was right */
+    if ((refuted || l->evidence > 0) && k->nrefuted < k->want) {   /* room for want was allocated */
+        k->nevidence += !refuted;
         p = &k->refuted[k->nrefuted++];
         *p = (audit_pick_t){ .idx = l->idx };
         pick_claim(p, l);
@@ -180,8 +183,9 @@ static void finish_sample(picks_t *k)
     size_t n = k->nrefuted;
     unsigned long long seed = (unsigned long long)k->o->seed;
     if (k->want)
-        printf("audit: counting %zu shard(s) again: %zu refuted by the checks, the rest drawn with seed %llu"
-               " (--seed %llu draws the same)\n", k->want, k->nrefuted, seed, seed);
+        printf("audit: counting %zu shard(s) again: %zu refuted by the checks, %zu with evidence against a"
+               " late result, the rest drawn with seed %llu (--seed %llu draws the same)\n", k->want,
+               k->nrefuted - k->nevidence, k->nevidence, seed, seed);
     audit_by_rank(k->p, k->n);
     for (size_t i = 0; i < k->n && n < k->want; i++)
         if (!audit_find(k->refuted, k->nrefuted, k->p[i].idx))

@@ -90,6 +90,7 @@ static int row_line(sqlite3_stmt *q, const nq_shards_t *list, uint64_t idx, nq_m
     const char *w = (const char *)sqlite3_column_text(q, 8);
     snprintf(l->worker, sizeof l->worker, "%s", w && *w ? w : "-");
     l->confirmations = (uint64_t)sqlite3_column_int64(q, 9);
+    l->evidence = (uint64_t)sqlite3_column_int64(q, 10);
     return 0;
 }
 
@@ -100,8 +101,10 @@ static int shard_lines(sqlite3 *db, uint64_t job, const nq_shards_t *list, const
     sqlite3_stmt *q;
     char buf[NQ_MANIFEST_LINE_MAX];
     nq_manifest_line_t l;
-    if (sqlite3_prepare_v2(db, "SELECT idx, state, spec, total, uniq, nodes, res13, res15, worker, confirmations"
-                               " FROM shards WHERE job = ?1 ORDER BY idx", -1, &q, NULL) != SQLITE_OK)
+    /* evidence: a range of its primary key per shard, and nearly always empty */
+    if (sqlite3_prepare_v2(db, "SELECT idx, state, spec, total, uniq, nodes, res13, res15, worker, confirmations,"
+                               " (SELECT count(*) FROM evidence e WHERE e.job = s.job AND e.idx = s.idx)"
+                               " FROM shards s WHERE job = ?1 ORDER BY idx", -1, &q, NULL) != SQLITE_OK)
         return nq_errf(err, errlen, "shards: %s", sqlite3_errmsg(db)), -2;
     sqlite3_bind_int64(q, 1, (sqlite3_int64)job);
     int rc = 0;
@@ -118,7 +121,7 @@ static int shard_lines(sqlite3 *db, uint64_t job, const nq_shards_t *list, const
         }
         if ((rc = row_line(q, list, idx, &l, err, errlen)) != 0)
             break;
-        size_t len = manifest_line_format(&l, buf, sizeof buf);
+        size_t len = manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, sizeof buf);
         if (len == 0)
             rc = (nq_errf(err, errlen, "damaged store: shard %llu's row cannot be written (residues out of range,"
                           " or a worker id with spaces or control bytes)", (unsigned long long)idx), -2);
@@ -151,7 +154,7 @@ static int sums_agree(const nq_manifest_head_t *h, const nq_u128 sums[3], char *
 static int write_all(sqlite3 *db, uint64_t job, FILE *f, uint8_t root[NQ_MERKLE_BYTES], uint64_t *shards,
                      char *err, size_t errlen)
 {
-    nq_manifest_head_t h;
+    nq_manifest_head_t h = { .version = NQ_MANIFEST_VERSION };
     nq_merkle_t tree;
     nq_u128 sums[3] = { 0, 0, 0 };
     char buf[NQ_MANIFEST_LINE_MAX], why[256];

@@ -10,11 +10,14 @@
  *   line 1        nq-manifest 1 count n=N depth=D encoding=E shards=S total=T unique=U nodes=X
  *                 the job's parameters (its shard list is shards_new_ex(count, N, D, E)),
  *                 its number of shards and the claimed 128-bit sums of the lines below
- *   lines 2..S+1  IDX SPEC TOTAL UNIQUE NODES RES13 RES15 WORKER CONFIRMATIONS
+ *   lines 2..S+1  IDX SPEC TOTAL UNIQUE NODES RES13 RES15 WORKER CONFIRMATIONS EVIDENCE
  *                 shard IDX = 0..S-1 in order: its descriptor (hex of shards_get's bytes),
  *                 its total, unique and nodes (64-bit), its residues mod 13 and mod 15 as the
  *                 kernel counted them, the worker whose result was stored ("-" when the store
- *                 does not know it) and how many later results agreed with it
+ *                 does not know it), how many other identities' later results agreed with it,
+ *                 and how many identities sent a later result that disagreed with it (evidence
+ *                 against them: the decided result stands; an auditor recounts these first).
+ *                 Version 1 lines have no EVIDENCE field; this build reads both.
  *   line S+2      root HEX
  *                 the hash tree (common/core/merkle.h, BLAKE2b-256) over S+1 leaves: the
  *                 header line's bytes, then each shard line's bytes, without the "\n"
@@ -31,13 +34,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NQ_MANIFEST_VERSION 1
+#define NQ_MANIFEST_VERSION 2     /* written; 1 is still read */
 #define NQ_MANIFEST_WORKER_MAX 255      /* a worker id's bytes (proto_check_worker_id) */
 /* Longest valid line: 20-digit index, 512 hex digits, three 20-digit numbers, two residues,
    a 255-byte worker id, a 20-digit count and 8 spaces come to 881; header and root are shorter. */
 #define NQ_MANIFEST_LINE_MAX 1024
 
 typedef struct {
+    int version;                        /* 1 or 2: which fields the shard lines have (0 writes the current) */
     int n, depth, encoding;
     uint64_t shards;
     nq_u128 total, unique, nodes;
@@ -51,19 +55,20 @@ typedef struct {
     unsigned res13, res15;
     char worker[NQ_MANIFEST_WORKER_MAX + 1];
     uint64_t confirmations;
+    uint64_t evidence;                  /* version 2; 0 in a version 1 line */
 } nq_manifest_line_t;
 
 /* Each writes one line without its "\n" into buf and returns its length; 0 when it does not fit
    in cap, or the record cannot be written (a worker id with a space or control byte, an empty
    descriptor, a residue out of range). */
 size_t manifest_head_format(const nq_manifest_head_t *h, char *buf, size_t cap);
-size_t manifest_line_format(const nq_manifest_line_t *l, char *buf, size_t cap);
+size_t manifest_line_format(const nq_manifest_line_t *l, int version, char *buf, size_t cap);
 size_t manifest_root_format(const uint8_t root[32], char *buf, size_t cap);
 
 /* Each parses one line (without its "\n") strictly: 0, or -1 with the field at fault in err.
    manifest_head_parse refuses any kind but count ("manifest: count jobs only"). */
 int manifest_head_parse(const char *s, size_t len, nq_manifest_head_t *h, char *err, size_t errlen);
-int manifest_line_parse(const char *s, size_t len, nq_manifest_line_t *l, char *err, size_t errlen);
+int manifest_line_parse(const char *s, size_t len, int version, nq_manifest_line_t *l, char *err, size_t errlen);
 int manifest_root_parse(const char *s, size_t len, uint8_t root[32], char *err, size_t errlen);
 
 #endif

@@ -43,6 +43,12 @@ for q in 1 2; do
     stays_final "$id" "former holder, quorum $q"
     grep -q "event=result.evidence.*worker=hostile-rewriter" "$T/broker.log" || fail "no evidence logged"
     "$NQ" workers | grep "hostile-rewriter" | grep -q FLAGGED || fail "the rewriter is not flagged: $("$NQ" workers)"
+    "$NQ" export "$id" --manifest ev$q.txt --db "$DB" >/dev/null || fail "export --manifest"
+    marked=$(awk 'NR > 1 && NF == 10 && $10 > 0' ev$q.txt | wc -l)
+    [ "$marked" -ge 1 ] || fail "the manifest does not mark the shards with evidence"
+    "$NQ" audit ev$q.txt --sample 3 >audit.txt || fail "audit of the manifest: $(cat audit.txt)"
+    grep -q "0 refuted by the checks, 3 with evidence against a late result" audit.txt \
+        || fail "the audit did not recount the shards with evidence first: $(cat audit.txt)"
     ok "former lease holder after the job was done (quorum $q): $out; total stays $total8, evidence $(job_field "$id" evidence)"
     kill "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
 done

@@ -12,7 +12,7 @@ to catch what the ones before it were made blind to.
 import sys
 from hashlib import blake2b
 
-FIELDS = ["idx", "spec", "total", "unique", "nodes", "res13", "res15", "worker", "confirmations"]
+FIELDS = ["idx", "spec", "total", "unique", "nodes", "res13", "res15", "worker", "confirmations", "evidence"]
 
 
 def h(b):

@@ -27,6 +27,7 @@ static nq_manifest_line_t sample_line(void)
     l.res15 = (unsigned)(UINT64_MAX % 15);
     snprintf(l.worker, sizeof l.worker, "host:12:ab");
     l.confirmations = 2;
+    l.evidence = 1;
     return l;
 }
 
@@ -34,10 +35,28 @@ T_TEST(test_line_round_trip_is_byte_exact)
 {
     char buf[NQ_MANIFEST_LINE_MAX], again[NQ_MANIFEST_LINE_MAX], err[256];
     nq_manifest_line_t l = sample_line(), back;
-    size_t n = manifest_line_format(&l, buf, sizeof buf);
-    T_EQ_STR(buf, "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2");
-    T_CHECK(manifest_line_parse(buf, n, &back, err, sizeof err) == 0);
-    T_CHECK(manifest_line_format(&back, again, sizeof again) == n && memcmp(buf, again, n) == 0);
+    size_t n = manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, sizeof buf);
+    T_EQ_STR(buf, "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 1");
+    T_CHECK(manifest_line_parse(buf, n, NQ_MANIFEST_VERSION, &back, err, sizeof err) == 0);
+    T_CHECK(manifest_line_format(&back, NQ_MANIFEST_VERSION, again, sizeof again) == n && memcmp(buf, again, n) == 0);
+}
+
+/* Manifests written before the evidence field still read: version 1 lines have 9 fields, and
+   a line of the other version's length is refused. */
+T_TEST(test_version_1_lines_still_read)
+{
+    char err[256];
+    nq_manifest_line_t l;
+    const char *v1 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2";
+    T_CHECK(manifest_line_parse(v1, strlen(v1), 1, &l, err, sizeof err) == 0);
+    T_CHECK(l.confirmations == 2 && l.evidence == 0);
+    T_CHECK(manifest_line_parse(v1, strlen(v1), 2, &l, err, sizeof err) == -1);
+    const char *v2 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 7";
+    T_CHECK(manifest_line_parse(v2, strlen(v2), 1, &l, err, sizeof err) == -1);
+    T_CHECK(manifest_line_parse(v2, strlen(v2), 2, &l, err, sizeof err) == 0 && l.evidence == 7);
+    nq_manifest_head_t h;
+    const char *head = "nq-manifest 1 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0";
+    T_CHECK(manifest_head_parse(head, strlen(head), &h, err, sizeof err) == 0 && h.version == 1);
 }
 
 T_TEST(test_head_round_trip_with_128_bit_sums)
@@ -46,7 +65,7 @@ T_TEST(test_head_round_trip_with_128_bit_sums)
     nq_manifest_head_t h = { .n = 27, .depth = 3, .encoding = 2, .shards = 13500000,
                              .total = (nq_u128)UINT64_MAX * 1000, .unique = 5, .nodes = 7 }, back;
     size_t n = manifest_head_format(&h, buf, sizeof buf);
-    T_EQ_STR(buf, "nq-manifest 1 count n=27 depth=3 encoding=2 shards=13500000 total=18446744073709551615000"
+    T_EQ_STR(buf, "nq-manifest 2 count n=27 depth=3 encoding=2 shards=13500000 total=18446744073709551615000"
                   " unique=5 nodes=7");
     T_CHECK(manifest_head_parse(buf, n, &back, err, sizeof err) == 0);
     T_CHECK(back.total == h.total && back.n == 27 && back.shards == 13500000);
@@ -56,25 +75,26 @@ T_TEST(test_head_round_trip_with_128_bit_sums)
 T_TEST(test_line_parse_refuses_every_other_spelling)
 {
     static const struct { const char *line, *names; } bad[] = {
-        { "42 02ab00 18446744073709551616 0 1 2 0 w 2", "total" },            /* 2^64 */
-        { "42 02ab00 01 0 1 1 1 w 2", "total" },                              /* leading zero */
-        { "42 02ab00 +1 0 1 1 1 w 2", "total" },
-        { "42 02AB00 1 0 1 1 1 w 2", "hex" },
-        { "42 02ab0 1 0 1 1 1 w 2", "even" },
+        { "42 02ab00 18446744073709551616 0 1 2 0 w 2 0", "total" },            /* 2^64 */
+        { "42 02ab00 01 0 1 1 1 w 2 0", "total" },                              /* leading zero */
+        { "42 02ab00 +1 0 1 1 1 w 2 0", "total" },
+        { "42 02AB00 1 0 1 1 1 w 2 0", "hex" },
+        { "42 02ab0 1 0 1 1 1 w 2 0", "even" },
         { "42  02ab00 1 0 1 1 1 w 2", "empty field" },
         { " 42 02ab00 1 0 1 1 1 w 2", "empty field" },
         { "42 02ab00 1 0 1 1 1 w 2 ", "empty field" },
-        { "42 02ab00 1 0 1 13 1 w 2", "res13" },
-        { "42 02ab00 1 0 1 1 15 w 2", "res15" },
-        { "42 02ab00 1 0 1 1 1 w", "8 field(s), expected 9" },
-        { "42 02ab00 1 0 1 1 1 w 2 3", "more than 9" },
-        { "x 02ab00 1 0 1 1 1 w 2", "shard index" },
+        { "42 02ab00 1 0 1 13 1 w 2 0", "res13" },
+        { "42 02ab00 1 0 1 1 15 w 2 0", "res15" },
+        { "42 02ab00 1 0 1 1 1 w 2", "9 field(s), expected 10" },
+        { "42 02ab00 1 0 1 1 1 w 2 3 4", "more than 10" },
+        { "42 02ab00 1 0 1 1 1 w 2 01", "evidence" },
+        { "x 02ab00 1 0 1 1 1 w 2 0", "shard index" },
         { "", "empty field" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         nq_manifest_line_t l;
         char err[256] = "";
-        T_CHECK(manifest_line_parse(bad[i].line, strlen(bad[i].line), &l, err, sizeof err) == -1);
+        T_CHECK(manifest_line_parse(bad[i].line, strlen(bad[i].line), 2, &l, err, sizeof err) == -1);
         if (!strstr(err, bad[i].names))
             fprintf(stderr, "  '%s': '%s' lacks '%s'\n", bad[i].line, err, bad[i].names);
         T_CHECK(strstr(err, bad[i].names) != NULL);
@@ -85,7 +105,7 @@ T_TEST(test_head_parse_refuses_other_kinds_versions_and_ranges)
 {
     static const struct { const char *line, *names; } bad[] = {
         { "nq-manifest 1 solve n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "count jobs only" },
-        { "nq-manifest 2 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "version" },
+        { "nq-manifest 3 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "version" },
         { "nq-manifesto 1 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "not a manifest" },
         { "nq-manifest 1 count n=33 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "n " },
         { "nq-manifest 1 count n=8 depth=1 encoding=9 shards=1 total=0 unique=0 nodes=0", "encoding" },
@@ -108,12 +128,12 @@ T_TEST(test_format_refuses_what_it_could_not_read_back)
     char buf[NQ_MANIFEST_LINE_MAX];
     nq_manifest_line_t l = sample_line();
     snprintf(l.worker, sizeof l.worker, "has space");
-    T_CHECK(manifest_line_format(&l, buf, sizeof buf) == 0);
+    T_CHECK(manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, sizeof buf) == 0);
     l = sample_line();
     l.res13 = 13;
-    T_CHECK(manifest_line_format(&l, buf, sizeof buf) == 0);
+    T_CHECK(manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, sizeof buf) == 0);
     l = sample_line();
-    T_CHECK(manifest_line_format(&l, buf, 10) == 0);       /* does not fit */
+    T_CHECK(manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, 10) == 0);       /* does not fit */
 }
 
 /* A true manifest of N=8 made here: every shard counted, lines formatted, the tree built.
@@ -143,10 +163,10 @@ static char *make_manifest(long change, size_t *len)
     merkle_add(&tree, buf, n);
     fprintf(f, "%s\n", buf);
     for (uint64_t i = 0; i < h.shards; i++) {
-        n = manifest_line_format(&l[i], buf, sizeof buf);
+        n = manifest_line_format(&l[i], NQ_MANIFEST_VERSION, buf, sizeof buf);
         merkle_add(&tree, buf, n);
         if ((long)i == change)
-            l[i].total += 1, n = manifest_line_format(&l[i], buf, sizeof buf);
+            l[i].total += 1, n = manifest_line_format(&l[i], NQ_MANIFEST_VERSION, buf, sizeof buf);
         fprintf(f, "%s\n", buf);
     }
     uint8_t root[NQ_MERKLE_BYTES];
