@@ -237,10 +237,15 @@ double broker_wall(void);                          /* unix seconds */
 int broker_send(nq_broker_t *b, nq_peer_t *p, const nq_msg_t *m);
 
 /* jobs.c */
+/* Every active job; a job whose rows are refused (store_check.h) is logged and left out, the
+   others load. 0, or -1 with err (a DB error). */
 int jobs_load(nq_broker_t *b, char *err, size_t errlen);
 nq_job_t *jobs_find(nq_broker_t *b, uint64_t id);
-int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row);
+/* 0 loaded; 1 refused, with the reason logged (job.refused) and in why when given; -1 out of
+   memory or a DB error. */
+int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, char *why, size_t whylen);
 int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen);
+/* 0; -1 with err (no such job, already finished, ...); -2 with err when its row is refused. */
 int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
 int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
 void jobs_push_pending(nq_job_t *j, uint64_t shard);

@@ -88,8 +88,10 @@ static int run_find_or_create(nq_store_t *st, nq_job_spec_t *spec, int fresh, ui
     char err[512];
     nq_job_row_t row;
     *done = 0;
-    if (fresh || store_job_find_same(st, spec, id) != 0 || store_job_get(st, *id, &row) != 0)
+    if (fresh || store_job_find_same(st, spec, id) != 0)
         return jobs_create(st, spec, id, err, sizeof err) == 0 ? 0 : cli_usage_error("run", "%s", err);
+    if (store_job_load(st, *id, &row, err, sizeof err) != 0)
+        return cli_error("run", "%s", err);   /* the job to resume holds what nq never wrote */
     if (row.state == NQ_JOB_DONE) {
         *done = 1;
         return 0;
