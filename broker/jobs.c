@@ -95,10 +95,13 @@ typedef struct {
 } load_ctx_t;
 
 #define LOAD_REFUSED 1                 /* load_shard: the row is not one of this job's shards */
+#define LOAD_STOPPED 2                 /* load_shard: a stop was asked for */
 
 static int load_shard(void *ud, const nq_shard_row_t *r)
 {
     load_ctx_t *c = ud;
+    if ((c->n & 4095) == 0 && broker_stop_asked(c->b))
+        return LOAD_STOPPED;            /* 10^8 pending rows take minutes: SIGTERM must not wait */
     if (r->idx >= c->j->shards_total) {
         snprintf(c->why, sizeof c->why, "job %llu shard %llu: column idx holds %llu (allowed 0..%llu): "
                  "the DB was changed outside nq", (unsigned long long)r->job, (unsigned long long)r->idx,
@@ -170,7 +173,7 @@ static void job_free(nq_job_t *j)
 }
 
 /* The job's pending and leased rows: returned shards, and leases to wait for. 0, 1 refused
-   (logged), -1 error. */
+   (logged), -1 error or stopped. */
 static int job_rows(nq_broker_t *b, nq_job_t *j, char *why, size_t whylen)
 {
     load_ctx_t c = { .b = b, .j = j, .now = b->now };
@@ -232,10 +235,12 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, char *why, size_t why
     return 0;
 }
 
-/* A job refused is left out; the others load. */
+/* A job refused is left out; the others load. A stop asked for ends the walk between jobs. */
 static int load_cb(void *ud, const nq_job_row_t *row)
 {
     nq_broker_t *b = ud;
+    if (broker_stop_asked(b))
+        return -1;
     int rc = jobs_load_one(b, row, NULL, 0);
     return rc == 1 ? 0 : rc;
 }
@@ -250,6 +255,8 @@ static int refused_cb(void *ud, uint64_t id, const char *why)
 int jobs_load(nq_broker_t *b, char *err, size_t errlen)
 {
     if (store_jobs_active(b->store, load_cb, refused_cb, b) != 0) {
+        if (broker_stop_asked(b))
+            return nq_errf(err, errlen, "stopped while loading the jobs from %s", store_path(b->store));
         return nq_errf(err, errlen, "cannot load the jobs from %s", store_path(b->store));
     }
     return 0;

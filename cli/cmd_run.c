@@ -242,9 +242,12 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
     bc.local = 1;                       /* in-process workers: no fsync per commit (store_set_local) */
     bc.metrics = a->http;
     bc.http_token = token;
+    bc.stop = &nq_stop;                 /* Ctrl-C while the jobs load */
     broker_thread_t bt = { .b = broker_new(&bc, err, sizeof err) };
     if (!bt.b) {
         zmq_ctx_term(ctx);
+        if (atomic_load(&nq_stop))
+            return 0;                   /* *state stays "": reported as interrupted */
         return cli_error("run", "%s", err);
     }
     nq_worker_cfg_t wc;
