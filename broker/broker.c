@@ -165,6 +165,7 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
         return NULL;
     }
     b->cfg = *cfg;
+    b->stop = cfg->stop;
     b->clock = cfg->clock ? cfg->clock : broker_now;
     b->now = b->clock();
     b->store_ok = 1;
@@ -491,8 +492,14 @@ int broker_round(nq_broker_t *b, long timeout_ms)
     return 0;
 }
 
+int broker_stop_asked(const nq_broker_t *b)
+{
+    return b->stop && atomic_load(b->stop);
+}
+
 int broker_run(nq_broker_t *b, const atomic_int *stop)
 {
+    b->stop = stop;
     while (!atomic_load(stop)) {
         b->now = b->clock();
         if (broker_round(b, poll_timeout_ms(b, b->now)) != 0)

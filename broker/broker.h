@@ -36,6 +36,8 @@ typedef struct {
     uint64_t max_store_shards;   /* ... or taking the active jobs' shards past this; 0 = default (50M) */
     int local;                   /* `nq run`: its workers live and die with it (see store_set_local) */
     double (*clock)(void);       /* monotonic seconds; NULL = the real clock (tests pass a fake one) */
+    const atomic_int *stop;      /* a stop asked for while broker_new loads the jobs ends it (NULL
+                                    with err); NULL = none. broker_run's own flag replaces it */
 } nq_broker_cfg_t;
 
 typedef struct nq_broker nq_broker_t;
@@ -43,7 +45,8 @@ typedef struct nq_broker nq_broker_t;
 void broker_cfg_defaults(nq_broker_cfg_t *cfg);
 /* From another thread, after setting broker_run's *stop: it sees it now, not at its next 50 ms wake-up. */
 void broker_wake(nq_broker_t *b);
-/* Opens the store (resuming every job) and binds. NULL with a reason in err. */
+/* Opens the store (resuming every job) and binds. NULL with a reason in err (also when cfg->stop
+   was set while the jobs loaded). */
 nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen);
 /* Serves until *stop becomes non-zero; then stops leasing, flushes results, returns 0. */
 int broker_run(nq_broker_t *b, const atomic_int *stop);

@@ -16,6 +16,7 @@
 #ifndef NQ_BROKER_IMPL_H
 #define NQ_BROKER_IMPL_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -196,6 +197,7 @@ struct nq_broker {
     int64_t txn_changes;               /* sqlite3_total_changes at BEGIN: nothing written, nothing to commit */
     double store_retry_at;
     int stopping;
+    const atomic_int *stop;            /* cfg.stop, then broker_run's: checked inside long loops */
 
     nq_job_t *jobs;                    /* active jobs, priority desc then id asc */
     nq_peer_t *peers;                  /* every peer, for the liveness sweep */
@@ -245,11 +247,19 @@ double broker_wall(void);                          /* unix seconds */
 /* broker.c: sending */
 int broker_send(nq_broker_t *b, nq_peer_t *p, const nq_msg_t *m);
 
+/* A stop was asked for (SIGTERM): a loop that can run long checks it and gives up. */
+int broker_stop_asked(const nq_broker_t *b);
+
 /* jobs.c */
+/* Every active job; a job whose rows are refused (store_check.h) is logged and left out, the
+   others load. 0, or -1 with err (a DB error, or a stop asked for meanwhile). */
 int jobs_load(nq_broker_t *b, char *err, size_t errlen);
 nq_job_t *jobs_find(nq_broker_t *b, uint64_t id);
-int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row);
+/* 0 loaded; 1 refused, with the reason logged (job.refused) and in why when given; -1 out of
+   memory, a DB error, or a stop asked for. */
+int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, char *why, size_t whylen);
 int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen);
+/* 0; -1 with err (no such job, already finished, ...); -2 with err when its row is refused. */
 int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
 int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
 void jobs_push_pending(nq_job_t *j, uint64_t shard);

@@ -48,11 +48,11 @@ int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *er
         get_u64(req, "restarts", s->kind == NQ_KIND_SOLVE ? 1 : 0, UINT64_MAX, &s->restarts, err, errlen) ||
         get_u64(req, "solutions", 1, UINT64_MAX, &s->solutions, err, errlen) ||
         get_u64(req, "max_steps", 0, UINT64_MAX, &s->max_steps, err, errlen) ||
-        get_u64(req, "priority", 0, 1000000, &prio, err, errlen) ||
-        get_u64(req, "max_attempts", 5, 100, &attempts, err, errlen) ||
-        get_u64(req, "quorum", 1, 3, &quorum, err, errlen) ||
+        get_u64(req, "priority", 0, NQ_JOB_MAX_PRIORITY, &prio, err, errlen) ||
+        get_u64(req, "max_attempts", 5, NQ_JOB_MAX_ATTEMPTS, &attempts, err, errlen) ||
+        get_u64(req, "quorum", 1, NQ_JOB_MAX_QUORUM, &quorum, err, errlen) ||
         get_u64(req, "shard_seconds", 0, 7 * 86400, &secs, err, errlen) ||
-        get_u64(req, "verify_ppm", 0, 1000000, &ppm, err, errlen))
+        get_u64(req, "verify_ppm", 0, NQ_JOB_PPM, &ppm, err, errlen))
         return NQ_EXIT_USAGE;
     if (s->n == 0)
         return snprintf(err, errlen, "n is required"), NQ_EXIT_USAGE;
@@ -214,10 +214,10 @@ static int do_write_op(nq_broker_t *b, const nq_ctl_req_t *req, msgpack_packer *
         if (jobs_submit(b, &spec, &id, err, errlen) != 0)
             return NQ_EXIT_USAGE;
     } else if (strcmp(req->op, "cancel") == 0) {
-        if (jobs_cancel(b, id, err, errlen) != 0)
-            return NQ_EXIT_NO;
-    } else if (jobs_retry(b, id, err, errlen) != 0) {
-        return NQ_EXIT_NO;
+        if ((rc = jobs_cancel(b, id, err, errlen)) != 0)
+            return rc == -2 ? NQ_EXIT_ERROR : NQ_EXIT_NO;
+    } else if ((rc = jobs_retry(b, id, err, errlen)) != 0) {
+        return rc == -2 ? NQ_EXIT_ERROR : NQ_EXIT_NO;
     }
     msgpack_pack_map(pk, 1);
     msgpack_pack_str_with_body(pk, "id", 2);
@@ -232,17 +232,17 @@ static int progress_op(nq_broker_t *b, uint64_t id, msgpack_packer *pk, char *er
     nq_job_t *j = jobs_find(b, id);
     const char *state;
     uint64_t done, total;
+    int rc;
     if (j) {
         state = store_job_state_name(j->state);
         done = j->shards_done;
         total = j->shards_total;
-    } else if (store_job_get(b->store, id, &row) == 0) {
+    } else if ((rc = store_job_load(b->store, id, &row, err, errlen)) == 0) {
         state = store_job_state_name(row.state);
         done = row.shards_done;
         total = row.shards_total;
     } else {
-        snprintf(err, errlen, "no job %llu", (unsigned long long)id);
-        return NQ_EXIT_NO;
+        return rc == 1 ? NQ_EXIT_NO : NQ_EXIT_ERROR;   /* err: no such job, or what is wrong with it */
     }
     msgpack_pack_map(pk, 4);
     msgpack_pack_str_with_body(pk, "id", 2);

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "shard.h"
 #include "solve.h"
+#include "store_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +49,8 @@ static void jobs_insert(nq_broker_t *b, nq_job_t *j)
     *pp = j;
 }
 
+static void job_free(nq_job_t *j);
+
 static void jobs_unlink(nq_broker_t *b, nq_job_t *j)
 {
     for (nq_job_t **pp = &b->jobs; *pp; pp = &(*pp)->next)
@@ -56,11 +59,7 @@ static void jobs_unlink(nq_broker_t *b, nq_job_t *j)
             break;
         }
     spotcheck_forget_job(b, j->id);
-    free(j->pending);
-    free(j->checks);
-    free(j->grace);
-    shards_destroy(&j->list);
-    free(j);
+    job_free(j);
 }
 
 uint64_t jobs_pending_count(const nq_job_t *j)
@@ -86,11 +85,29 @@ int jobs_shard_task(const nq_job_t *j, uint64_t idx, uint8_t *spec, size_t *spec
 }
 
 typedef struct { uint64_t idx; double cost; } cost_idx_t;
-typedef struct { nq_broker_t *b; nq_job_t *j; cost_idx_t *v; size_t n, cap; double now; } load_ctx_t;
+typedef struct {
+    nq_broker_t *b;
+    nq_job_t *j;
+    cost_idx_t *v;
+    size_t n, cap;
+    double now;
+    char why[320];                     /* a refused row: what is wrong with it */
+} load_ctx_t;
+
+#define LOAD_REFUSED 1                 /* load_shard: the row is not one of this job's shards */
+#define LOAD_STOPPED 2                 /* load_shard: a stop was asked for */
 
 static int load_shard(void *ud, const nq_shard_row_t *r)
 {
     load_ctx_t *c = ud;
+    if ((c->n & 4095) == 0 && broker_stop_asked(c->b))
+        return LOAD_STOPPED;            /* 10^8 pending rows take minutes: SIGTERM must not wait */
+    if (r->idx >= c->j->shards_total) {
+        snprintf(c->why, sizeof c->why, "job %llu shard %llu: column idx holds %llu (allowed 0..%llu): "
+                 "the DB was changed outside nq", (unsigned long long)r->job, (unsigned long long)r->idx,
+                 (unsigned long long)r->idx, (unsigned long long)c->j->shards_total - 1);
+        return LOAD_REFUSED;
+    }
     if (r->state == NQ_SHARD_LEASED && c->j->spec.quorum < 2) {
         /* Re-armed: the worker that held it may still deliver, so wait a grace window. */
         leases_add(c->b, NULL, r->job, r->idx, r->attempts, r->lease);
@@ -124,30 +141,72 @@ static int cost_cmp(const void *a, const void *b)
     return x->idx < y->idx ? 1 : (x->idx > y->idx ? -1 : 0);
 }
 
-/* count/enumerate: the job's list, which must be the one its shards were counted from. */
-static int job_list(nq_job_t *j, const nq_job_row_t *row)
+/* Logs why a job is not loaded; 1. */
+static int job_refused(uint64_t id, const char *reason, char *why, size_t whylen)
 {
-    char err[200];
+    char q[NQ_LOG_QLEN];
+    nq_log(NQ_LOG_ERROR, "job.refused", "job=%llu reason=%s", (unsigned long long)id,
+           nq_log_qs(q, sizeof q, reason));
+    if (why)
+        snprintf(why, whylen, "%s", reason);
+    return 1;
+}
+
+/* count/enumerate: the job's list, which must be the one its shards were counted from. 0, or 1
+   refused (logged). */
+static int job_list(nq_job_t *j, const nq_job_row_t *row, char *why, size_t whylen)
+{
+    char err[320];
     if (row->spec.kind == NQ_KIND_SOLVE || (row->spec.encoding == 0 && row->frontier >= row->shards_total))
         return 0;                       /* solve shards are seeds; encoding 0: rows hold every descriptor */
-    j->list = shards_new_ex(row->spec.kind, (int)row->spec.n, (int)row->spec.depth, (int)row->spec.encoding,
-                            err, sizeof err);
-    if (!j->list || shards_count(j->list) != row->shards_total) {
-        nq_log(NQ_LOG_ERROR, "job.refused", "job=%llu reason=\"%s\"", (unsigned long long)row->id,
-               j->list ? "its shard list no longer has the stored number of shards" : err);
+    j->list = store_job_list(row, err, sizeof err);
+    return j->list ? 0 : job_refused(row->id, err, why, whylen);
+}
+
+static void job_free(nq_job_t *j)
+{
+    free(j->pending);
+    free(j->checks);
+    free(j->grace);
+    shards_destroy(&j->list);
+    free(j);
+}
+
+/* The job's pending and leased rows: returned shards, and leases to wait for. 0, 1 refused
+   (logged), -1 error or stopped. */
+static int job_rows(nq_broker_t *b, nq_job_t *j, char *why, size_t whylen)
+{
+    load_ctx_t c = { .b = b, .j = j, .now = b->now };
+    /* one state at a time: each is a range of the open-state index, not a walk of the job */
+    int rc = store_shards_each(b->store, j->id, 1u << NQ_SHARD_PENDING, load_shard, &c);
+    if (rc == 0)
+        rc = store_shards_each(b->store, j->id, 1u << NQ_SHARD_LEASED, load_shard, &c);
+    if (rc == -2 || rc == LOAD_REFUSED) {
+        free(c.v);
+        return job_refused(j->id, rc == -2 ? store_refusal(b->store) : c.why, why, whylen);
+    }
+    if (rc != 0) {
+        free(c.v);
         return -1;
     }
+    if (c.n > 0)
+        qsort(c.v, c.n, sizeof *c.v, cost_cmp);
+    for (size_t i = 0; i < c.n; i++)
+        for (uint32_t q = 0; q < (j->spec.quorum > 1 ? j->spec.quorum : 1); q++)
+            jobs_push_pending(j, c.v[i].idx);   /* under quorum: one copy per vote needed */
+    free(c.v);
     return 0;
 }
 
-int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
+int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, char *why, size_t whylen)
 {
     nq_job_t *j = calloc(1, sizeof *j);
     if (!j)
         return -1;
-    if (job_list(j, row) != 0) {
-        free(j);
-        return -1;
+    int rc = job_list(j, row, why, whylen);
+    if (rc != 0) {
+        job_free(j);
+        return rc;
     }
     j->id = row->id;
     j->frontier = row->frontier;
@@ -157,29 +216,11 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
     j->shards_done = row->shards_done;
     j->shards_failed = row->shards_failed;
     j->shards_conflict = row->shards_conflict;
-    load_ctx_t c = { .b = b, .j = j, .now = b->now };
-    /* one state at a time: each is a range of the open-state index, not a walk of the job */
-    if (store_shards_each(b->store, j->id, 1u << NQ_SHARD_PENDING, load_shard, &c) != 0 ||
-        store_shards_each(b->store, j->id, 1u << NQ_SHARD_LEASED, load_shard, &c) != 0) {
-        free(c.v);
-        free(j->grace);
-        shards_destroy(&j->list);
-        free(j);
-        return -1;
-    }
-    if (c.n > 0)
-        qsort(c.v, c.n, sizeof *c.v, cost_cmp);
-    for (size_t i = 0; i < c.n; i++)
-        for (uint32_t q = 0; q < (j->spec.quorum > 1 ? j->spec.quorum : 1); q++)
-            jobs_push_pending(j, c.v[i].idx);   /* under quorum: one copy per vote needed */
-    free(c.v);
-    if (spotcheck_load(b, j) != 0) {
-        free(j->pending);
-        free(j->checks);
-        free(j->grace);
-        shards_destroy(&j->list);
-        free(j);
-        return -1;
+    if ((rc = job_rows(b, j, why, whylen)) != 0 || (rc = spotcheck_load(b, j)) != 0) {
+        leases_cancel_job(b, j->id);    /* re-armed leases and sweeps of a job that is not loaded */
+        spotcheck_forget_job(b, j->id);
+        job_free(j);
+        return rc;
     }
     j->grace_until = b->now + b->cfg.grace_s;
     nq_job_totals_t t;
@@ -194,14 +235,28 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
     return 0;
 }
 
+/* A job refused is left out; the others load. A stop asked for ends the walk between jobs. */
 static int load_cb(void *ud, const nq_job_row_t *row)
 {
-    return jobs_load_one(ud, row);
+    nq_broker_t *b = ud;
+    if (broker_stop_asked(b))
+        return -1;
+    int rc = jobs_load_one(b, row, NULL, 0);
+    return rc == 1 ? 0 : rc;
+}
+
+static int refused_cb(void *ud, uint64_t id, const char *why)
+{
+    (void)ud;
+    job_refused(id, why, NULL, 0);
+    return 0;
 }
 
 int jobs_load(nq_broker_t *b, char *err, size_t errlen)
 {
-    if (store_jobs_active(b->store, load_cb, b) != 0) {
+    if (store_jobs_active(b->store, load_cb, refused_cb, b) != 0) {
+        if (broker_stop_asked(b))
+            return nq_errf(err, errlen, "stopped while loading the jobs from %s", store_path(b->store));
         return nq_errf(err, errlen, "cannot load the jobs from %s", store_path(b->store));
     }
     return 0;
@@ -316,8 +371,9 @@ void jobs_check_done(nq_broker_t *b, nq_job_t *j)
 int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
 {
     nq_job_row_t row;
-    if (store_job_get(b->store, id, &row) != 0)
-        return nq_errf(err, errlen, "no job %llu", (unsigned long long)id);
+    int rc = store_job_load(b->store, id, &row, err, errlen);
+    if (rc != 0)
+        return rc == 1 ? -1 : -2;       /* no such job; or its row is refused: nothing runs on it */
     if (row.state == NQ_JOB_DONE || row.state == NQ_JOB_CANCELLED)
         return nq_errf(err, errlen, "job %llu is already %s", (unsigned long long)id,
                        store_job_state_name(row.state));
@@ -336,8 +392,9 @@ int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
 int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
 {
     nq_job_row_t row;
-    if (store_job_get(b->store, id, &row) != 0)
-        return nq_errf(err, errlen, "no job %llu", (unsigned long long)id);
+    int rc = store_job_load(b->store, id, &row, err, errlen);
+    if (rc != 0)
+        return rc == 1 ? -1 : -2;
     if (row.state == NQ_JOB_DONE)
         return nq_errf(err, errlen, "job %llu is done: nothing to retry", (unsigned long long)id);
     if (b->txn_open)
@@ -348,8 +405,11 @@ int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
     leases_cancel_job(b, id);
     store_shards_retry(b->store, id);
     store_job_set_state(b->store, id, NQ_JOB_RUNNING);
-    if (store_job_get(b->store, id, &row) != 0 || jobs_load_one(b, &row) != 0)
-        return nq_errf(err, errlen, "job %llu could not be reloaded", (unsigned long long)id);
+    char why[320] = "";
+    if (store_job_load(b->store, id, &row, why, sizeof why) != 0 ||
+        jobs_load_one(b, &row, why, sizeof why) != 0)
+        return nq_errf(err, errlen, "job %llu could not be reloaded%s%s", (unsigned long long)id,
+                       why[0] ? ": " : "", why);
     nq_log(NQ_LOG_INFO, "job.retry", "job=%llu", (unsigned long long)id);
     return 0;
 }

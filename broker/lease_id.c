@@ -19,15 +19,35 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+
+/* The key as this file writes it: exactly 32 hex digits. sscanf alone took "1 2" for the key
+   (1, 2), one anybody can guess, and quietly replaced a key it could not read. */
+static int key_parse(const char *hex, uint64_t key[2])
+{
+    if (strlen(hex) != 32 || strspn(hex, "0123456789abcdefABCDEF") != 32)
+        return -1;
+    char half[17];
+    for (int i = 0; i < 2; i++) {
+        memcpy(half, hex + 16 * i, 16);
+        half[16] = '\0';
+        key[i] = strtoull(half, NULL, 16);
+    }
+    return 0;
+}
 
 int lease_id_init(nq_broker_t *b, char *err, size_t errlen)
 {
     char hex[64];
     int rc = store_meta_get(b->store, "lease_key", hex, sizeof hex);
-    if (rc == 0 && sscanf(hex, "%16" SCNx64 "%16" SCNx64, &b->lease_key[0], &b->lease_key[1]) == 2)
+    if (rc == 0 && key_parse(hex, b->lease_key) == 0)
         goto counter;
+    if (rc == 0 || rc == 2)
+        return nq_errf(err, errlen, "%s: the lease key (table meta, key lease_key) is not 32 hex digits: "
+                       "the DB was changed outside nq (delete that row to make a new key; leases out now are "
+                       "then refused)", store_path(b->store));
     if (rc < 0)
         return nq_errf(err, errlen, "cannot read the lease key from the DB");
     if (getrandom(b->lease_key, sizeof b->lease_key, 0) != sizeof b->lease_key)

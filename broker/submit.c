@@ -15,21 +15,22 @@
 #include <stdio.h>
 #include <string.h>
 
-#define NQ_MAX_SEEDS 100000000ull   /* seeds of one solve job (the per-job shard cap is lower by default) */
-#define NQ_MAX_ALGOS 8
-
 typedef struct {
     const nq_job_spec_t *spec;
-    char algos[NQ_MAX_ALGOS][32];   /* solve */
+    char algos[NQ_JOB_MAX_METHODS][NQ_JOB_METHOD_MAX + 1];   /* solve */
     int nalgos;
 } submit_iter_t;
 
-/* Splits "a,b,c" into known method names; each must be able to solve n (solver_check: its own reason). */
+/* Splits "a,b,c" into known method names; each must be able to solve n (solver_check: its own reason).
+   An empty name ("a,,b", "a,") is refused: the stored list names method k of shard idx by its
+   position (store_solve_method), so it must be exactly the methods the shards were cut for. */
 static int parse_algos(submit_iter_t *it, const char *list, uint64_t n, char *err, size_t errlen)
 {
     char buf[sizeof it->spec->algo];
     snprintf(buf, sizeof buf, "%s", list[0] ? list : "qs4");
     it->nalgos = 0;
+    if (buf[0] == ',' || strstr(buf, ",,") || buf[strlen(buf) - 1] == ',')
+        return nq_errf(err, errlen, "empty method name in '%s'", buf);
     for (char *save = NULL, *a = strtok_r(buf, ",", &save); a; a = strtok_r(NULL, ",", &save)) {
         const nq_solver_t *s = solver_find(a);
         if (!s) {
@@ -37,8 +38,8 @@ static int parse_algos(submit_iter_t *it, const char *list, uint64_t n, char *er
         }
         if (solver_check(s, n, err, errlen) != 0)
             return -1;
-        if (it->nalgos == NQ_MAX_ALGOS) {
-            return nq_errf(err, errlen, "at most %d methods in one study", NQ_MAX_ALGOS);
+        if (it->nalgos == NQ_JOB_MAX_METHODS) {
+            return nq_errf(err, errlen, "at most %d methods in one study", NQ_JOB_MAX_METHODS);
         }
         snprintf(it->algos[it->nalgos++], sizeof it->algos[0], "%s", a);
     }
@@ -56,16 +57,16 @@ static int check_spec(const nq_job_spec_t *s, char *err, size_t errlen)
     if (s->kind == NQ_KIND_SOLVE && (s->n < 1 || s->n > NQ_SOLVE_MAX_N))
         return nq_errf(err, errlen, "solve takes N from 1 to %llu (got %llu)", NQ_SOLVE_MAX_N,
                        (unsigned long long)s->n);
-    if (s->kind == NQ_KIND_SOLVE && (s->restarts < 1 || s->restarts > NQ_MAX_SEEDS))
-        return nq_errf(err, errlen, "restarts must be from 1 to %llu", NQ_MAX_SEEDS);
+    if (s->kind == NQ_KIND_SOLVE && (s->restarts < 1 || s->restarts > NQ_JOB_MAX_SEEDS))
+        return nq_errf(err, errlen, "restarts must be from 1 to %llu", NQ_JOB_MAX_SEEDS);
     if (s->kind == NQ_KIND_SOLVE && s->solutions > s->restarts)
         return nq_errf(err, errlen, "--solutions %llu cannot exceed --restarts %llu",
                        (unsigned long long)s->solutions, (unsigned long long)s->restarts);
-    if (s->max_attempts < 1 || s->max_attempts > 100)
-        return nq_errf(err, errlen, "max attempts must be from 1 to 100");
-    if (s->quorum < 1 || s->quorum > 3)
+    if (s->max_attempts < 1 || s->max_attempts > NQ_JOB_MAX_ATTEMPTS)
+        return nq_errf(err, errlen, "max attempts must be from 1 to %d", NQ_JOB_MAX_ATTEMPTS);
+    if (s->quorum < 1 || s->quorum > NQ_JOB_MAX_QUORUM)
         return nq_errf(err, errlen, "quorum must be 1, 2 or 3");
-    if (s->verify_ppm > 1000000)
+    if (s->verify_ppm > NQ_JOB_PPM)
         return nq_errf(err, errlen, "--verify-rate is a probability from 0 to 1");
     if (s->verify_ppm > 0 && s->kind != NQ_KIND_COUNT)
         return nq_errf(err, errlen, "--verify-rate is for count jobs (a solve result is verified by the "
@@ -95,7 +96,7 @@ static int check_caps(nq_store_t *st, uint64_t nshards, const nq_shard_caps_t *c
                        (unsigned long long)nshards, (unsigned long long)max_job, how);
     }
     uint64_t active = 0;
-    if (store_jobs_active(st, sum_active, &active) != 0) {
+    if (store_jobs_active(st, sum_active, NULL, &active) != 0) {
         return nq_errf(err, errlen, "cannot read the active jobs from %s", store_path(st));
     }
     if (active > max_store || nshards > max_store - active) {
@@ -115,15 +116,14 @@ static int check_caps(nq_store_t *st, uint64_t nshards, const nq_shard_caps_t *c
  * 30). 2^22 steps take 0.2 s (N=32) to 0.9 s (N=18, each step walking the last two levels) on
  * one core; past them the list is refused with a reason: use a smaller depth. From N=19 a list
  * also estimates each root's search direction (common/kernel/shard_flip.c), 1.6 s at N=28 and
- * 3 s at N=32, but only the first time this process lists that N.
+ * 3 s at N=32, but only the first time this process lists that N. The bound is NQ_JOB_LIST_STEPS
+ * (store.h): a stored job's list is made again within the same bound when it is loaded.
  */
-#define SUBMIT_LIST_STEPS (1ull << 22)
-
 static nq_shards_t *submit_list(const nq_job_spec_t *spec, char *err, size_t errlen)
 {
     /* the shard caps are checked after (check_caps), with a message that names their option */
     return shards_new_bounded(spec->kind, (int)spec->n, (int)spec->depth, NQ_SHARD_ENCODING,
-                              NQ_SHARD_MAX_LIST, SUBMIT_LIST_STEPS, err, errlen);
+                              NQ_SHARD_MAX_LIST, NQ_JOB_LIST_STEPS, err, errlen);
 }
 
 int jobs_check(const nq_job_spec_t *spec, char *err, size_t errlen)
@@ -183,8 +183,11 @@ int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec_in, uint64_t *id, char
     if (jobs_create_capped(b->store, &spec, &caps, id, err, errlen) != 0)
         return -1;
     nq_job_row_t row;
-    if (store_job_get(b->store, *id, &row) != 0 || jobs_load_one(b, &row) != 0) {
-        return nq_errf(err, errlen, "job %llu stored but could not be loaded", (unsigned long long)*id);
+    char why[320] = "";
+    if (store_job_load(b->store, *id, &row, why, sizeof why) != 0 ||
+        jobs_load_one(b, &row, why, sizeof why) != 0) {
+        return nq_errf(err, errlen, "job %llu stored but could not be loaded%s%s", (unsigned long long)*id,
+                       why[0] ? ": " : "", why);
     }
     nq_log(NQ_LOG_INFO, "job.submit", "job=%llu kind=%s n=%llu shards=%llu", (unsigned long long)*id,
            store_kind_name(spec.kind), (unsigned long long)spec.n, (unsigned long long)row.shards_total);

@@ -68,8 +68,13 @@ int cmd_broker(int argc, char **argv)
                                sizeof http_token)))
         return rc;                      /* before any file is touched */
     cfg.http_token = http_token;
+    cfg.stop = &nq_stop;                /* SIGTERM while the jobs load: stop there, not after */
     signals_install();
     nq_broker_t *b = broker_new(&cfg, err, sizeof err);
+    if (!b && atomic_load(&nq_stop)) {
+        nq_log(NQ_LOG_INFO, "broker.stop", "reason=\"%s\"", err);
+        return NQ_EXIT_OK;              /* asked to stop, and stopped */
+    }
     if (!b)
         return cli_error("broker", "%s", err);
     broker_run(b, &nq_stop);

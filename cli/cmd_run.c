@@ -88,8 +88,10 @@ static int run_find_or_create(nq_store_t *st, nq_job_spec_t *spec, int fresh, ui
     char err[512];
     nq_job_row_t row;
     *done = 0;
-    if (fresh || store_job_find_same(st, spec, id) != 0 || store_job_get(st, *id, &row) != 0)
+    if (fresh || store_job_find_same(st, spec, id) != 0)
         return jobs_create(st, spec, id, err, sizeof err) == 0 ? 0 : cli_usage_error("run", "%s", err);
+    if (store_job_load(st, *id, &row, err, sizeof err) != 0)
+        return cli_error("run", "%s", err);   /* the job to resume holds what nq never wrote */
     if (row.state == NQ_JOB_DONE) {
         *done = 1;
         return 0;
@@ -240,9 +242,12 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
     bc.local = 1;                       /* in-process workers: no fsync per commit (store_set_local) */
     bc.metrics = a->http;
     bc.http_token = token;
+    bc.stop = &nq_stop;                 /* Ctrl-C while the jobs load */
     broker_thread_t bt = { .b = broker_new(&bc, err, sizeof err) };
     if (!bt.b) {
         zmq_ctx_term(ctx);
+        if (atomic_load(&nq_stop))
+            return 0;                   /* *state stays "": reported as interrupted */
         return cli_error("run", "%s", err);
     }
     nq_worker_cfg_t wc;

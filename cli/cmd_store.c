@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "errf.h"
 #include "store.h"
+#include "store_check.h"
 #include "u128.h"
 
 #include <errno.h>
@@ -47,22 +48,65 @@ static int store_args(const char *cmd, int argc, char **argv, const char **db, c
     return 0;
 }
 
+/* Every shard row of the job as the broker would read it, and within the job's shards (the broker
+   reads only the open ones, by state: a row in a state nq has no name for is found here). 0, or -1
+   with the first complaint in err; SQLite's error: -2. */
+static int check_shard_rows(sqlite3 *db, const nq_job_row_t *job, char *err, size_t errlen)
+{
+    sqlite3_stmt *q;
+    const char *sql = "SELECT " STORE_SHARD_COLUMNS " FROM shards WHERE job = ?1 ORDER BY idx";
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        return -2;
+    sqlite3_bind_int64(q, 1, (sqlite3_int64)job->id);
+    int rc, bad = 0;
+    nq_shard_row_t r;
+    while (!bad && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        bad = store_shard_row_read(q, &r, err, errlen) != 0;
+        if (!bad && r.idx >= job->shards_total)
+            bad = (snprintf(err, errlen, "job %llu shard %llu: column idx holds %llu (allowed 0..%llu): "
+                            "the DB was changed outside nq", (unsigned long long)job->id,
+                            (unsigned long long)r.idx, (unsigned long long)r.idx,
+                            (unsigned long long)job->shards_total - 1), 1);
+    }
+    sqlite3_finalize(q);
+    return bad ? -1 : rc == SQLITE_DONE ? 0 : -2;
+}
+
+/* The job's row and its shard rows as the broker reads them (store_check.h), and a count or
+   enumerate job's list made again, whose count must be the row's: 0, 1 refused (printed), -1 DB
+   error. */
+static int check_row(sqlite3 *db, uint64_t id, nq_job_row_t *job)
+{
+    char err[400];
+    int rc = store_job_read(db, id, job, err, sizeof err);
+    if (rc == -2 || rc == 1)
+        return -1;
+    nq_shards_t *list = NULL;
+    if (rc == 0 && job->spec.kind != NQ_KIND_SOLVE && job->spec.encoding != 0 &&
+        !(list = store_job_list(job, err, sizeof err)))
+        rc = -1;
+    shards_destroy(&list);
+    if (rc == 0 && (rc = check_shard_rows(db, job, err, sizeof err)) == -2)
+        return -1;
+    if (rc == 0)
+        return 0;
+    printf("%s\n", err);
+    return 1;
+}
+
 /* One job: 0 its row agrees with its shards, 1 it does not (printed), -1 DB error. */
 static int check_job(sqlite3 *db, uint64_t id)
 {
     nq_job_totals_t row, rows;
+    nq_job_row_t job;
     char a[48], b[48];
     memset(&row, 0, sizeof row);
     memset(&rows, 0, sizeof rows);
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(db, "SELECT shards_failed, shards_conflict FROM jobs WHERE id = ?1", -1, &q, NULL) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_int64(q, 1, (sqlite3_int64)id);
-    if (sqlite3_step(q) == SQLITE_ROW) {
-        row.shards_failed = (uint64_t)sqlite3_column_int64(q, 0);
-        row.shards_conflict = (uint64_t)sqlite3_column_int64(q, 1);
-    }
-    sqlite3_finalize(q);
+    int refused = check_row(db, id, &job);
+    if (refused != 0)
+        return refused;                 /* nothing below may trust its counts */
+    row.shards_failed = job.shards_failed;
+    row.shards_conflict = job.shards_conflict;
     if (store_job_sums(db, id, &row) != SQLITE_DONE || store_job_recount(db, id, &rows) != SQLITE_DONE)
         return -1;
     int bad = 0;

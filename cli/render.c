@@ -228,9 +228,13 @@ void render_job(FILE *f, const msgpack_object *job)
     }
 }
 
-/* What a job has produced so far, in one cell. */
+/* What a job has produced so far, in one cell; for a job whose row the store refused, why. */
 static const char *job_answer(const msgpack_object *job, char *buf, size_t len)
 {
+    const msgpack_object *st = render_get(job, "state");
+    if (st && st->type == MSGPACK_OBJECT_STR && st->via.str.size == 7 &&
+        !memcmp(st->via.str.ptr, "refused", 7))
+        return get_str(job, "last_error", buf, len);
     if (is_kind(job, "count")) {
         char t[48];
         snprintf(buf, len, "%s%s", get_str(job, "total", t, sizeof t), get_bool(job, "final") ? "" : " (so far)");
@@ -246,7 +250,7 @@ static const char *job_answer(const msgpack_object *job, char *buf, size_t len)
 
 void render_list(FILE *f, const msgpack_object *arr)
 {
-    char a[64], b[64], c[64], d[64], e[64], g[96];
+    char a[64], b[64], c[64], d[64], e[64], g[320];
     fprintf(f, "%6s  %-9s  %10s  %-9s  %17s  %s\n", "ID", "KIND", "N", "STATE", "DONE/TOTAL", "RESULT");
     if (!arr || arr->type != MSGPACK_OBJECT_ARRAY)
         return;

@@ -11,6 +11,7 @@
 #include "query.h"
 #include "errf.h"
 #include "store.h"
+#include "store_check.h"
 #include "clock.h"
 
 #include "enumerate.h"
@@ -183,40 +184,45 @@ typedef struct {
     uint64_t evidence, nevidence_by;
     char evidence_by[8][64];
     char waiting[160];                        /* from the broker (query_live_t), "" when not waiting */
+    int refused;                              /* its row holds what nq could not have written */
 } qjob_t;
 
 #define QJOB_FLAGGED_MAX 8
 
+/* The job's row, checked as the store checks every row it reads (store_check.h): a row that
+   holds what nq could not have written is refused (-2, j->refused), never shown as a job. */
 static int job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errlen)
 {
-    sqlite3_stmt *st = prep(db, "SELECT kind, n, state, priority, algo, shards_total, created_at,"
-                                " started_at, finished_at, last_error, seed0, restarts, verify_ppm, checks,"
-                                " disagreed, evidence FROM jobs WHERE id = ?",
-                            err, errlen);
+    sqlite3_stmt *st = prep(db, "SELECT " STORE_JOB_COLUMNS ", last_error FROM jobs WHERE id = ?", err,
+                            errlen);
     if (!st)
         return -2;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    nq_job_row_t row;
     int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) {
+    if (rc == SQLITE_ROW && store_job_row_read(st, &row, err, errlen) != 0) {
+        j->refused = 1;
+        rc = -2;
+    } else if (rc == SQLITE_ROW) {
         j->id = id;
-        col_copy(st, 0, j->kind, sizeof j->kind);
-        j->n = (uint64_t)sqlite3_column_int64(st, 1);
-        col_copy(st, 2, j->state, sizeof j->state);
-        j->priority = sqlite3_column_int64(st, 3);
-        col_copy(st, 4, j->algo, sizeof j->algo);
-        j->shards_total = (uint64_t)sqlite3_column_int64(st, 5);
-        j->created = sqlite3_column_double(st, 6);
-        j->has_started = sqlite3_column_type(st, 7) != SQLITE_NULL;
-        j->started = sqlite3_column_double(st, 7);
-        j->has_finished = sqlite3_column_type(st, 8) != SQLITE_NULL;
-        j->finished = sqlite3_column_double(st, 8);
-        col_copy(st, 9, j->last_error, sizeof j->last_error);
-        j->seed0 = (uint64_t)sqlite3_column_int64(st, 10);
-        j->restarts = (uint64_t)sqlite3_column_int64(st, 11);
-        j->verify_ppm = (uint64_t)sqlite3_column_int64(st, 12);
-        j->checks = (uint64_t)sqlite3_column_int64(st, 13);
-        j->disagreed = (uint64_t)sqlite3_column_int64(st, 14);
-        j->evidence = (uint64_t)sqlite3_column_int64(st, 15);
+        snprintf(j->kind, sizeof j->kind, "%s", store_kind_name(row.spec.kind));
+        j->n = row.spec.n;
+        snprintf(j->state, sizeof j->state, "%s", store_job_state_name(row.state));
+        j->priority = row.spec.priority;
+        snprintf(j->algo, sizeof j->algo, "%s", row.spec.algo);
+        j->shards_total = row.shards_total;
+        j->created = row.created_at;
+        j->has_started = sqlite3_column_type(st, 17) != SQLITE_NULL;   /* started_at */
+        j->started = row.started_at;
+        j->has_finished = sqlite3_column_type(st, 18) != SQLITE_NULL;  /* finished_at */
+        j->finished = row.finished_at;
+        col_copy(st, STORE_JOB_NCOLS, j->last_error, sizeof j->last_error);
+        j->seed0 = row.spec.seed0;
+        j->restarts = row.spec.restarts;
+        j->verify_ppm = row.spec.verify_ppm;
+        j->checks = row.checks;
+        j->disagreed = row.disagreed;
+        j->evidence = row.evidence;
         rc = 0;
     } else if (rc == SQLITE_DONE) {
         snprintf(err, errlen, "no job %llu", (unsigned long long)id);
@@ -473,6 +479,15 @@ int query_job(sqlite3 *db, uint64_t id, const query_live_t *live, msgpack_packer
 
 /* ---- list ---- */
 
+/* A job whose row is refused, as a list entry: its id, state "refused", and the reason. */
+static void pk_refused(msgpack_packer *pk, uint64_t id, const char *why)
+{
+    msgpack_pack_map(pk, 3);
+    pk_str(pk, "id"); msgpack_pack_uint64(pk, id);
+    pk_str(pk, "state"); pk_str(pk, "refused");
+    pk_str(pk, "last_error"); pk_str(pk, why);
+}
+
 static int list_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_t errlen)
 {
     (void)args;
@@ -484,9 +499,16 @@ static int list_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size
     int rc;
     qbuf_init(&items);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        job_args_t a = { (uint64_t)sqlite3_column_int64(st, 0), NULL };
-        if (job_doc(db, &a, &items.pk, err, errlen) != 0)
+        uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
+        qjob_t j;
+        if (job_load(db, id, &j, err, errlen) == 0) {
+            msgpack_pack_map(&items.pk, job_npairs(&j));
+            pk_job_pairs(&items.pk, &j);
+        } else if (j.refused) {
+            pk_refused(&items.pk, id, err);    /* the others are listed; this one says why not */
+        } else {
             break;
+        }
         count++;
     }
     sqlite3_finalize(st);

@@ -29,6 +29,7 @@
 #include "solstore.h"
 #include "log.h"
 #include "migrations.h"
+#include "store_check.h"
 #include "store_impl.h"
 #include "store_spotcheck.h"
 
@@ -58,11 +59,7 @@ static const char *const sql_text[Q_COUNT] = {
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
     [Q_SHARD_INSERT] =
         "INSERT INTO shards (job, idx, spec, seed, algo, cost) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-    [Q_JOB_GET] =
-        "SELECT id, kind, n, state, priority, depth, encoding, algo, seed0, restarts, solutions,"
-        " max_steps, max_attempts, quorum, shards_total, shards_done, created_at,"
-        " started_at, finished_at, shards_failed, shards_conflict, frontier, verify_ppm, checks, disagreed,"
-        " evidence FROM jobs WHERE id = ?1",
+    [Q_JOB_GET] = "SELECT " STORE_JOB_COLUMNS " FROM jobs WHERE id = ?1",
     [Q_JOB_FRONTIER] =
         "UPDATE jobs SET frontier = ?2 WHERE id = ?1 AND frontier < ?2",
     [Q_JOB_FAILED_ADD] =
@@ -88,17 +85,15 @@ static const char *const sql_text[Q_COUNT] = {
         "SELECT id FROM jobs WHERE kind = ?1 AND n = ?2 AND (?3 = 0 OR depth = ?3)"
         " AND (?4 = 0 OR encoding = ?4) AND algo = ?5 AND seed0 = ?6 AND restarts = ?7"
         " AND solutions = ?8 AND max_steps = ?9 AND quorum = ?10 ORDER BY id DESC LIMIT 1",
-    [Q_SHARD_GET] =
-        "SELECT job, idx, state, attempts, lease, spec, seed, algo, cost FROM shards"
-        " WHERE job = ?1 AND idx = ?2",
+    [Q_SHARD_GET] = "SELECT " STORE_SHARD_COLUMNS " FROM shards WHERE job = ?1 AND idx = ?2",
     /* One state: the (job, state) index yields rows already by idx. The partial index (004)
        leaves done rows out; SQLite uses it only when the query repeats its condition. */
     [Q_SHARDS_ONE_STATE] =
-        "SELECT job, idx, state, attempts, lease, spec, seed, algo, cost FROM shards"
+        "SELECT " STORE_SHARD_COLUMNS " FROM shards"
         " WHERE job = ?1 AND state = ?2 AND state <> 'done' AND idx >= ?3 ORDER BY idx LIMIT ?4",
     /* Several states: walk the primary key (a sort per chunk over the index would be quadratic). */
     [Q_SHARDS_STATES] =
-        "SELECT job, idx, state, attempts, lease, spec, seed, algo, cost FROM shards"
+        "SELECT " STORE_SHARD_COLUMNS " FROM shards"
         " WHERE job = ?1 AND idx >= ?3 AND +state IN (?5, ?6, ?7, ?8, ?9, ?10)"
         " ORDER BY idx LIMIT ?4",
     /* a shard from beyond the frontier gets its row here */
@@ -206,6 +201,7 @@ struct nq_store {
     int in_tx;                 /* store_begin was called and not yet committed/rolled back */
     int tx_failed;             /* a statement of the open group failed: the group must roll back */
     char tx_err[256];          /* why, for store_commit */
+    char refused[320];         /* why the last row read was refused (store_refusal) */
     sqlite3_stmt *st[Q_COUNT];
     sqlite3_stmt *spot[STORE_SPOT_STMTS];   /* store_spotcheck.c's */
 };
@@ -780,21 +776,12 @@ static int tx_leave(nq_store_t *s, int own, int rc)
 
 /* ---------------------------------------------------------------- jobs */
 
+/* What the store writes is what it accepts when it reads the row back (store_check.c). */
 static int check_job_spec(const nq_job_spec_t *j, uint64_t nshards, char *err, size_t errlen)
 {
-    if (j->kind < NQ_KIND_COUNT || j->kind > NQ_KIND_ENUMERATE)
-        return nq_errf(err, errlen, "unknown job kind %d", j->kind);
-    if (j->n < 1 || j->n > (uint64_t)INT64_MAX)
-        return nq_errf(err, errlen, "N must be at least 1");
     if (nshards < 1 || nshards > (uint64_t)INT64_MAX)
         return nq_errf(err, errlen, "a job needs at least one shard");
-    if (j->max_attempts < 1)
-        return nq_errf(err, errlen, "max attempts must be at least 1");
-    if (j->quorum < 1 || j->quorum > 3)
-        return nq_errf(err, errlen, "quorum must be 1, 2 or 3");
-    if (memchr(j->algo, '\0', sizeof j->algo) == NULL)
-        return nq_errf(err, errlen, "method name too long");
-    return 0;
+    return store_spec_check(j, nshards, err, errlen);
 }
 
 static int check_shard_spec(const nq_shard_spec_t *sh, uint64_t idx, char *err, size_t errlen)
@@ -915,52 +902,41 @@ int store_job_create(nq_store_t *s, const nq_job_spec_t *spec, uint64_t nshards,
     return c == 0 ? 0 : -1;
 }
 
-static void job_row_read(sqlite3_stmt *q, nq_job_row_t *o)
-{
-    memset(o, 0, sizeof *o);
-    o->id = col_u64(q, 0);
-    o->spec.kind = store_kind_parse((const char *)sqlite3_column_text(q, 1));
-    o->spec.n = col_u64(q, 2);
-    int st = name_index(job_state_names, 5, sqlite3_column_text(q, 3));
-    o->state = st < 0 ? NQ_JOB_FAILED : (nq_job_state_t)st;
-    o->spec.priority = sqlite3_column_int(q, 4);
-    o->spec.depth = (uint32_t)sqlite3_column_int64(q, 5);
-    o->spec.encoding = (uint32_t)sqlite3_column_int64(q, 6);
-    const unsigned char *algo = sqlite3_column_text(q, 7);
-    snprintf(o->spec.algo, sizeof o->spec.algo, "%s", algo ? (const char *)algo : "");
-    o->spec.seed0 = col_u64(q, 8);
-    o->spec.restarts = col_u64(q, 9);
-    o->spec.solutions = col_u64(q, 10);
-    o->spec.max_steps = col_u64(q, 11);
-    o->spec.max_attempts = (uint32_t)sqlite3_column_int64(q, 12);
-    o->spec.quorum = (uint32_t)sqlite3_column_int64(q, 13);
-    o->shards_total = col_u64(q, 14);
-    o->shards_done = col_u64(q, 15);
-    o->created_at = sqlite3_column_double(q, 16);
-    o->started_at = sqlite3_column_double(q, 17);    /* NULL reads as 0.0 */
-    o->finished_at = sqlite3_column_double(q, 18);
-    o->shards_failed = col_u64(q, 19);
-    o->shards_conflict = col_u64(q, 20);
-    o->frontier = col_u64(q, 21);
-    o->spec.verify_ppm = (uint32_t)sqlite3_column_int64(q, 22);
-    o->checks = col_u64(q, 23);
-    o->disagreed = col_u64(q, 24);
-    o->evidence = col_u64(q, 25);
-}
-
-/* One row: the counts are kept in it (004_campaign.sql), so this costs the same for any job. */
-int store_job_get(nq_store_t *s, uint64_t id, nq_job_row_t *out)
+/* A refused row is not passed on: the reason is kept for store_refusal. 0, 1 no such job, -1 refused
+   or a DB error. */
+static int job_get(nq_store_t *s, uint64_t id, nq_job_row_t *out)
 {
     sqlite3_stmt *q = stmt(s, Q_JOB_GET);
     if (!q)
         return -1;
     sqlite3_bind_int64(q, 1, i64(id));
-    int rc = sqlite3_step(q);
+    int rc = sqlite3_step(q), res;
     if (rc == SQLITE_ROW)
-        job_row_read(q, out);
+        res = store_job_row_read(q, out, s->refused, sizeof s->refused);
+    else
+        res = rc == SQLITE_DONE ? 1 : db_fail(s, "job.get", rc);
     sqlite3_reset(q);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? -1 : db_fail(s, "job.get", rc);
+    return res;
 }
+
+/* One row: the counts are kept in it (004_campaign.sql), so this costs the same for any job. */
+int store_job_get(nq_store_t *s, uint64_t id, nq_job_row_t *out)
+{
+    return job_get(s, id, out) == 0 ? 0 : -1;
+}
+
+int store_job_load(nq_store_t *s, uint64_t id, nq_job_row_t *out, char *err, size_t errlen)
+{
+    s->refused[0] = '\0';
+    int rc = job_get(s, id, out);
+    if (rc == 1)
+        nq_errf(err, errlen, "no job %llu", (unsigned long long)id);
+    else if (rc < 0)
+        nq_errf(err, errlen, "%s", s->refused[0] ? s->refused : sqlite3_errmsg(s->db));
+    return rc;
+}
+
+const char *store_refusal(nq_store_t *s) { return s->refused; }
 
 static int job_conflicts(nq_store_t *s, uint64_t id, sqlite3_int64 *n)
 {
@@ -1002,7 +978,8 @@ int store_job_set_state(nq_store_t *s, uint64_t id, nq_job_state_t st)
     return rc == 0 ? 0 : -1;
 }
 
-int store_jobs_active(nq_store_t *s, int (*fn)(void *ud, const nq_job_row_t *j), void *ud)
+int store_jobs_active(nq_store_t *s, int (*fn)(void *ud, const nq_job_row_t *j),
+                      int (*refused)(void *ud, uint64_t id, const char *why), void *ud)
 {
     /* Ids first, then the rows: fn may call back into the store (and change these jobs). */
     sqlite3_stmt *q = stmt(s, Q_JOBS_ACTIVE);
@@ -1026,8 +1003,14 @@ int store_jobs_active(nq_store_t *s, int (*fn)(void *ud, const nq_job_row_t *j),
     int res = rc == SQLITE_DONE ? 0 : db_fail(s, "jobs.active", rc);
     for (size_t i = 0; res == 0 && i < n; i++) {
         nq_job_row_t row;
-        if (store_job_get(s, ids[i], &row) == 0)
+        s->refused[0] = '\0';
+        int got = job_get(s, ids[i], &row);
+        if (got == 0)
             res = fn(ud, &row);
+        else if (got < 0 && s->refused[0] && refused)
+            res = refused(ud, ids[i], s->refused);   /* the others are served: this one waits */
+        else if (got < 0 && !s->refused[0])
+            res = -1;
     }
     free(ids);
     return res;
@@ -1057,24 +1040,14 @@ int store_job_find_same(nq_store_t *s, const nq_job_spec_t *j, uint64_t *id)
 
 /* ---------------------------------------------------------------- shards */
 
-static void shard_row_read(sqlite3_stmt *q, nq_shard_row_t *o)
+/* A shard row, checked (store_check.c): 0, or -1 with the reason logged and kept (store_refusal). */
+static int shard_row_read(nq_store_t *s, sqlite3_stmt *q, nq_shard_row_t *o)
 {
-    memset(o, 0, sizeof *o);
-    o->job = col_u64(q, 0);
-    o->idx = col_u64(q, 1);
-    int st = store_shard_state_parse(sqlite3_column_text(q, 2));
-    o->state = st < 0 ? NQ_SHARD_FAILED : (nq_shard_state_t)st;
-    o->attempts = (uint32_t)sqlite3_column_int64(q, 3);
-    o->lease = col_u64(q, 4);
-    int len = sqlite3_column_bytes(q, 5);
-    const void *spec = sqlite3_column_blob(q, 5);
-    o->spec_len = len > 0 && len <= NQ_MAX_SPEC ? (size_t)len : 0;
-    if (o->spec_len)
-        memcpy(o->spec, spec, o->spec_len);
-    o->seed = col_u64(q, 6);
-    const unsigned char *algo = sqlite3_column_text(q, 7);
-    snprintf(o->algo, sizeof o->algo, "%s", algo ? (const char *)algo : "");
-    o->cost = sqlite3_column_double(q, 8);
+    if (store_shard_row_read(q, o, s->refused, sizeof s->refused) == 0)
+        return 0;
+    char why[NQ_LOG_QLEN];
+    nq_log(NQ_LOG_WARN, "store.refused", "op=shard.read reason=%s", nq_log_qs(why, sizeof why, s->refused));
+    return -1;
 }
 
 int store_shard_get(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_row_t *out)
@@ -1084,10 +1057,10 @@ int store_shard_get(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_row_t *o
         return -1;
     sqlite3_bind_int64(q, 1, i64(job));
     sqlite3_bind_int64(q, 2, i64(idx));
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW)
-        shard_row_read(q, out);
+    int rc = sqlite3_step(q), bad = rc == SQLITE_ROW && shard_row_read(s, q, out) != 0;
     sqlite3_reset(q);
+    if (bad)
+        return -1;
     return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : db_fail(s, "shard.get", rc);
 }
 
@@ -1109,8 +1082,11 @@ static int shards_chunk(nq_store_t *s, uint64_t job, unsigned mask, uint64_t fro
     int rc;
     *n = 0;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-        shard_row_read(q, &rows[(*n)++]);
+        if (shard_row_read(s, q, &rows[(*n)++]) != 0)
+            break;
     sqlite3_reset(q);
+    if (rc == SQLITE_ROW)
+        return -2;                      /* a refused row: the job's shards cannot be trusted */
     return rc == SQLITE_DONE ? 0 : db_fail(s, "shards.each", rc);
 }
 
@@ -1676,7 +1652,11 @@ int store_meta_get(nq_store_t *s, const char *key, char *val, size_t vallen)
         return -1;
     sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
     int rc = sqlite3_step(q), out = 1;
-    if (rc == SQLITE_ROW) {
+    if (rc == SQLITE_ROW && (sqlite3_column_type(q, 0) != SQLITE_TEXT ||
+                             (size_t)sqlite3_column_bytes(q, 0) >= vallen)) {
+        val[0] = '\0';                  /* never cut short, never a number read as text */
+        out = 2;
+    } else if (rc == SQLITE_ROW) {
         snprintf(val, vallen, "%s", (const char *)sqlite3_column_text(q, 0));
         out = 0;
     } else if (rc != SQLITE_DONE) {

@@ -44,6 +44,22 @@ const char *store_job_state_name(nq_job_state_t s);       /* "pending", ... */
 const char *store_kind_name(int kind);                    /* "count", "solve", "enumerate" */
 int store_kind_parse(const char *s);                      /* NQ_KIND_* or -1 */
 
+/*
+ * What a job row can hold: the limits a submit is held to (broker/submit.c, broker/control.c), and
+ * the store holds every row it reads back to them again (store_check.h): a value outside them was
+ * not written by nq, and one used as a loop bound or a size would run the broker away.
+ */
+#define NQ_JOB_MAX_PRIORITY 1000000
+#define NQ_JOB_MAX_ATTEMPTS 100
+#define NQ_JOB_MAX_QUORUM   3
+#define NQ_JOB_PPM          1000000          /* verify_ppm is a probability in parts per million */
+#define NQ_JOB_MAX_SEEDS    100000000ull     /* seeds (restarts) of one solve job */
+#define NQ_JOB_MAX_METHODS  8                /* methods of one solve study */
+#define NQ_JOB_METHOD_MAX   31               /* bytes of one method name (a TASK's algo is 32) */
+/* Steps of the search a count or enumerate list may take to be listed, at submit and whenever a
+   stored job's list is made again: 0.2 s (N=32) to 0.9 s (N=18) on one core (see submit.c). */
+#define NQ_JOB_LIST_STEPS   (1ull << 22)
+
 /* What a job asks for (the jobs row's parameters). */
 typedef struct {
     int kind;                  /* NQ_KIND_* */
@@ -134,16 +150,28 @@ void store_rollback(nq_store_t *s);
 typedef int (*store_shard_iter_fn)(void *ud, uint64_t idx, nq_shard_spec_t *out);  /* 0 ok, 1 end */
 int store_job_create(nq_store_t *s, const nq_job_spec_t *spec, uint64_t nshards,
                      store_shard_iter_fn next, void *ud, uint64_t *id, char *err, size_t errlen);
-int store_job_get(nq_store_t *s, uint64_t id, nq_job_row_t *out);        /* 0, or -1 not found */
+/* Every row read back is checked like a wire value first (store_check.h): a row holding what nq
+   could not have written is refused, never passed on. get: 0, or -1 (no such job, refused, or a
+   DB error); load says which: 0, 1 no such job, -1 refused or a DB error, with the reason in err
+   ("job 3: column quorum holds -1 (allowed 1..3): the DB was changed outside nq"). */
+int store_job_get(nq_store_t *s, uint64_t id, nq_job_row_t *out);
+int store_job_load(nq_store_t *s, uint64_t id, nq_job_row_t *out, char *err, size_t errlen);
+/* Why the last row this store read was refused ("" when none was). */
+const char *store_refusal(nq_store_t *s);
 int store_job_set_state(nq_store_t *s, uint64_t id, nq_job_state_t st); /* sets started/finished times */
-/* Jobs whose state is pending or running, by priority desc then id; calls fn for each. */
-int store_jobs_active(nq_store_t *s, int (*fn)(void *ud, const nq_job_row_t *j), void *ud);
+/* Jobs whose state is pending or running, by priority desc then id; calls fn for each, and
+   refused (may be NULL) for each whose row is refused, with the reason. The first nonzero return
+   of either stops the walk and is returned; -1 for a DB error. */
+int store_jobs_active(nq_store_t *s, int (*fn)(void *ud, const nq_job_row_t *j),
+                      int (*refused)(void *ud, uint64_t id, const char *why), void *ud);
 /* The most recent job with the same kind/n/params (for `nq run` resume); 0 = found. */
 int store_job_find_same(nq_store_t *s, const nq_job_spec_t *spec, uint64_t *id);
 
-/* Shards. get: 0 found, 1 no row (pending beyond the frontier, or no such shard), -1 error. */
+/* Shards. get: 0 found, 1 no row (pending beyond the frontier, or no such shard), -1 error or a
+   refused row (logged; store_refusal says why). */
 int store_shard_get(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_row_t *out);
-/* Calls fn for every shard of the job in one of the given states (bitmask of 1<<state), by idx. */
+/* Calls fn for every shard of the job in one of the given states (bitmask of 1<<state), by idx.
+   0; fn's nonzero return; -1 a DB error; -2 a refused row (store_refusal says why). */
 int store_shards_each(nq_store_t *s, uint64_t job, unsigned state_mask,
                       int (*fn)(void *ud, const nq_shard_row_t *r), void *ud);
 /* Leases a shard (its row made if it had none); frontier > 0 moves the job's frontier there in
@@ -177,7 +205,8 @@ int store_result_put_by(nq_store_t *s, const nq_result_t *r, const char *worker,
 int store_result_dispute(nq_store_t *s, const nq_result_t *r, const char *worker, const nq_put_by_t *by,
                          const char *other_worker);
 
-/* Broker settings that survive restarts (table meta). get: 0 found, 1 absent, -1 error. */
+/* Broker settings that survive restarts (table meta). get: 0 found, 1 absent, -1 error, 2 the value
+   is not text of fewer than vallen bytes (not one nq wrote: val is ""). */
 int store_meta_get(nq_store_t *s, const char *key, char *val, size_t vallen);
 int store_meta_set(nq_store_t *s, const char *key, const char *val);
 

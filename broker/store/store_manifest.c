@@ -5,39 +5,33 @@
  */
 #include "store_manifest.h"
 #include "errf.h"
+#include "store_check.h"
 #include "manifest.h"
 #include "clock.h"
 #include "shard.h"
 
 #include <string.h>
 
-/* The header from the job's row: 0, -1 refused, -2 DB error. */
-static int job_head(sqlite3 *db, uint64_t job, nq_manifest_head_t *h, char *err, size_t errlen)
+/* The header from the job's row, checked (store_check.h): 0, -1 refused as asked (no such job, not
+   count, not done), -2 a DB error or a row nq could not have written. */
+static int job_head(sqlite3 *db, uint64_t job, nq_job_row_t *row, nq_manifest_head_t *h, char *err,
+                    size_t errlen)
 {
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(db, "SELECT kind, n, depth, encoding, state, shards_total, shards_done FROM jobs"
-                               " WHERE id = ?1", -1, &q, NULL) != SQLITE_OK)
-        return nq_errf(err, errlen, "jobs: %s", sqlite3_errmsg(db)), -2;
-    sqlite3_bind_int64(q, 1, (sqlite3_int64)job);
-    int rc = sqlite3_step(q), res = 0;
-    if (rc != SQLITE_ROW) {
-        res = rc == SQLITE_DONE ? nq_errf(err, errlen, "no job %llu", (unsigned long long)job)
-                                : (nq_errf(err, errlen, "jobs: %s", sqlite3_errmsg(db)), -2);
-    } else if (strcmp((const char *)sqlite3_column_text(q, 0), "count") != 0) {
-        res = nq_errf(err, errlen, "manifest: count jobs only (job %llu is a %s job)", (unsigned long long)job,
-                      (const char *)sqlite3_column_text(q, 0));
-    } else if (strcmp((const char *)sqlite3_column_text(q, 4), "done") != 0) {
-        res = nq_errf(err, errlen, "job not done: job %llu is %s, %lld of %lld shards done", (unsigned long long)job,
-                      (const char *)sqlite3_column_text(q, 4), (long long)sqlite3_column_int64(q, 6),
-                      (long long)sqlite3_column_int64(q, 5));
-    } else {
-        h->n = sqlite3_column_int(q, 1);
-        h->depth = sqlite3_column_int(q, 2);
-        h->encoding = sqlite3_column_int(q, 3);
-        h->shards = (uint64_t)sqlite3_column_int64(q, 5);
-    }
-    sqlite3_finalize(q);
-    return res;
+    int rc = store_job_read(db, job, row, err, errlen);
+    if (rc != 0)
+        return rc == 1 ? -1 : -2;
+    if (row->spec.kind != NQ_KIND_COUNT)
+        return nq_errf(err, errlen, "manifest: count jobs only (job %llu is a %s job)",
+                       (unsigned long long)job, store_kind_name(row->spec.kind));
+    if (row->state != NQ_JOB_DONE)
+        return nq_errf(err, errlen, "job not done: job %llu is %s, %llu of %llu shards done",
+                       (unsigned long long)job, store_job_state_name(row->state),
+                       (unsigned long long)row->shards_done, (unsigned long long)row->shards_total);
+    h->n = (int)row->spec.n;
+    h->depth = (int)row->spec.depth;
+    h->encoding = (int)row->spec.encoding;
+    h->shards = row->shards_total;
+    return 0;
 }
 
 /* The claimed sums: what `nq result` prints, from the job's row. */
@@ -155,22 +149,19 @@ static int write_all(sqlite3 *db, uint64_t job, FILE *f, uint8_t root[NQ_MERKLE_
                      char *err, size_t errlen)
 {
     nq_manifest_head_t h = { .version = NQ_MANIFEST_VERSION };
+    nq_job_row_t row;
     nq_merkle_t tree;
     nq_u128 sums[3] = { 0, 0, 0 };
-    char buf[NQ_MANIFEST_LINE_MAX], why[256];
-    int rc = job_head(db, job, &h, err, errlen);
+    char buf[NQ_MANIFEST_LINE_MAX];
+    int rc = job_head(db, job, &row, &h, err, errlen);
     if (rc != 0 || (rc = job_claims(db, job, &h, err, errlen)) != 0)
         return rc;
-    nq_shards_t *list = shards_new_ex(NQ_KIND_COUNT, h.n, h.depth, h.encoding, why, sizeof why);
+    nq_shards_t *list = store_job_list(&row, err, errlen);   /* bounded, and its count must be the row's */
     if (!list)
-        return nq_errf(err, errlen, "damaged store: job %llu has no shard list: %s", (unsigned long long)job, why), -2;
+        return -2;
     merkle_init(&tree);
     size_t len = manifest_head_format(&h, buf, sizeof buf);
-    if (shards_count(list) != h.shards)
-        rc = (nq_errf(err, errlen, "damaged store: job %llu has %llu shards, its list %llu", (unsigned long long)job,
-                      (unsigned long long)h.shards, (unsigned long long)shards_count(list)), -2);
-    if (rc == 0)
-        rc = put_line(f, buf, len, &tree, err, errlen);
+    rc = put_line(f, buf, len, &tree, err, errlen);
     if (rc == 0)
         rc = shard_lines(db, job, list, &h, f, &tree, sums, err, errlen);
     if (rc == 0)

@@ -8,7 +8,9 @@
 
 #include "migrations.h"
 #include "query.h"
+#include "shard.h"
 #include "store.h"
+#include "store_check.h"
 #include "render.h"
 #include "solfile.h"
 
@@ -38,10 +40,19 @@ static void sql(sqlite3 *db, const char *fmt, ...)
     sqlite3_free(e);
 }
 
+/* A job row as nq writes it (the store refuses any other, store_check.h): a count or enumerate job
+   of the current encoding at the shallowest depth whose list can have `shards` shards, a solve job
+   of `shards` seeds of qs4. */
 static void job_add(sqlite3 *db, uint64_t id, const char *kind, int n, const char *state, uint64_t shards)
 {
-    sql(db, "INSERT INTO jobs (id, kind, n, state, shards_total, created_at) VALUES (%llu, %Q, %d, %Q, %llu, 1000.5)",
-        (unsigned long long)id, kind, n, state, (unsigned long long)shards);
+    int k = store_kind_parse(kind), depth = 0, lo = 0, hi = 0;
+    if (k != NQ_KIND_SOLVE && shard_depth_range(k, n, &lo, &hi) == 0)
+        for (depth = lo; depth < hi && store_list_bound(k, (uint64_t)n, (uint32_t)depth) < shards; depth++)
+            ;
+    sql(db, "INSERT INTO jobs (id, kind, n, state, shards_total, created_at, depth, encoding, restarts, algo)"
+        " VALUES (%llu, %Q, %d, %Q, %llu, 1000.5, %d, %d, %llu, %Q)", (unsigned long long)id, kind, n, state,
+        (unsigned long long)shards, depth, k == NQ_KIND_SOLVE ? 0 : NQ_SHARD_ENCODING,
+        (unsigned long long)(k == NQ_KIND_SOLVE ? shards : 0), k == NQ_KIND_SOLVE ? "qs4" : "");
 }
 
 /* The store keeps a job's counts and sums in its row (004_campaign.sql); rows written by hand
@@ -187,13 +198,55 @@ static int getb(const msgpack_object *m, const char *k)
 
 /* ---- tests ---- */
 
+/* A job row holding what nq could not have written: every document of it is refused (-2) with
+   the job and column named, nothing appended; the list still lists the others, and this one as
+   refused with the reason. Before, 2^63-1 shards exported page after page without end. */
+T_TEST(test_refused_row)
+{
+    sqlite3 *db = db_new();
+    job_add(db, 1, "count", 10, "running", 75);
+    job_add(db, 2, "solve", 20, "done", 5);
+    sql(db, "UPDATE jobs SET shards_total = 9223372036854775807 WHERE id = 1");
+    const char *want = "job 1: column shards_total holds 9223372036854775807 (allowed 1..1000 for count "
+                       "N=10 at depth 1): the DB was changed outside nq";
+    doc_t d;
+    uint32_t *cols = NULL;
+    uint64_t n = 0;
+    doc_init(&d);
+    msgpack_pack_nil(&d.pk);   /* what the caller had before */
+    T_CHECK(query_job(db, 1, NULL, &d.pk, d.err, sizeof d.err) == -2);
+    T_EQ_STR(d.err, want);
+    T_CHECK(query_result(db, 1, &d.pk, d.err, sizeof d.err) == -2 && strcmp(d.err, want) == 0);
+    T_CHECK(query_export(db, 1, 0, 10, 0, &d.pk, d.err, sizeof d.err) == -2 && strcmp(d.err, want) == 0);
+    T_CHECK(query_study_sample(db, 1, 5, &d.pk, d.err, sizeof d.err) == -2);
+    sql(db, "UPDATE jobs SET restarts = 6 WHERE id = 2");
+    T_CHECK(query_solution(db, ".", 2, 0, &cols, &n, d.err, sizeof d.err) == -2 && cols == NULL);
+    T_CHECK(strstr(d.err, "job 2: column shards_total holds 5 (allowed 6: restarts 6 x 1 method(s))"));
+    sql(db, "UPDATE jobs SET restarts = 5 WHERE id = 2");
+    T_EQ_U64(d.sb.size, 1);
+    doc_free(&d);
+
+    doc_init(&d);
+    T_CHECK(query_list(db, &d.pk, d.err, sizeof d.err) == 0);
+    const msgpack_object *l = doc_obj(&d);
+    T_CHECK(l->type == MSGPACK_OBJECT_ARRAY && l->via.array.size == 2);
+    if (l->type == MSGPACK_OBJECT_ARRAY && l->via.array.size == 2) {
+        const msgpack_object *j2 = &l->via.array.ptr[0], *j1 = &l->via.array.ptr[1];
+        T_CHECK(getu(j2, "id") == 2 && str_is(get(j2, "kind"), "solve") && str_is(get(j2, "state"), "done"));
+        T_CHECK(getu(j1, "id") == 1 && str_is(get(j1, "state"), "refused"));
+        T_CHECK(str_is(get(j1, "last_error"), want));
+    }
+    doc_free(&d);
+    sqlite3_close(db);
+}
+
 /* A count job part-way through, then finished: states, sums, timing fields. */
 T_TEST(test_job_count)
 {
     sqlite3 *db = db_new();
     double now = (double)time(NULL);
     job_add(db, 1, "count", 8, "running", 10);
-    sql(db, "UPDATE jobs SET started_at = %.3f, priority = -2 WHERE id = 1", now - 100);
+    sql(db, "UPDATE jobs SET started_at = %.3f, priority = 2 WHERE id = 1", now - 100);
     uint64_t totals[6] = { 8, 16, 0, 28, 24, 16 }, sum = 0, usum = 0;
     for (int i = 0; i < 6; i++) {
         shard_t s = { .state = "done", .worker = "w1", .total = totals[i], .uniq = totals[i] / 8,
@@ -215,7 +268,7 @@ T_TEST(test_job_count)
     T_CHECK(str_is(get(j, "kind"), "count"));
     T_CHECK(str_is(get(j, "state"), "running"));
     T_EQ_U64(getu(j, "n"), 8);
-    T_CHECK(get(j, "priority")->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && get(j, "priority")->via.i64 == -2);
+    T_CHECK(get(j, "priority")->type == MSGPACK_OBJECT_POSITIVE_INTEGER && get(j, "priority")->via.u64 == 2);
     T_EQ_U64(getu(j, "shards_total"), 10);
     T_EQ_U64(getu(j, "shards_done"), 6);
     T_EQ_U64(getu(j, "shards_pending"), 2);
@@ -463,7 +516,7 @@ T_TEST(test_result_count)
 T_TEST(test_result_study)
 {
     sqlite3 *db = db_new();
-    job_add(db, 1, "solve", 100, "done", 16);
+    job_add(db, 1, "solve", 100, "done", 20);
     sql(db, "UPDATE jobs SET algo = 'qs4,minconflicts', restarts = 10 WHERE id = 1");
     for (int i = 0; i < 10; i++)   /* qs4: steps 1..10 (shuffled by idx), 8 of 10 solved */
         shard_add(db, 1, (uint64_t)i, &(shard_t){ .state = "done", .algo = "qs4", .nodes = (uint64_t)((i * 7) % 10 + 1),
@@ -843,7 +896,7 @@ T_TEST(test_connections)
     sqlite3_exec(w, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
     for (int i = 0; i < nq_migrations_count; i++)
         T_CHECK(sqlite3_exec(w, nq_migrations[i].sql, NULL, NULL, NULL) == SQLITE_OK);
-    job_add(w, 1, "count", 5, "done", 1);
+    job_add(w, 1, "count", 5, "done", 2);
     shard_add(w, 1, 0, &(shard_t){ .state = "done", .total = 10 });
     T_CHECK(sqlite3_open_v2(path, &ro, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
     doc_t d;
