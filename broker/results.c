@@ -270,6 +270,10 @@ static int quorum_gate(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_res
             group_put(b, e);
         return 1;
     }
+    if (rc == 0) {                      /* a vote that waits for others: the row is not leased now */
+        broker_txn(b);
+        store_shard_voted(b->store, e->r.job, e->r.shard, e->r.lease);
+    }
     send_ack(b, p->rid, p->rid_len, &e->r);   /* a vote, or a resend of one: nothing to commit */
     free(e->payload);
     return 1;

@@ -49,7 +49,7 @@ enum {
     Q_PUT_LOOKUP, Q_PUT_FIRST, Q_PUT_CONFIRM, Q_PUT_CONFLICT, Q_JOB_DONE_ADD,
     Q_ENUM_PUT, Q_ENUM_GET, Q_SOLUTION_PUT, Q_WORKER_NODES, Q_WORKER_CREDIT, Q_WORKER_CONFLICT,
     Q_META_GET, Q_META_SET, Q_WORKER_FLAG, Q_WORKER_SEEN, Q_WORKER_FORGET, Q_WORKER_KEY, Q_JOB_ERROR, Q_TOTALS_WORKERS, Q_TOTALS_SOLUTIONS,
-    Q_CONFIRM_ADD, Q_CONFIRM_RETRY_DELETE, Q_EVIDENCE_PUT, Q_JOB_EVIDENCE_ADD, Q_WORKER_EVIDENCE, Q_COUNT
+    Q_SHARD_VOTED, Q_CONFIRM_ADD, Q_CONFIRM_RETRY_DELETE, Q_EVIDENCE_PUT, Q_JOB_EVIDENCE_ADD, Q_WORKER_EVIDENCE, Q_COUNT
 };
 
 static const char *const sql_text[Q_COUNT] = {
@@ -107,6 +107,11 @@ static const char *const sql_text[Q_COUNT] = {
         " state = CASE WHEN attempts + ?3 >= (SELECT max_attempts FROM jobs WHERE id = ?1)"
         "   THEN 'failed' ELSE 'pending' END"
         " WHERE job = ?1 AND idx = ?2 AND state = 'leased' RETURNING state",
+    /* a quorum vote came in on this lease: the row waits for the other votes as pending, unless
+       another copy was leased after it (the row names the latest lease) */
+    [Q_SHARD_VOTED] =
+        "UPDATE shards SET state = 'pending', lease = NULL, worker = NULL, leased_at = NULL"
+        " WHERE job = ?1 AND idx = ?2 AND state = 'leased' AND lease = ?3",
     [Q_SHARDS_CANCEL] =
         "UPDATE shards SET state = 'cancelled', lease = NULL, worker = NULL, leased_at = NULL"
         " WHERE job = ?1 AND state IN ('pending', 'leased') AND state <> 'done'",
@@ -1154,6 +1159,23 @@ int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease,
 }
 
 /* 0 released (*failed says whether it reached max_attempts), 1 not leased, -1 DB error. */
+int store_shard_voted(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease)
+{
+    int own;
+    if (tx_enter(s, &own) != 0)
+        return -1;
+    sqlite3_stmt *q = stmt(s, Q_SHARD_VOTED);
+    int rc = -1;
+    if (q) {
+        sqlite3_bind_int64(q, 1, i64(job));
+        sqlite3_bind_int64(q, 2, i64(idx));
+        sqlite3_bind_int64(q, 3, i64(lease));
+        int e = run_done(q);
+        rc = e ? db_fail(s, "shard.voted", e) : 0;
+    }
+    return tx_leave(s, own, rc);
+}
+
 int store_shard_release(nq_store_t *s, uint64_t job, uint64_t idx, int count_attempt, int *failed)
 {
     int own, rc = -1;

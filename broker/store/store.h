@@ -178,6 +178,9 @@ int store_shards_each(nq_store_t *s, uint64_t job, unsigned state_mask,
    the same step. 0, 1 not leasable, -1 DB error. */
 int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease, const char *worker,
                       uint64_t frontier);
+/* A quorum vote arrived on `lease`: the row is pending again (no attempt charged) while the
+   vote waits in the broker's memory, unless a later lease of it is out. 0, or -1. */
+int store_shard_voted(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease);
 /* Back to pending (lease lost); attempts + 1; FAILED when attempts reach max: *failed = 1. */
 int store_shard_release(nq_store_t *s, uint64_t job, uint64_t idx, int count_attempt, int *failed);
 int store_shards_cancel_pending(nq_store_t *s, uint64_t job);           /* pending/leased -> cancelled */

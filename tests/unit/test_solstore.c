@@ -109,9 +109,10 @@ static void env_open(t_env_t *e, const char *name)
     e->st = store_open(e->db, 0, err, sizeof err);
     T_CHECK(e->st != NULL);
     /* Four solve jobs, as rows (their shards do not matter here). */
-    T_CHECK(sqlite3_exec(store_db(e->st), "INSERT INTO jobs (id, kind, n, state, shards_total, created_at)"
-                         " VALUES (1, 'solve', 8, 'running', 1, 1.0), (2, 'solve', 8, 'running', 1, 1.0),"
-                         " (3, 'solve', 8, 'running', 1, 1.0), (4, 'solve', 8, 'running', 1, 1.0)",
+    T_CHECK(sqlite3_exec(store_db(e->st), "INSERT INTO jobs (id, kind, n, state, shards_total, created_at,"
+                         " restarts, algo) VALUES (1, 'solve', 8, 'running', 1, 1.0, 1, 'qs4'),"
+                         " (2, 'solve', 8, 'running', 1, 1.0, 1, 'qs4'), (3, 'solve', 8, 'running', 1, 1.0, 1, 'qs4'),"
+                         " (4, 'solve', 8, 'running', 1, 1.0, 1, 'qs4')",
                          NULL, NULL, NULL) == SQLITE_OK);
 }
 
