@@ -124,32 +124,63 @@ static int cost_cmp(const void *a, const void *b)
     return x->idx < y->idx ? 1 : (x->idx > y->idx ? -1 : 0);
 }
 
-/* count/enumerate: the job's list, which must be the one its shards were counted from. */
-static int job_list(nq_job_t *j, const nq_job_row_t *row)
+/*
+ * count/enumerate: the job's list, which must be the one its shards were counted from. A submit
+ * hands over the list it just built; otherwise the lister builds it (seconds for a large job, so
+ * never in the loop) and the job leases nothing until jobs_listed. The rest of the job (its
+ * counters, returned shards, re-armed leases, checks) is in memory at once: progress, results of
+ * re-armed leases and cancels need no list.
+ */
+static int job_list(nq_broker_t *b, nq_job_t *j, const nq_job_row_t *row, nq_shards_t *list)
 {
-    char err[200];
-    if (row->spec.kind == NQ_KIND_SOLVE || (row->spec.encoding == 0 && row->frontier >= row->shards_total))
+    if (row->spec.kind == NQ_KIND_SOLVE || (row->spec.encoding == 0 && row->frontier >= row->shards_total)) {
+        shards_destroy(&list);
         return 0;                       /* solve shards are seeds; encoding 0: rows hold every descriptor */
-    j->list = shards_new_ex(row->spec.kind, (int)row->spec.n, (int)row->spec.depth, (int)row->spec.encoding,
-                            err, sizeof err);
-    if (!j->list || shards_count(j->list) != row->shards_total) {
-        nq_log(NQ_LOG_ERROR, "job.refused", "job=%llu reason=\"%s\"", (unsigned long long)row->id,
-               j->list ? "its shard list no longer has the stored number of shards" : err);
-        return -1;
     }
-    return 0;
+    if (list) {
+        j->list = list;
+        return 0;
+    }
+    nq_lister_req_t r = { .kind = row->spec.kind, .n = (int)row->spec.n, .depth = (int)row->spec.depth,
+                          .encoding = (int)row->spec.encoding, .max_shards = NQ_SHARD_MAX_LIST,
+                          .max_steps = UINT64_MAX };
+    nq_listing_t x = { .job = row->id };
+    j->list_ticket = listings_ask(b, &r, &x);
+    return j->list_ticket ? 0 : -1;
 }
 
-int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
+void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, nq_shards_t **list, const char *why,
+                 double seconds)
+{
+    nq_job_t *j = jobs_find(b, id);
+    if (!j || j->list_ticket != ticket)
+        return;                         /* it ended, or was reloaded and asked again */
+    j->list_ticket = 0;
+    if (!*list || shards_count(*list) != j->shards_total) {
+        nq_log(NQ_LOG_ERROR, "job.refused", "job=%llu reason=\"%s\"", (unsigned long long)id,
+               *list ? "its shard list no longer has the stored number of shards" : why);
+        leases_cancel_job(b, id);       /* re-armed ones: nobody may deliver into a job not served */
+        jobs_unlink(b, j);
+        return;
+    }
+    j->list = *list;
+    *list = NULL;
+    nq_log(NQ_LOG_INFO, "job.listed", "job=%llu shards=%llu seconds=%.3f", (unsigned long long)id,
+           (unsigned long long)j->shards_total, seconds);
+}
+
+int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, nq_shards_t *list)
 {
     nq_job_t *j = calloc(1, sizeof *j);
-    if (!j)
-        return -1;
-    if (job_list(j, row) != 0) {
-        free(j);
+    if (!j) {
+        shards_destroy(&list);
         return -1;
     }
     j->id = row->id;
+    if (job_list(b, j, row, list) != 0) {
+        free(j);
+        return -1;
+    }
     j->frontier = row->frontier;
     j->spec = row->spec;
     j->state = row->state;
@@ -196,7 +227,7 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row)
 
 static int load_cb(void *ud, const nq_job_row_t *row)
 {
-    return jobs_load_one(ud, row);
+    return jobs_load_one(ud, row, NULL);
 }
 
 int jobs_load(nq_broker_t *b, char *err, size_t errlen)
@@ -210,7 +241,8 @@ int jobs_load(nq_broker_t *b, char *err, size_t errlen)
 int jobs_any_pending(const nq_broker_t *b)
 {
     for (const nq_job_t *j = b->jobs; j; j = j->next)
-        if ((j->state == NQ_JOB_PENDING || j->state == NQ_JOB_RUNNING) && jobs_pending_count(j) > 0)
+        if ((j->state == NQ_JOB_PENDING || j->state == NQ_JOB_RUNNING) && !j->list_ticket &&
+            jobs_pending_count(j) > 0)
             return 1;
     return 0;
 }
@@ -220,7 +252,7 @@ int jobs_next_shard(nq_broker_t *b, const nq_peer_t *for_peer, nq_job_t **job, u
 {
     for (nq_job_t *j = b->jobs; j; j = j->next) {
         int checks = allow_checks && j->nchecks > 0;
-        if ((!checks && j->npending == 0 && j->frontier >= j->shards_total) ||
+        if ((!checks && j->npending == 0 && j->frontier >= j->shards_total) || j->list_ticket ||
             (j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING) ||
             peer_pauses_job(for_peer, j->id, b->now))
             continue;
@@ -343,12 +375,18 @@ int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
     if (b->txn_open)
         results_flush(b);
     nq_job_t *j = jobs_find(b, id);
-    if (j)
+    nq_shards_t *list = j ? j->list : NULL;   /* the same job, the same list: not built again */
+    if (j) {
+        j->list = NULL;
         jobs_unlink(b, j);
+    }
     leases_cancel_job(b, id);
     store_shards_retry(b->store, id);
     store_job_set_state(b->store, id, NQ_JOB_RUNNING);
-    if (store_job_get(b->store, id, &row) != 0 || jobs_load_one(b, &row) != 0)
+    int rc = store_job_get(b->store, id, &row);
+    if (rc != 0)
+        shards_destroy(&list);
+    if (rc != 0 || jobs_load_one(b, &row, list) != 0)   /* the list goes to the job, or is freed */
         return nq_errf(err, errlen, "job %llu could not be reloaded", (unsigned long long)id);
     nq_log(NQ_LOG_INFO, "job.retry", "job=%llu", (unsigned long long)id);
     return 0;
