@@ -112,7 +112,7 @@ static int broker_open_sockets(nq_broker_t *b, char *err, size_t errlen)
     b->wake_sock = zmq_socket(b->ctx, ZMQ_PULL);
     if (!b->wake_sock || zmq_bind(b->wake_sock, ep) != 0)
         return nq_errf(err, errlen, "cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
-    return 0;
+    return listings_start(b, ep, err, errlen);   /* its answers end the poll through the wake socket */
 }
 
 void broker_wake(nq_broker_t *b)
@@ -473,6 +473,7 @@ int broker_round(nq_broker_t *b, long timeout_ms)
         drain(b, b->workers_sock, 10000, "worker", on_worker_frame);
     if (items[1].revents & ZMQ_POLLIN)
         drain(b, b->control_sock, 100, "client", on_control_frame);
+    listings_collect(b);                /* lists built off the loop: submits answered, jobs served */
     b->now = b->clock();                /* draining 10,000 frames takes time: timers see after it */
     if (results_due(b, b->now))
         results_flush(b);
@@ -506,6 +507,7 @@ int broker_run(nq_broker_t *b, const atomic_int *stop)
             break;
     }
     b->stopping = 1;
+    listings_stop(b);                   /* a list being built gives up; its client hears so */
     results_flush(b);
     nq_log(NQ_LOG_INFO, "broker.stop", "results=%llu commits=%llu commit_seconds=%.3f bad_messages=%llu",
            (unsigned long long)b->stats.results_total, (unsigned long long)b->stats.commits,
@@ -519,6 +521,8 @@ void broker_destroy(nq_broker_t **bp)
     if (!b)
         return;
     broker_metrics_stop(b);
+    listings_stop(b);                   /* before the sockets it answers on and pokes */
+    lister_destroy(&b->lister);
     results_free_all(b);
     quorum_free_all(b);
     spotcheck_free_all(b);

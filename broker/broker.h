@@ -5,7 +5,10 @@
  *
  * It is single-threaded by design: one loop (broker_run) owns the sockets,
  * the in-memory job/lease/peer tables and the one SQLite writer, so no locks
- * are needed and the order of events is the order of the loop.
+ * are needed and the order of events is the order of the loop. The one other
+ * thread builds shard lists (seconds of CPU for a large job) from parameters
+ * and hands them back (lister.h): it shares nothing else, and the loop never
+ * waits for it.
  */
 #ifndef NQ_BROKER_H
 #define NQ_BROKER_H

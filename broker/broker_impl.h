@@ -10,6 +10,8 @@
  *   quorum.c          votes of independent workers under --quorum
  *   spotcheck.c       adaptive spot-checks under --verify-rate: the rate rule, disputes, flags
  *   submit.c          turning a submit request into a job and its shards
+ *   lister.c          shard lists built on a thread of their own (lister.h): the loop never waits
+ *   listings.c        the lists the loop has asked the lister for, and whom each one is for
  *   control.c         the client endpoint's operations
  *   broker_metrics.c  the snapshot it hands the HTTP listener (broker/http/) once a second
  */
@@ -21,6 +23,7 @@
 #include <stdint.h>
 
 #include "broker.h"
+#include "lister.h"
 #include "proto.h"
 #include "store.h"
 
@@ -49,6 +52,7 @@ typedef struct nq_job {
     uint64_t shards_total, shards_done, shards_failed, shards_conflict, shards_leased;
     uint64_t solutions_found;          /* solve: distinct verified solutions */
     struct nq_shards *list;            /* count/enumerate: descriptors and the lease order */
+    uint64_t list_ticket;              /* non-zero while the lister builds it: nothing is leased */
     uint64_t frontier;                 /* next never-leased order position (004_campaign.sql) */
     uint64_t *pending;                 /* returned shard indexes; the next is pending[npending-1] */
     size_t npending, cap;
@@ -145,6 +149,17 @@ struct nq_peer {
     int hungry;
 };
 
+/* A list the lister is building (listings.c), and whom it is for: a job in memory (job > 0), or a
+   client's submit, which gets its answer when the list comes (submit.c). */
+typedef struct nq_listing {
+    uint64_t ticket;
+    uint64_t job;                      /* 0: a submit */
+    nq_job_spec_t spec;                /* a submit's job, checked but for its list */
+    char rid[256];                     /* a submit's client */
+    size_t rid_len;
+    struct nq_listing *next;
+} nq_listing_t;
+
 /* A result waiting for its group commit. */
 typedef struct nq_pending_result {
     nq_result_t r;
@@ -200,6 +215,10 @@ struct nq_broker {
     const atomic_int *stop;            /* cfg.stop, then broker_run's: checked inside long loops */
 
     nq_job_t *jobs;                    /* active jobs, priority desc then id asc */
+    nq_lister_t *lister;               /* builds shard lists off the loop (lister.h) */
+    nq_listing_t *listings;            /* what it builds, for whom (listings.c) */
+    uint32_t listing_submits;          /* ... of them, clients' submits waiting for an answer */
+    uint64_t listing_ticket;           /* the last ticket handed out */
     nq_peer_t *peers;                  /* every peer, for the liveness sweep */
     nq_peer_t *hungry;                 /* peers with credit left (see nq_peer_t) */
     double last_sweep;                 /* when leases_tick last walked every peer */
@@ -255,9 +274,17 @@ int broker_stop_asked(const nq_broker_t *b);
    others load. 0, or -1 with err (a DB error, or a stop asked for meanwhile). */
 int jobs_load(nq_broker_t *b, char *err, size_t errlen);
 nq_job_t *jobs_find(nq_broker_t *b, uint64_t id);
-/* 0 loaded; 1 refused, with the reason logged (job.refused) and in why when given; -1 out of
-   memory, a DB error, or a stop asked for. */
-int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, char *why, size_t whylen);
+/* Job row into memory. A count or enumerate job takes `list` (the one a submit just built), or
+   asks the lister when it is NULL and leases nothing until jobs_listed gives it one. 0 loaded;
+   1 refused, with the reason logged (job.refused) and in why when given; -1 out of memory, a DB
+   error, or a stop asked for (list freed either way). */
+int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, struct nq_shards *list, char *why, size_t whylen);
+/* A job's list has come (listings.c): the job leases from now on. A list that is missing or does
+   not have the stored number of shards takes the job out of memory (job.refused). */
+void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, struct nq_shards **list, const char *why,
+                 double seconds);
+/* Creates a job from a spec and loads it, building its list on this thread: for tests and for
+   callers outside the loop. The control endpoint uses submit_begin, which never waits for a list. */
 int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen);
 /* 0; -1 with err (no such job, already finished, ...); -2 with err when its row is refused. */
 int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
@@ -388,5 +415,25 @@ int leases_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_
 
 /* control.c */
 void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const nq_ctl_req_t *req);
+/* The answer to a write op: code 0 and the job's id, or code and err. */
+void control_answer_job(nq_broker_t *b, const void *rid, size_t rid_len, int code, const char *err,
+                        uint64_t id);
+
+/* submit.c: a client's submit, answered now (a solve job, a refusal, busy) or once the lister has
+   built its list (submit_listed); seconds > 0: --shard-seconds, whose depth the lister chooses. */
+void submit_begin(nq_broker_t *b, const void *rid, size_t rid_len, const nq_job_spec_t *spec, double seconds);
+/* A submit's list has come (listings.c): the job is created and its client answered. *list is
+   taken when the job is; why says what refused a missing list (NQ_SHARDS_*), err how. */
+void submit_listed(nq_broker_t *b, const nq_listing_t *x, struct nq_shards **list, int why, const char *err);
+
+/* listings.c */
+int listings_start(nq_broker_t *b, const char *wake_ep, char *err, size_t errlen);
+/* Asks the lister for a list (r->ticket is set here): for job `job` in memory, or (job 0) for the
+   submit x->spec of client x->rid. The ticket, or 0 when it could not ask (out of memory, stopped). */
+uint64_t listings_ask(nq_broker_t *b, nq_lister_req_t *r, const nq_listing_t *x);
+void listings_collect(nq_broker_t *b);             /* each round: the lists that have come */
+/* Stops the lister (a list being built gives up at once) and tells the clients still waiting
+   that nothing was created. broker_run's end; broker_destroy again. */
+void listings_stop(nq_broker_t *b);
 
 #endif

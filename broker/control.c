@@ -32,7 +32,7 @@ static int get_u64(const nq_ctl_req_t *r, const char *key, uint64_t def, uint64_
     return 0;
 }
 
-int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *err, size_t errlen)
+int control_spec_parse(const nq_ctl_req_t *req, nq_job_spec_t *s, uint64_t *seconds, char *err, size_t errlen)
 {
     uint64_t depth = 0, prio = 0, attempts = 0, quorum = 0, secs = 0, ppm = 0;   /* set by get_u64, or it fails */
     memset(s, 0, sizeof *s);
@@ -63,17 +63,27 @@ int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *er
         s->solutions = 0;               /* a study: every seed, not the first K */
     if (secs > 0 && depth > 0)
         return snprintf(err, errlen, "give --depth or --shard-seconds, not both"), NQ_EXIT_USAGE;
-    if (secs > 0) {
-        int d = shard_depth_for_seconds(s->kind, (int)s->n, (double)secs, err, errlen);
-        if (d < 0)
-            return NQ_EXIT_USAGE;
-        depth = (uint64_t)d;
-    }
+    if (secs > 0 && shard_seconds_check(s->kind, (int)s->n, err, errlen) != 0)
+        return NQ_EXIT_USAGE;
+    *seconds = secs;
     s->depth = (uint32_t)depth;
     s->priority = (int)prio;
     s->max_attempts = (uint32_t)attempts;
     s->quorum = (uint32_t)quorum;
     s->verify_ppm = (uint32_t)ppm;
+    return 0;
+}
+
+int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *err, size_t errlen)
+{
+    uint64_t secs = 0;
+    int rc = control_spec_parse(req, s, &secs, err, errlen);
+    if (rc != 0 || secs == 0)
+        return rc;
+    int d = shard_depth_for_seconds(s->kind, (int)s->n, (double)secs, err, errlen);
+    if (d < 0)
+        return NQ_EXIT_USAGE;
+    s->depth = (uint32_t)d;
     return 0;
 }
 
@@ -203,26 +213,45 @@ static int live_job(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, 
     return 0;
 }
 
-static int do_write_op(nq_broker_t *b, const nq_ctl_req_t *req, msgpack_packer *pk, char *err, size_t errlen)
+void control_answer_job(nq_broker_t *b, const void *rid, size_t rid_len, int code, const char *err,
+                        uint64_t id)
 {
+    msgpack_sbuffer doc;
+    msgpack_sbuffer_init(&doc);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &doc, msgpack_sbuffer_write);
+    if (code == NQ_EXIT_OK) {
+        msgpack_pack_map(&pk, 1);
+        msgpack_pack_str_with_body(&pk, "id", 2);
+        msgpack_pack_uint64(&pk, id);
+    }
+    reply(b, rid, rid_len, code, code ? err : NULL, code ? NULL : &doc);
+    msgpack_sbuffer_destroy(&doc);
+}
+
+/* submit, cancel, retry. A submit is answered by submit.c: at once, or when its list is built. */
+static void write_op(nq_broker_t *b, const void *rid, size_t rid_len, const nq_ctl_req_t *req)
+{
+    char err[NQ_STR_MAX] = "";
     uint64_t id = req->job;
-    int rc;
+    int code = NQ_EXIT_OK;
     if (strcmp(req->op, "submit") == 0) {
         nq_job_spec_t spec;
-        if ((rc = control_spec_from_params(req, &spec, err, errlen)) != 0)
-            return rc;
-        if (jobs_submit(b, &spec, &id, err, errlen) != 0)
-            return NQ_EXIT_USAGE;
+        uint64_t secs = 0;
+        if ((code = control_spec_parse(req, &spec, &secs, err, sizeof err)) == 0) {
+            submit_begin(b, rid, rid_len, &spec, (double)secs);   /* the depth for secs: off the loop */
+            return;
+        }
     } else if (strcmp(req->op, "cancel") == 0) {
-        if ((rc = jobs_cancel(b, id, err, errlen)) != 0)
-            return rc == -2 ? NQ_EXIT_ERROR : NQ_EXIT_NO;
-    } else if ((rc = jobs_retry(b, id, err, errlen)) != 0) {
-        return rc == -2 ? NQ_EXIT_ERROR : NQ_EXIT_NO;
+        int rc = jobs_cancel(b, id, err, sizeof err);
+        if (rc != 0)
+            code = rc == -2 ? NQ_EXIT_ERROR : NQ_EXIT_NO;
+    } else {
+        int rc = jobs_retry(b, id, err, sizeof err);
+        if (rc != 0)
+            code = rc == -2 ? NQ_EXIT_ERROR : NQ_EXIT_NO;
     }
-    msgpack_pack_map(pk, 1);
-    msgpack_pack_str_with_body(pk, "id", 2);
-    msgpack_pack_uint64(pk, id);
-    return NQ_EXIT_OK;
+    control_answer_job(b, rid, rid_len, code, err, id);
 }
 
 /* A job's progress from memory: no DB scan and no forced commit, so it can be asked often. */
@@ -258,15 +287,17 @@ static int progress_op(nq_broker_t *b, uint64_t id, msgpack_packer *pk, char *er
 
 void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const nq_ctl_req_t *req)
 {
+    if (strcmp(req->op, "submit") == 0 || strcmp(req->op, "cancel") == 0 || strcmp(req->op, "retry") == 0) {
+        write_op(b, rid, rid_len, req);
+        return;
+    }
     msgpack_sbuffer doc;
     msgpack_sbuffer_init(&doc);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &doc, msgpack_sbuffer_write);
     char err[NQ_STR_MAX] = "";
     int code;
-    if (strcmp(req->op, "submit") == 0 || strcmp(req->op, "cancel") == 0 || strcmp(req->op, "retry") == 0) {
-        code = do_write_op(b, req, &pk, err, sizeof err);
-    } else if (strcmp(req->op, "progress") == 0) {
+    if (strcmp(req->op, "progress") == 0) {
         code = progress_op(b, req->job, &pk, err, sizeof err);
     } else {
         /* answers come from what is committed: read through the broker's read-only connection

@@ -17,8 +17,13 @@
 int control_query(sqlite3 *db, const char *db_path, const query_live_t *live, const nq_ctl_req_t *req,
                   msgpack_packer *pk, char *err, size_t errlen);
 
-/* Fills a job spec from a submit request's parameters; NQ_EXIT_USAGE with err when a value is off. */
+/* Fills a job spec from a submit request's parameters; NQ_EXIT_USAGE with err when a value is off.
+   --shard-seconds chooses the depth by building lists (shard_depth_for_seconds: seconds of CPU). */
 int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *spec, char *err, size_t errlen);
+/* The same, cheap: the depth of --shard-seconds is left to choose (0), and *seconds says it was
+   asked for (0: it was not). */
+int control_spec_parse(const nq_ctl_req_t *req, nq_job_spec_t *spec, uint64_t *seconds, char *err,
+                       size_t errlen);
 
 /*
  * Shard caps, checked before a row is written. Creating a job costs about

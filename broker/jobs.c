@@ -152,15 +152,48 @@ static int job_refused(uint64_t id, const char *reason, char *why, size_t whylen
     return 1;
 }
 
-/* count/enumerate: the job's list, which must be the one its shards were counted from. 0, or 1
-   refused (logged). */
-static int job_list(nq_job_t *j, const nq_job_row_t *row, char *why, size_t whylen)
+/*
+ * count/enumerate: the job's list, which must be the one its shards were counted from. A submit
+ * hands over the list it just built; otherwise the lister builds it (seconds for a large job, so
+ * never in the loop) and the job leases nothing until jobs_listed. The rest of the job (its
+ * counters, returned shards, re-armed leases, checks) is in memory at once: progress, results of
+ * re-armed leases and cancels need no list.
+ */
+static int job_list(nq_broker_t *b, nq_job_t *j, const nq_job_row_t *row, nq_shards_t *list)
 {
-    char err[320];
-    if (row->spec.kind == NQ_KIND_SOLVE || (row->spec.encoding == 0 && row->frontier >= row->shards_total))
+    if (row->spec.kind == NQ_KIND_SOLVE || (row->spec.encoding == 0 && row->frontier >= row->shards_total)) {
+        shards_destroy(&list);
         return 0;                       /* solve shards are seeds; encoding 0: rows hold every descriptor */
-    j->list = store_job_list(row, err, sizeof err);
-    return j->list ? 0 : job_refused(row->id, err, why, whylen);
+    }
+    if (list) {
+        j->list = list;
+        return 0;
+    }
+    nq_lister_req_t r = { .kind = row->spec.kind, .n = (int)row->spec.n, .depth = (int)row->spec.depth,
+                          .encoding = (int)row->spec.encoding, .max_shards = NQ_SHARD_MAX_LIST,
+                          .max_steps = UINT64_MAX };
+    nq_listing_t x = { .job = row->id };
+    j->list_ticket = listings_ask(b, &r, &x);
+    return j->list_ticket ? 0 : -1;
+}
+
+void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, nq_shards_t **list, const char *why,
+                 double seconds)
+{
+    nq_job_t *j = jobs_find(b, id);
+    if (!j || j->list_ticket != ticket)
+        return;                         /* it ended, or was reloaded and asked again */
+    j->list_ticket = 0;
+    if (!*list || shards_count(*list) != j->shards_total) {
+        job_refused(id, *list ? "its shard list no longer has the stored number of shards" : why, NULL, 0);
+        leases_cancel_job(b, id);       /* re-armed ones: nobody may deliver into a job not served */
+        jobs_unlink(b, j);
+        return;
+    }
+    j->list = *list;
+    *list = NULL;
+    nq_log(NQ_LOG_INFO, "job.listed", "job=%llu shards=%llu seconds=%.3f", (unsigned long long)id,
+           (unsigned long long)j->shards_total, seconds);
 }
 
 static void job_free(nq_job_t *j)
@@ -198,17 +231,18 @@ static int job_rows(nq_broker_t *b, nq_job_t *j, char *why, size_t whylen)
     return 0;
 }
 
-int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, char *why, size_t whylen)
+int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, nq_shards_t *list, char *why, size_t whylen)
 {
     nq_job_t *j = calloc(1, sizeof *j);
-    if (!j)
+    if (!j) {
+        shards_destroy(&list);
         return -1;
-    int rc = job_list(j, row, why, whylen);
-    if (rc != 0) {
-        job_free(j);
-        return rc;
     }
     j->id = row->id;
+    if (job_list(b, j, row, list) != 0) {
+        free(j);
+        return -1;
+    }
     j->frontier = row->frontier;
     j->spec = row->spec;
     j->state = row->state;
@@ -216,6 +250,7 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, char *why, size_t why
     j->shards_done = row->shards_done;
     j->shards_failed = row->shards_failed;
     j->shards_conflict = row->shards_conflict;
+    int rc;
     if ((rc = job_rows(b, j, why, whylen)) != 0 || (rc = spotcheck_load(b, j)) != 0) {
         leases_cancel_job(b, j->id);    /* re-armed leases and sweeps of a job that is not loaded */
         spotcheck_forget_job(b, j->id);
@@ -241,7 +276,7 @@ static int load_cb(void *ud, const nq_job_row_t *row)
     nq_broker_t *b = ud;
     if (broker_stop_asked(b))
         return -1;
-    int rc = jobs_load_one(b, row, NULL, 0);
+    int rc = jobs_load_one(b, row, NULL, NULL, 0);
     return rc == 1 ? 0 : rc;
 }
 
@@ -265,7 +300,8 @@ int jobs_load(nq_broker_t *b, char *err, size_t errlen)
 int jobs_any_pending(const nq_broker_t *b)
 {
     for (const nq_job_t *j = b->jobs; j; j = j->next)
-        if ((j->state == NQ_JOB_PENDING || j->state == NQ_JOB_RUNNING) && jobs_pending_count(j) > 0)
+        if ((j->state == NQ_JOB_PENDING || j->state == NQ_JOB_RUNNING) && !j->list_ticket &&
+            jobs_pending_count(j) > 0)
             return 1;
     return 0;
 }
@@ -275,7 +311,7 @@ int jobs_next_shard(nq_broker_t *b, const nq_peer_t *for_peer, nq_job_t **job, u
 {
     for (nq_job_t *j = b->jobs; j; j = j->next) {
         int checks = allow_checks && j->nchecks > 0;
-        if ((!checks && j->npending == 0 && j->frontier >= j->shards_total) ||
+        if ((!checks && j->npending == 0 && j->frontier >= j->shards_total) || j->list_ticket ||
             (j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING) ||
             peer_pauses_job(for_peer, j->id, b->now))
             continue;
@@ -400,14 +436,19 @@ int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
     if (b->txn_open)
         results_flush(b);
     nq_job_t *j = jobs_find(b, id);
-    if (j)
+    nq_shards_t *list = j ? j->list : NULL;   /* the same job, the same list: not built again */
+    if (j) {
+        j->list = NULL;
         jobs_unlink(b, j);
+    }
     leases_cancel_job(b, id);
     store_shards_retry(b->store, id);
     store_job_set_state(b->store, id, NQ_JOB_RUNNING);
     char why[320] = "";
-    if (store_job_load(b->store, id, &row, why, sizeof why) != 0 ||
-        jobs_load_one(b, &row, why, sizeof why) != 0)
+    rc = store_job_load(b->store, id, &row, why, sizeof why);
+    if (rc != 0)
+        shards_destroy(&list);
+    if (rc != 0 || jobs_load_one(b, &row, list, why, sizeof why) != 0)   /* the list goes to the job, or is freed */
         return nq_errf(err, errlen, "job %llu could not be reloaded%s%s", (unsigned long long)id,
                        why[0] ? ": " : "", why);
     nq_log(NQ_LOG_INFO, "job.retry", "job=%llu", (unsigned long long)id);

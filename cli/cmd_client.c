@@ -12,6 +12,9 @@
 #include <unistd.h>
 
 #define CONN "broker,key,broker-key,timeout,log-level"
+/* A submit is answered once its shard list is built, which the broker does for one submit at a
+   time (a large list: seconds; a few submits may be ahead of this one): longer than a status. */
+#define SUBMIT_TIMEOUT_MS 60000
 
 static const char *doc_str(const msgpack_object *doc, const char *key)
 {
@@ -32,6 +35,8 @@ int cmd_submit(int argc, char **argv)
     if (rc || (rc = cmd_args_job("submit", &a)))
         return rc;
     snprintf(a.req.op, sizeof a.req.op, "submit");
+    if (a.client.timeout_ms == 0)
+        a.client.timeout_ms = SUBMIT_TIMEOUT_MS;
     if ((rc = client_call_cmd("submit", &a.client, &a.req, &rep)))
         return rc;
     uint64_t id;

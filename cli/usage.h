@@ -41,7 +41,7 @@
 #define NQ_CLIENT_OPTS \
     "  --broker EP        the broker's control endpoint (default $NQ_BROKER, else tcp://127.0.0.1:7556)\n" \
     "  --key F --broker-key F   CURVE: own key pair and the broker's public key\n" \
-    "  --timeout S        seconds to wait for the broker (default 10)\n"
+    "  --timeout S        seconds to wait for the broker (default 10; submit 60)\n"
 #define NQ_JOB_OPTS \
     "  --depth D          count/enumerate: shard depth (default: chosen from N)\n" \
     "  --shard-seconds S  count: the depth whose shards take about S seconds on one\n" \

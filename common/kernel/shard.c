@@ -233,24 +233,57 @@ double shard_count_core_seconds(int n)
     return pow(10.0, x) / (n >= NQ_COVER_WIDE_N ? 2.31e9 : 2.47e9);
 }
 
-int shard_depth_for_seconds(int kind, int n, double seconds, char *err, size_t errlen)
+int shard_seconds_check(int kind, int n, char *err, size_t errlen)
 {
-    int lo, hi, best = 0;
+    int lo, hi;
     if (kind != NQ_KIND_COUNT || shard_depth_range(kind, n, &lo, &hi) || hi < 1)
         return nq_errf(err, errlen, "--shard-seconds applies to count jobs of N >= %d",
                        NQ_SHARD_BORDER_MIN_N);
-    double total = shard_count_core_seconds(n);
+    return 0;
+}
+
+/*
+ * Each depth's list is a trial, shallowest first, and the last that passes is the answer, so it
+ * is built once. A depth whose mean is under `seconds` has more than total / seconds shards: its
+ * trial stops there (NQ_SHARDS_TOO_MANY), not at the end of a list of hundreds of millions (the
+ * shallowest is built whole: it is the answer either way). A trial refused for its steps ends the
+ * search too: a deeper list would cost more still.
+ */
+nq_shards_t *shards_new_for_seconds(int kind, int n, double seconds, nq_shards_limits_t *lim, char *err,
+                                    size_t errlen)
+{
+    int lo, hi;
+    lim->why = NQ_SHARDS_REFUSED;
+    if (shard_seconds_check(kind, n, err, errlen) != 0)
+        return NULL;
+    shard_depth_range(kind, n, &lo, &hi);
+    double most = seconds > 0 ? shard_count_core_seconds(n) / seconds : (double)NQ_SHARD_MAX_LIST;
+    nq_shards_limits_t trial = *lim;
+    nq_shards_t *best = NULL;
     for (int d = lo; d <= hi; d++) {
-        nq_shards_t *l = shards_new(kind, n, d, NULL, 0);
-        double mean = l ? total / (double)shards_count(l) : 0;
-        shards_destroy(&l);
-        if (d > lo && mean < seconds)
-            break;                    /* deeper only makes shards shorter */
-        best = d;
-        if (mean < seconds)
-            break;
+        trial.max_shards = !best || most >= (double)NQ_SHARD_MAX_LIST ? NQ_SHARD_MAX_LIST : (uint64_t)most;
+        nq_shards_t *l = shards_new_limited(kind, n, d, NQ_SHARD_ENCODING, &trial, err, errlen);
+        if (!l && best && (trial.why == NQ_SHARDS_TOO_MANY || trial.why == NQ_SHARDS_TOO_SLOW))
+            break;                      /* deeper only makes shards shorter, and lists longer */
+        shards_destroy(&best);
+        if (!l) {
+            lim->why = trial.why;
+            return NULL;
+        }
+        best = l;
+        if ((double)shards_count(l) > most)
+            break;                      /* the shallowest already has shorter shards */
     }
     return best;
+}
+
+int shard_depth_for_seconds(int kind, int n, double seconds, char *err, size_t errlen)
+{
+    nq_shards_limits_t lim = { .max_shards = NQ_SHARD_MAX_LIST, .max_steps = UINT64_MAX };
+    nq_shards_t *l = shards_new_for_seconds(kind, n, seconds, &lim, err, errlen);
+    int d = l ? shards_depth(l) : -1;
+    shards_destroy(&l);
+    return d;
 }
 
 int shard_probe(const uint8_t *spec, size_t len, int extra, uint64_t (*pick)(void *ud, uint64_t bound),

@@ -75,6 +75,7 @@
 
 #include "nq.h"
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -113,6 +114,23 @@ nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, 
    finding the first of its shards, so a cap on the count alone stops nothing. */
 nq_shards_t *shards_new_bounded(int kind, int n, int depth, int encoding, uint64_t max_shards,
                                 uint64_t max_steps, char *err, size_t errlen);
+/* What shards_new_limited may spend, and why it gave up (lim->why, when it returns NULL). */
+typedef struct {
+    uint64_t max_shards, max_steps;   /* as for shards_new_bounded */
+    const atomic_int *stop;           /* NULL, or: give up as soon as it is non-zero (checked at every
+                                         step and every root: a list built on a thread of a process
+                                         that is told to stop) */
+    int why;                          /* out: NQ_SHARDS_* */
+} nq_shards_limits_t;
+enum {
+    NQ_SHARDS_REFUSED = 1,            /* kind, n, depth or encoding out of range; out of memory */
+    NQ_SHARDS_TOO_MANY,               /* more than max_shards */
+    NQ_SHARDS_TOO_SLOW,               /* more than max_steps */
+    NQ_SHARDS_STOPPED                 /* *stop became non-zero */
+};
+/* shards_new_bounded, stoppable, saying which limit refused it. */
+nq_shards_t *shards_new_limited(int kind, int n, int depth, int encoding, nq_shards_limits_t *lim,
+                                char *err, size_t errlen);
 uint64_t shards_count(const nq_shards_t *s);
 /* Writes shard i's descriptor to out (NQ_MAX_SPEC bytes); returns its length, 0 when i is past the end. */
 size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out);
@@ -152,7 +170,14 @@ int shard_probe(const uint8_t *spec, size_t len, int extra, uint64_t (*pick)(voi
 /* The planning model: a count of n on one AVX-512 core, in seconds (see shard.c). */
 double shard_count_core_seconds(int n);
 /* The deepest count depth whose shards still take `seconds` on average by that model (the
-   shallowest when none does); -1 with a reason when the kind or n has no depth to choose. */
+   shallowest when none does); -1 with a reason when the kind or n has no depth to choose. It
+   builds lists (seconds of CPU for a large n): a loop that must answer calls neither this nor: */
 int shard_depth_for_seconds(int kind, int n, double seconds, char *err, size_t errlen);
+/* ... the list at that depth (encoding NQ_SHARD_ENCODING), each trial bounded by lim's steps and
+   stop flag; lim->max_shards is not used (the mean decides how long a list may be). */
+nq_shards_t *shards_new_for_seconds(int kind, int n, double seconds, nq_shards_limits_t *lim, char *err,
+                                    size_t errlen);
+/* 0 when a count of n has depths to choose from, else -1 with the reason; cheap. */
+int shard_seconds_check(int kind, int n, char *err, size_t errlen);
 
 #endif

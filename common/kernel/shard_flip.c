@@ -124,12 +124,13 @@ static int flip_estimate(int n, int a, int c, int d, const board_t *root, uint32
 }
 
 /*
- * The answers, by (n, a, c, d): 0 not yet known, else 1 + the direction. A list is built in
- * the broker's loop (a submit, a job's load), and the probes of every root cost 1.6 s at N=28
- * and 3 s at N=32 (0.3 s and 0.6 s before them), so each answer is computed once a process:
- * however often clients submit, the probes stall the broker at most once for each N. 1 MB of
- * zeroed memory that is only touched for the N that are listed; the bytes are atomics since
- * lists may be built on several threads (both would store the same answer).
+ * The answers, by (n, a, c, d): 0 not yet known, else 1 + the direction. The broker builds a
+ * list for each submit and each job it loads (on its lister thread, never in its loop), and the
+ * probes of every root cost 1.6 s at N=28 and 3 s at N=32 (0.3 s and 0.6 s before them), so
+ * each answer is computed once a process: however often clients submit, the probes cost their
+ * CPU once for each N. 1 MB of zeroed memory that is only touched for the N that are listed;
+ * the bytes are atomics since lists may be built on several threads (both would store the same
+ * answer).
  */
 static _Atomic uint8_t flip_known[NQ_SHARD_MAX_N + 1][NQ_SHARD_MAX_N][NQ_SHARD_MAX_N][NQ_SHARD_MAX_N];
 

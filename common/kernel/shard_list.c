@@ -171,6 +171,8 @@ typedef struct {
     uint32_t root;
     uint8_t cols[NQ_SHARD_MAX_N];
     uint64_t max_shards, steps, max_steps;
+    const atomic_int *stop;
+    int why;                       /* NQ_SHARDS_* once it gave up */
     char *err;
     size_t errlen;
 } builder_t;
@@ -179,9 +181,11 @@ static int block_push(builder_t *B, uint64_t shards)
 {
     nq_shards_t *s = B->s;
     uint64_t before = s->block_start[s->nblocks];
-    if (before + shards > B->max_shards)
+    if (before + shards > B->max_shards) {
+        B->why = NQ_SHARDS_TOO_MANY;
         return nq_errf(B->err, B->errlen, "more than %llu shards%s", (unsigned long long)B->max_shards,
                        B->max_shards == NQ_SHARD_MAX_LIST ? ": use a smaller depth" : "");
+    }
     if (s->nblocks + 1 >= s->bcap) {
         size_t cap = s->bcap * 2;
         uint32_t *r = realloc(s->block_root, cap * sizeof *r);
@@ -201,11 +205,24 @@ static int block_push(builder_t *B, uint64_t shards)
     return 0;
 }
 
+/* Told to stop: a relaxed load per step, against a board copy and a row scan per step. */
+static int build_stopped(builder_t *B)
+{
+    if (!B->stop || !atomic_load_explicit(B->stop, memory_order_relaxed))
+        return 0;
+    B->why = NQ_SHARDS_STOPPED;
+    return nq_errf(B->err, B->errlen, "listing stopped: the process is stopping");
+}
+
 static int build_blocks(builder_t *B, const board_t *p, int lv)
 {
-    if (++B->steps > B->max_steps)
+    if (++B->steps > B->max_steps) {
+        B->why = NQ_SHARDS_TOO_SLOW;
         return nq_errf(B->err, B->errlen, "listing takes more than %llu steps of search: use a smaller "
                        "depth", (unsigned long long)B->max_steps);
+    }
+    if (build_stopped(B))
+        return -1;
     if (lv == B->s->split) {
         uint64_t n = walk_leaves(&B->w, p, lv);
         return n ? block_push(B, n) : 0;
@@ -264,6 +281,8 @@ static int build_roots(builder_t *B)
                 nq_shard_desc_t o;
                 if (shard_border_root(n, a, c, d, &p, &o) == 0)
                     continue;
+                if (build_stopped(B))  /* the probes of one root: under a millisecond at N=32 */
+                    return -1;
                 int flip = s->encoding >= 3 ? shard_flip_probe(n, a, c, d, &p, o.bmask8 | o.bmaskx, o.bmaskx)
                                             : shard_flip(n, c, d);
                 root_t rt = { (uint8_t)a, (uint8_t)c, (uint8_t)d, (uint8_t)flip, o.bmask8 | o.bmaskx, 0 };
@@ -381,9 +400,10 @@ static int check_args(int kind, int n, int *depth, int encoding, char *err, size
                    *depth);
 }
 
-nq_shards_t *shards_new_bounded(int kind, int n, int depth, int encoding, uint64_t max_shards,
-                                uint64_t max_steps, char *err, size_t errlen)
+nq_shards_t *shards_new_limited(int kind, int n, int depth, int encoding, nq_shards_limits_t *lim,
+                                char *err, size_t errlen)
 {
+    lim->why = NQ_SHARDS_REFUSED;
     if (check_args(kind, n, &depth, encoding, err, errlen))
         return NULL;
     nq_shards_t *s = calloc(1, sizeof *s);
@@ -400,18 +420,27 @@ nq_shards_t *shards_new_bounded(int kind, int n, int depth, int encoding, uint64
     s->block_root = malloc(s->bcap * sizeof *s->block_root);
     s->block_cols = malloc(s->bcap * (size_t)(s->split ? s->split : 1));
     s->block_start = calloc(s->bcap + 1, sizeof *s->block_start);
-    builder_t B = { .s = s, .max_shards = max_shards < NQ_SHARD_MAX_LIST ? max_shards : NQ_SHARD_MAX_LIST,
-                    .max_steps = max_steps, .err = err, .errlen = errlen };
+    uint64_t max_shards = lim->max_shards < NQ_SHARD_MAX_LIST ? lim->max_shards : NQ_SHARD_MAX_LIST;
+    builder_t B = { .s = s, .max_shards = max_shards, .max_steps = lim->max_steps, .stop = lim->stop,
+                    .why = NQ_SHARDS_REFUSED, .err = err, .errlen = errlen };
     if (!s->block_root || !s->block_cols || !s->block_start) {
         nq_errf(err, errlen, "out of memory listing shards");
         shards_destroy(&s);
     } else if (build_roots(&B)) {
+        lim->why = B.why;
         shards_destroy(&s);
     } else if (order_build(s)) {
         nq_errf(err, errlen, "out of memory listing shards");
         shards_destroy(&s);
     }
     return s;
+}
+
+nq_shards_t *shards_new_bounded(int kind, int n, int depth, int encoding, uint64_t max_shards,
+                                uint64_t max_steps, char *err, size_t errlen)
+{
+    nq_shards_limits_t lim = { .max_shards = max_shards, .max_steps = max_steps };
+    return shards_new_limited(kind, n, depth, encoding, &lim, err, errlen);
 }
 
 nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, size_t errlen)

@@ -40,9 +40,11 @@ ok "nq submit solve 8 --algo divide (alone or in a study): exit 2 with the metho
 # broker keeps answering. The step bound makes the refusal take about a second; what shows it
 # is each client's --timeout, not a stopwatch: on a loaded machine (CI runs two tests at once,
 # one of them a browser) a second can become ten, but never the minutes of an unbounded search.
+# The list stops at the per-job cap too: n=18 at depth 10 passes 1000 shards long before its
+# steps run out, and says so.
 t0=$SECONDS
 expect 2 "steps of search: use a smaller depth" "$NQ" submit count 32 --depth 30 --timeout 30
-expect 2 "steps of search: use a smaller depth" "$NQ" submit count 18 --depth 10 --timeout 30
+expect 2 "more than the cap of 1000 shards per job" "$NQ" submit count 18 --depth 10 --timeout 30
 "$NQ" list --timeout 10 >/dev/null || fail "the broker stopped answering after a deep --depth"
 ok "count 32 --depth 30, count 18 --depth 10: refused in $((SECONDS - t0)) s: $(cat "$T/out")"
 

@@ -381,4 +381,64 @@ T_TEST(test_depth_for_seconds_follows_the_kernel)
     T_CHECK(shard_depth_for_seconds(NQ_KIND_ENUMERATE, 12, 60, err, sizeof err) < 0 && strstr(err, "count"));
 }
 
+static uint64_t count_of(int kind, int n, int depth)
+{
+    char err[256];
+    nq_shards_t *s = shards_new(kind, n, depth, err, sizeof err);
+    uint64_t c = s ? shards_count(s) : 0;
+    shards_destroy(&s);
+    return c;
+}
+
+/* shards_new_limited: each refusal names its limit, and a stop flag stops it (a broker stopping). */
+T_TEST(test_shards_limited_say_why)
+{
+    char err[256];
+    atomic_int stop;
+    atomic_init(&stop, 1);
+    nq_shards_limits_t lim = { .max_shards = NQ_SHARD_MAX_LIST, .max_steps = UINT64_MAX, .stop = &stop };
+    T_CHECK(shards_new_limited(NQ_KIND_COUNT, 20, 3, NQ_SHARD_ENCODING, &lim, err, sizeof err) == NULL);
+    T_EQ_U64(lim.why, NQ_SHARDS_STOPPED);
+    atomic_store(&stop, 0);
+    nq_shards_t *s = shards_new_limited(NQ_KIND_COUNT, 12, 2, NQ_SHARD_ENCODING, &lim, err, sizeof err);
+    T_CHECK(s != NULL && shards_count(s) == count_of(NQ_KIND_COUNT, 12, 2));
+    shards_destroy(&s);
+    lim.max_shards = 10;
+    T_CHECK(shards_new_limited(NQ_KIND_COUNT, 12, 2, NQ_SHARD_ENCODING, &lim, err, sizeof err) == NULL);
+    T_EQ_U64(lim.why, NQ_SHARDS_TOO_MANY);
+    lim.max_shards = NQ_SHARD_MAX_LIST;
+    lim.max_steps = 100;
+    T_CHECK(shards_new_limited(NQ_KIND_COUNT, 18, 8, NQ_SHARD_ENCODING, &lim, err, sizeof err) == NULL);
+    T_EQ_U64(lim.why, NQ_SHARDS_TOO_SLOW);
+    T_CHECK(shards_new_limited(NQ_KIND_COUNT, 12, 11, NQ_SHARD_ENCODING, &lim, err, sizeof err) == NULL);
+    T_EQ_U64(lim.why, NQ_SHARDS_REFUSED);
+}
+
+/* --shard-seconds: the deepest depth whose mean (the model over the list's length) is at least
+   the seconds asked, else the shallowest; found with trials cut short, it is the depth the
+   whole lists give. */
+T_TEST(test_shards_for_seconds_is_the_deepest_long_enough)
+{
+    char err[256];
+    static const double secs[] = { 1e-7, 1e-5, 1e-3, 0.1, 10 };
+    for (int n = 8; n <= 16; n += 4)
+        for (size_t i = 0; i < sizeof secs / sizeof secs[0]; i++) {
+            int lo, hi, want = -1;
+            shard_depth_range(NQ_KIND_COUNT, n, &lo, &hi);
+            for (int d = lo; d <= hi; d++) {
+                uint64_t c = count_of(NQ_KIND_COUNT, n, d);
+                if (d == lo || shard_count_core_seconds(n) / (double)c >= secs[i])
+                    want = d;
+                if (shard_count_core_seconds(n) / (double)c < secs[i])
+                    break;
+            }
+            nq_shards_limits_t lim = { .max_steps = UINT64_MAX };
+            nq_shards_t *s = shards_new_for_seconds(NQ_KIND_COUNT, n, secs[i], &lim, err, sizeof err);
+            T_CHECK(s != NULL && shards_depth(s) == want);
+            if (s && shards_depth(s) != want)
+                fprintf(stderr, "  n=%d seconds=%g: depth %d, want %d\n", n, secs[i], shards_depth(s), want);
+            shards_destroy(&s);
+        }
+}
+
 T_RUN_ALL()

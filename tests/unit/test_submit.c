@@ -9,6 +9,7 @@
 #include "t.h"
 
 #include "broker.h"
+#include "broker_impl.h"
 #include "cli.h"
 #include "control.h"
 #include "proto.h"
@@ -18,6 +19,7 @@
 #include "store_solsize.h"
 
 #include <unistd.h>
+#include <zmq.h>
 
 static char db_path[512];
 
@@ -236,6 +238,137 @@ T_TEST(test_solution_size_before_load)
     T_EQ_U64(ask_solution(st, small, 1, err, sizeof err), NQ_EXIT_NO);
     T_CHECK(strstr(err, "no solution 1") != NULL);
     drop_store(&st);
+}
+
+/* ---- submits through a broker: answered when the list is built, never inside the loop ---- */
+
+static nq_broker_t *sub_broker;
+
+static void *sub_client(void *ctx)
+{
+    char ep[256];
+    broker_endpoint(sub_broker, 1, ep, sizeof ep);
+    void *s = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_connect(s, ep);
+    return s;
+}
+
+static void sub_ask(void *s, const char *op, const char *kind, uint64_t n, uint64_t depth)
+{
+    nq_msg_t m = { .type = NQ_MSG_CTL_REQ };
+    snprintf(m.u.ctl_req.op, sizeof m.u.ctl_req.op, "%s", op);
+    if (kind) {
+        proto_param_add_str(&m.u.ctl_req, "kind", kind);
+        proto_param_add_u64(&m.u.ctl_req, "n", n);
+        proto_param_add_u64(&m.u.ctl_req, "depth", depth);
+    }
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    T_CHECK(proto_encode(&m, &sb) == 0);
+    zmq_send(s, sb.data, sb.size, 0);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* The next answer on s, while the broker turns (when there is one): code and error; id of a
+   submit; -1 when none came in 60 s. */
+static int sub_answer(void *s, int turn, char *err, size_t errlen, uint64_t *id)
+{
+    for (int i = 0; i < 6000; i++) {
+        if (turn)
+            broker_round(sub_broker, 5);
+        zmq_pollitem_t it = { s, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, turn ? 0 : 10) <= 0)
+            continue;
+        zmq_msg_t f;
+        zmq_msg_init(&f);
+        zmq_msg_recv(&f, s, 0);
+        nq_msg_t m;
+        char why[200];
+        int code = -1;
+        if (proto_decode(zmq_msg_data(&f), zmq_msg_size(&f), &m, why, sizeof why) == 0) {
+            code = m.u.ctl_rep.code;
+            snprintf(err, errlen, "%s", m.u.ctl_rep.error);
+            const msgpack_object *d = &m.u.ctl_rep.doc;
+            *id = 0;
+            if (code == 0 && d->type == MSGPACK_OBJECT_MAP && d->via.map.size == 1 &&
+                d->via.map.ptr[0].val.type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+                *id = d->via.map.ptr[0].val.via.u64;
+            proto_msg_free(&m);
+        }
+        zmq_msg_close(&f);
+        return code;
+    }
+    return -1;
+}
+
+static void sub_start(const char *name)
+{
+    char err[256];
+    snprintf(db_path, sizeof db_path, "%s/submit-%s-%d.db", t_tmpdir(), name, (int)getpid());
+    unlink(db_path);
+    nq_broker_cfg_t cfg;
+    broker_cfg_defaults(&cfg);
+    cfg.bind = "tcp://127.0.0.1:*";
+    cfg.control = "tcp://127.0.0.1:*";
+    cfg.db_path = db_path;
+    sub_broker = broker_new(&cfg, err, sizeof err);
+    T_CHECK(sub_broker != NULL);
+}
+
+/* A count submit is answered once its list is built, and its job leases from that list. */
+T_TEST(test_submit_answered_when_listed)
+{
+    sub_start("listed");
+    void *ctx = zmq_ctx_new(), *c = sub_client(ctx);
+    char err[NQ_STR_MAX];
+    uint64_t id = 0;
+    sub_ask(c, "submit", "count", 12, 3);
+    T_EQ_U64(sub_answer(c, 1, err, sizeof err, &id), 0);
+    nq_job_t *j = jobs_find(sub_broker, id);
+    T_CHECK(id > 0 && j != NULL && j->list != NULL && j->list_ticket == 0);
+    T_CHECK(j && j->list && shards_count(j->list) == j->shards_total && shards_depth(j->list) == 3);
+    sub_ask(c, "submit", "count", 12, 11);   /* too deep: the list's own reason */
+    T_EQ_U64(sub_answer(c, 1, err, sizeof err, &id), NQ_EXIT_USAGE);
+    T_CHECK(strstr(err, "depth must be from 1 to 10") != NULL);
+    zmq_close(c);
+    broker_destroy(&sub_broker);
+    zmq_ctx_term(ctx);
+    unlink(db_path);
+}
+
+/*
+ * Nine submits whose lists take a while each (count 32 at depth 30 searches its step budget, a
+ * fraction of a second) and a status behind them, all in one turn of the loop: the status is
+ * answered at once, and so is the ninth submit (busy: eight wait at most). The broker stops with
+ * eight waiting: each of their clients hears that nothing was created.
+ */
+T_TEST(test_submit_busy_and_stopped)
+{
+    sub_start("busy");
+    void *ctx = zmq_ctx_new(), *c = sub_client(ctx);
+    char err[NQ_STR_MAX];
+    uint64_t id = 0;
+    usleep(100000);                     /* connected */
+    for (int i = 0; i < 9; i++)
+        sub_ask(c, "submit", "count", 32, 30);
+    sub_ask(c, "list", NULL, 0, 0);
+    usleep(100000);                     /* all ten on the broker's socket */
+    broker_round(sub_broker, 100);
+    T_EQ_U64(sub_answer(c, 0, err, sizeof err, &id), NQ_EXIT_ERROR);
+    fprintf(stderr, "  the ninth: %s\n", err);
+    T_CHECK(strstr(err, "busy listing the shards of 8 submits") != NULL);
+    T_EQ_U64(sub_answer(c, 0, err, sizeof err, &id), NQ_EXIT_OK);   /* the list, before any list is built */
+    T_EQ_U64(sub_broker->listing_submits, 8);
+    broker_destroy(&sub_broker);
+    for (int i = 0; i < 8; i++) {
+        T_EQ_U64(sub_answer(c, 0, err, sizeof err, &id), NQ_EXIT_ERROR);
+        T_CHECK(strstr(err, "the broker stopped before the job's shards were listed") != NULL);
+    }
+    zmq_close(c);
+    zmq_ctx_term(ctx);
+    unlink(db_path);
 }
 
 T_RUN_ALL()

@@ -1,0 +1,81 @@
+/*
+ * The lists the loop has asked the lister for (lister.h), and whom each one is
+ * for: a job in memory that leases nothing until its list comes (a start, a
+ * retry), or a client whose submit is answered when it does. The loop takes the
+ * lists that have come at every round; a ticket no listing holds any more (its
+ * job ended meanwhile) only frees its list.
+ */
+#include "broker_impl.h"
+#include "errf.h"
+#include "log.h"
+#include "nq.h"
+#include "shard.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int listings_start(nq_broker_t *b, const char *wake_ep, char *err, size_t errlen)
+{
+    b->lister = lister_new(b->ctx, wake_ep, err, errlen);
+    return b->lister ? 0 : -1;
+}
+
+uint64_t listings_ask(nq_broker_t *b, nq_lister_req_t *r, const nq_listing_t *x)
+{
+    nq_listing_t *l = malloc(sizeof *l);
+    if (!l)
+        return 0;
+    *l = *x;
+    l->ticket = r->ticket = ++b->listing_ticket;
+    if (!b->lister || lister_ask(b->lister, r) != 0) {
+        free(l);
+        return 0;
+    }
+    l->next = b->listings;
+    b->listings = l;
+    if (l->job == 0)
+        b->listing_submits++;
+    return l->ticket;
+}
+
+static nq_listing_t *listing_take(nq_broker_t *b, uint64_t ticket)
+{
+    for (nq_listing_t **pp = &b->listings; *pp; pp = &(*pp)->next)
+        if ((*pp)->ticket == ticket) {
+            nq_listing_t *l = *pp;
+            *pp = l->next;
+            if (l->job == 0)
+                b->listing_submits--;
+            return l;
+        }
+    return NULL;
+}
+
+void listings_collect(nq_broker_t *b)
+{
+    nq_lister_done_t d;
+    while (b->listings && lister_take(b->lister, &d)) {
+        nq_listing_t *x = listing_take(b, d.ticket);
+        if (x && x->job)
+            jobs_listed(b, x->job, d.ticket, &d.list, d.err, d.seconds);
+        else if (x)
+            submit_listed(b, x, &d.list, d.why, d.err);
+        shards_destroy(&d.list);        /* not taken: its job ended meanwhile, or it was refused */
+        free(x);
+    }
+}
+
+void listings_stop(nq_broker_t *b)
+{
+    if (b->lister)
+        lister_stop(b->lister);
+    while (b->listings) {
+        nq_listing_t *x = b->listings;
+        b->listings = x->next;
+        if (x->job == 0)
+            control_answer_job(b, x->rid, x->rid_len, NQ_EXIT_ERROR, "the broker stopped before the job's "
+                               "shards were listed: nothing was created; submit it again", 0);
+        free(x);
+    }
+    b->listing_submits = 0;
+}
