@@ -94,7 +94,7 @@ plant $DB "UPDATE jobs SET shards_total = 76, frontier = 76 WHERE id = 1"
 msg="job 1: column shards_total holds 76 (allowed 75: its list of count N=10 at depth 1, encoding 5)"
 unset WPORT CPORT
 start_broker $DB
-grep -qF "$msg" "$T/broker.log" || fail "no refusal naming the count: $(cat "$T/broker.log")"
+wait_for 30 grep -qF "$msg" "$T/broker.log" || fail "no refusal naming the count: $(cat "$T/broker.log")"
 start_worker w2 --threads 1
 wait_for 60 job_done 2 || fail "job 2 was not served"
 kill "$LAST_PID"; wait "$LAST_PID" 2>/dev/null
