@@ -47,7 +47,7 @@ static int est_parse(int argc, char **argv, est_opts_t *o)
         { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 } };
     int c, rc;
     /* 1000: smaller samples often miss the long tail of shard sizes, and their intervals the count
-       (N=21: two seeds of three at 200; README, Planning a campaign) */
+       (N=21: two seeds of three at 200; docs/benchmarks.md) */
     o->sample = 1000; o->seed = 1; o->depth = 0; o->json = 0;
     if (argc < 2 || strcmp(argv[1], "count") != 0)
         return cli_usage_error(CMD, "expected 'count N' (only counts can be estimated)");

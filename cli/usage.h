@@ -1,6 +1,6 @@
 /*
  * Usage texts of every command, in one place so `nq --help`, `nq help CMD`
- * and the README stay in step. One entry per command: name, function,
+ * and the docs stay in step. One entry per command: name, function,
  * summary, full usage.
  */
 #ifndef NQ_USAGE_H
@@ -45,7 +45,7 @@
 #define NQ_JOB_OPTS \
     "  --depth D          count/enumerate: shard depth (default: chosen from N)\n" \
     "  --shard-seconds S  count: the depth whose shards take about S seconds on one\n" \
-    "                     AVX-512 core (the README's planning table), instead of --depth\n" \
+    "                     AVX-512 core (docs/campaign.md's planning table), instead of --depth\n" \
     "  --priority P       higher runs first (default 0)\n" \
     "  --max-attempts A   a shard that fails A times is FAILED (default 5)\n" \
     "  --quorum Q         results per shard that must agree (default 1)\n" \

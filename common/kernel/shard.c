@@ -210,7 +210,7 @@ int shard_border_root(int n, int a, int c, int d, board_t *p, nq_shard_desc_t *o
  * A count's work on one AVX-512 core: the nodes shard encoding 5 searches for n, over this
  * kernel's rate (2.47e9 nodes/s, N=20 on one thread; 2.31e9 from NQ_COVER_WIDE_N, where the
  * wider column test searches 0.87 of the nodes in 0.93 of the time at N=28). The nodes are the
- * README's planning table: counted for n = 18..21, estimated by `nq estimate` for n = 22..28.
+ * planning table of docs/campaign.md: counted for n = 18..21, estimated by `nq estimate` for n = 22..28.
  * Outside that range the nearest step is carried on. The growth per n is not constant (7.8x from 19 to 20,
  * 10-11x from 25 on): a single factor fitted at n = 16..19 (7.1x) put N=28 at 47 core-years
  * against ~400, and --shard-seconds 600 then chose shards of 3.6 hours. A scalar core is about
