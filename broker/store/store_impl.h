@@ -10,8 +10,31 @@
 
 #include "store.h"
 
-/* Statement slots for store_spotcheck.c, cached like store.c's own. */
-#define STORE_SPOT_STMTS 24
+/* Each file of the store keeps its statements beside the code that runs it, in a table of its
+   own, cached in its own row of the open store's slots. */
+typedef enum {
+    STORE_MOD_CORE, STORE_MOD_JOBS, STORE_MOD_SHARDS, STORE_MOD_RESULTS, STORE_MOD_WORKERS,
+    STORE_MOD_SPOT, STORE_MODS
+} store_mod_t;
+#define STORE_MOD_STMTS 24
+#define STORE_SPOT_STMTS STORE_MOD_STMTS   /* store_spotcheck.c's */
+
+/* The open store. */
+struct nq_store {
+    sqlite3 *db;
+    char *path;
+    int readonly;
+    int version;
+    int in_tx;                 /* store_begin was called and not yet committed/rolled back */
+    int tx_failed;             /* a statement of the open group failed: the group must roll back */
+    char tx_err[256];          /* why, for store_commit */
+    char refused[320];         /* why the last row read was refused (store_refusal) */
+    sqlite3_stmt *st[STORE_MODS][STORE_MOD_STMTS];
+};
+
+/* Unsigned 64-bit values are stored as their signed bit pattern and read back as uint64_t. */
+static inline sqlite3_int64 i64(uint64_t v) { return (sqlite3_int64)v; }
+static inline uint64_t col_u64(sqlite3_stmt *q, int i) { return (uint64_t)sqlite3_column_int64(q, i); }
 
 /* The cached statement `sql` in *slot (prepared once), reset and unbound; NULL, logged, if it
    cannot be prepared. */
@@ -24,8 +47,16 @@ int store_tx_leave(nq_store_t *s, int own, int rc);
 int store_fail(nq_store_t *s, const char *op, int rc);
 /* Steps a statement that returns nothing we need and resets it: 0, or SQLite's error. */
 int store_step_done(sqlite3_stmt *q);
-/* A shard state as the shards table spells it (nq_shard_state_t), or -1. */
+/* A shard state as the shards table spells it (nq_shard_state_t), or -1; a job state the same. */
 int store_shard_state_parse(const unsigned char *s);
+int store_job_state_parse(const unsigned char *s);
+/* sqlite3_exec without callbacks; what an SQLite failure means to an operator, in words. */
+int store_exec(sqlite3 *db, const char *sql);
+const char *store_db_reason(sqlite3 *db, int rc);
+/* workers (store_workers.c): a delivered result credited; a conflict or evidence counted */
+int store_worker_credit(nq_store_t *s, const char *worker, uint64_t nodes, double seconds);
+int store_worker_conflict(nq_store_t *s, const char *worker);
+int store_worker_evidence(nq_store_t *s, const char *worker);
 
 /* One done shard's contribution to its job's row (004_campaign.sql). */
 typedef struct {
