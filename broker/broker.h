@@ -30,7 +30,7 @@ typedef struct {
     uint32_t grace_s;            /* after a restart, leased shards wait this long for their worker */
     uint32_t group_max;          /* results per commit, at most */
     uint32_t group_ms;           /* a result waits at most this long for its commit */
-    const char *key_file;        /* CURVE secret key of the broker (issue: trust) */
+    const char *key_file;        /* CURVE secret key of the broker (see docs/security.md) */
     const char *authorized;      /* allow-list of worker public keys */
     const char *metrics;         /* host:port for the HTTP listener (/metrics, the web view), or NULL */
     const char *http_token;      /* its token (read from --http-token-file); needed off loopback */

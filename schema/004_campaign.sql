@@ -1,4 +1,4 @@
--- Campaign scale (issue 14): a job's progress is kept in its own row, and a shard has a row
+-- Campaign scale: a job's progress is kept in its own row, and a shard has a row
 -- only once it matters (leased, done, failed, in conflict or cancelled).
 --
 -- Invariants, kept by broker/store/store.c in the same transaction as every change:

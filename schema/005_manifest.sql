@@ -1,4 +1,4 @@
--- Manifests (issue 16): `nq export JOB --manifest FILE` writes every subtotal of a done count
+-- Manifests: `nq export JOB --manifest FILE` writes every subtotal of a done count
 -- job with a hash tree over them (common/kernel/manifest.h); its root is kept here, so that
 -- `nq result` prints it beside the count and anyone can publish the two together.
 -- One row per job: a later export replaces it (its root differs only when the rows changed,

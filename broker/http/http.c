@@ -76,9 +76,9 @@ typedef enum MHD_Result mhd_result_t;
 #endif
 
 /*
- * Limits that keep slow or hostile clients from starving a scraper or a browser (issue
- * 11, item 13: 16 connections trickling a header byte every 5 s once filled the limit and
- * every scrape got an empty reply). A request is one small GET that arrives in microseconds:
+ * Limits that keep slow or hostile clients from starving a scraper or a browser (16
+ * connections trickling a header byte every 5 s once filled the limit and every scrape got an
+ * empty reply). A request is one small GET that arrives in microseconds:
  *   - HX_CONN_LIMIT connections in all (epoll, no FD_SETSIZE cap), HX_PER_IP from one
  *     address: a single host cannot take every slot;
  *   - near HX_CONN_LIMIT, a newcomer costs an idle connection that never passed the token

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A record-size campaign on one machine (issue 14): the broker with N=27 and N=28
+# A record-size campaign on one machine: the broker with N=27 and N=28
 # count jobs (13.5M and 17.8M shards at the default depth 4), 10^6 of the N=27
 # shards done through the broker's real result path (tests/bench/loadgen.c:
 # simulated workers that answer each task at once), then what a person running

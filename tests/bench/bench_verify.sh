@@ -6,7 +6,7 @@
 #   tests/bench/bench_verify.sh [--nq PATH] [--n N] [--depth D] [--rate P] [--runs R] [--prefetch K]
 # Workers run with --prefetch K (default 8): with shards of a millisecond, a worker that waits
 # for each next task measures the round trip, not the work.
-# Target (issue 16): overhead within 2 percentage points of P.
+# Target: overhead within 2 percentage points of P.
 set -euo pipefail
 NQ=${NQ:-build/nq}; N=18; D=2; P=0.05; R=3; PREFETCH=8
 while [ $# -gt 0 ]; do

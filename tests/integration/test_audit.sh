@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Manifests and nq audit (issue 16), from the outside: a done count job's manifest, its root
+# Manifests and nq audit, from the outside: a done count job's manifest, its root
 # kept by the store and shown by nq result and equal to the root an independent hasher
 # (tests/tools/manifest_edit.py, hashlib.blake2b) computes; nq audit passes it; then forged
 # manifests, each made consistent with one more check than the last, are each caught by the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Hostile workers, scripted in Python (tests/tools/hostile.py: pyzmq + msgpack, no nq code),
-# against a real broker. Each block is one attack of issue 11 and checks that the broker
+# against a real broker. Each block is one attack and checks that the broker
 # answered it: no forged vote counts, restarts cost the peer not the shards, an erring worker
 # can neither make a job spin nor fail it alone, every quorum schedule ends, forgeries are
 # dropped cheaply and quietly, ids that would forge log fields are refused, and a HELLO flood

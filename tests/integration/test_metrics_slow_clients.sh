@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11, item 13: slow or hostile HTTP clients must not starve a /metrics scraper.
+# Slow or hostile HTTP clients must not starve a /metrics scraper.
 # 20 connections from the scraper's own address (127.0.0.1) and 40 from another loopback
 # address (127.0.0.2) each send part of a request head and then trickle one byte a second
 # (fast enough to defeat an inactivity timeout). Meanwhile curl must get /metrics within

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15: the broker's /metrics against a real Prometheus (Debian's `prometheus`). It
+# The broker's /metrics against a real Prometheus (Debian's `prometheus`). It
 # scrapes a broker every second during a count, with deploy/prometheus/nq-alerts.yml
 # loaded (a bad rule stops it from starting). Then, through Prometheus's own HTTP API:
 # every panel query of deploy/grafana/dashboards/nq.json returns data (a renamed metric

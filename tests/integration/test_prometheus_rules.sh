@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15: deploy/prometheus's alert rules under `promtool test rules` (each alert fires on
+# Deploy/prometheus's alert rules under `promtool test rules` (each alert fires on
 # the series that should fire it and stays quiet on healthy ones), every alert has a test,
 # the scrape configs pass `promtool check config`, and the Grafana files parse.
 . "$(dirname "$0")/lib.sh"

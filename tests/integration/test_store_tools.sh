@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The store at campaign scale (issue 14), from the outside: a count job keeps its
+# The store at campaign scale, from the outside: a count job keeps its
 # counts and 128-bit sums in its own row and shard rows only for shards that were
 # leased; `nq check` recomputes every aggregate from the rows (and catches a
 # changed sum, a changed residue, a damaged page); `nq backup` copies the store

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What a submit may create (issue 11), from the outside: an N the solve method
+# What a submit may create, from the outside: an N the solve method
 # refuses (`solve 8 --algo divide`) is refused at submit with the method's own
 # words, through the broker and through `nq run`, instead of becoming a job
 # whose every seed errs; the broker's shard caps (--max-job-shards,

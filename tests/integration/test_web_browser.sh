@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15: the broker's web view in a real browser (headless Chromium). A broker with a
+# The broker's web view in a real browser (headless Chromium). A broker with a
 # running count job and a worker; / and /jobs/ID are loaded, their DOM checked (the job's
 # row, its progress bar against the job's shards, the chart's SVG present and sized) and
 # screenshots saved under the build folder. A job that does not exist gives the 404 page;

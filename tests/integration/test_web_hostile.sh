@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 15: the web view against hostile requests. Bad job ids and paths are 404s (parsed
+# The web view against hostile requests. Bad job ids and paths are 404s (parsed
 # strictly, never echoed raw), a huge request head is refused, only GET and HEAD are
 # answered, a trickling client is cut off while others are served, and a non-loopback
 # --http is refused without a token; with one, a request without it or with a wrong one

@@ -27,7 +27,7 @@ def le32(values):
 
 # scenario -> op -> document (ops not listed answer code 3 "unexpected op").
 SCENARIOS = {
-    # n * 4 wraps to 4 in 64 bits: the bin of 4 bytes "matches" (the crash of issue 11).
+    # n * 4 wraps to 4 in 64 bits: the bin of 4 bytes "matches" (a crash the client once had).
     "solution-wrap": {"result": SOLVE_RESULT, "solution": {"n": 2**62 + 1, "cols": le32([0])}},
     "solution-huge-n": {"result": SOLVE_RESULT, "solution": {"n": 2**40, "cols": b""}},
     "solution-n-str": {"result": SOLVE_RESULT, "solution": {"n": "8", "cols": le32(range(8))}},

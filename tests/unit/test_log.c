@@ -1,5 +1,5 @@
 /*
- * Structured logs against injection (issue 11, item 11): values from the wire holding a
+ * Structured logs against injection: values from the wire holding a
  * newline and a forged line, terminal escapes, '" key=x', a forged "level=error", invalid
  * UTF-8. Lines are captured from stderr (dup2 to a temp file) and checked in both formats:
  * exactly one line, valid UTF-8 without control bytes, and exactly the expected fields

@@ -272,7 +272,7 @@ T_TEST(test_max_steps)
 }
 
 /*
- * Issue 11: check() (through solver_check, what the broker asks at submit)
+ * check() (through solver_check, what the broker asks at submit)
  * agrees with what the method does, for every method of the registry: for
  * N = 1..40 and the ends of its range, solver_check refuses N exactly when
  * solve_run returns NQ_SOLVE_ERROR, with the same words. (A step limit keeps

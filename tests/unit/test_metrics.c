@@ -404,7 +404,7 @@ static int closed_by_server(int fd)
 }
 
 /*
- * Issue 11, item 13: connections that send part of a request head and stay open used to
+ * connections that send part of a request head and stay open used to
  * fill the 16 slots, and every scrape got an empty reply. 20 such clients on the
  * scraper's own address and 40 on another (127.0.0.2) must leave /metrics answering, and
  * one address is held to its per-address share (the rest are refused at once).

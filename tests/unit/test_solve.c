@@ -160,7 +160,7 @@ T_TEST(test_too_big_for_memory)
     T_CHECK(strstr(err, "needs") != NULL && strstr(err, "GB") != NULL);
 }
 
-/* Issue 11: a method's check() is asked before anything else, by solver_check and by solve_run. */
+/* a method's check() is asked before anything else, by solver_check and by solve_run. */
 static uint64_t small_memory(uint64_t n)
 {
     (void)n;

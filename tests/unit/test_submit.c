@@ -1,5 +1,5 @@
 /*
- * What a submit may create, checked before anything is written (issue 11):
+ * What a submit may create, checked before anything is written:
  * an N a solve method refuses is refused with the method's own message, for
  * every method of a study; the shard caps per job and over the active jobs
  * refuse with a message naming the cap and the option that raises it; and the
