@@ -252,11 +252,10 @@ int shard_seconds_check(int kind, int n, char *err, size_t errlen)
 nq_shards_t *shards_new_for_seconds(int kind, int n, double seconds, nq_shards_limits_t *lim, char *err,
                                     size_t errlen)
 {
-    int lo, hi;
+    int lo = 0, hi = -1;
     lim->why = NQ_SHARDS_REFUSED;
-    if (shard_seconds_check(kind, n, err, errlen) != 0)
-        return NULL;
-    shard_depth_range(kind, n, &lo, &hi);
+    if (shard_seconds_check(kind, n, err, errlen) != 0 || shard_depth_range(kind, n, &lo, &hi) != 0)
+        return NULL;                    /* the check said why; the range cannot fail after it */
     double most = seconds > 0 ? shard_count_core_seconds(n) / seconds : (double)NQ_SHARD_MAX_LIST;
     nq_shards_limits_t trial = *lim;
     nq_shards_t *best = NULL;
