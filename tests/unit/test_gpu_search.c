@@ -107,9 +107,9 @@ T_TEST(test_gpu_search_matches_cpu_on_every_shard)
     for (int n = 8; n <= 14; n++)
         for (int depth = 1; depth <= n - 2; depth++) {
             nq_shards_t *s = shards_new(NQ_KIND_COUNT, n, depth, err, sizeof err);
-            /* n = 14: every 3rd shard of the big ones at depths 1-4, every 11th of the 2.2
-               million small ones further down (the whole of n = 14 took 4x n = 8..13's time) */
-            size_t step = n < 14 ? 1 : depth < 5 ? 3 : 11;
+            /* n = 14, a sample: every 9th shard at depths 1-4, every 41st of the 2.2 million
+               further down (the whole of n = 14 took 4x n = 8..13's time, 3 minutes under ASan) */
+            size_t step = n < 14 ? 1 : depth < 5 ? 9 : 41;
             T_CHECK(s != NULL);
             for (size_t i = 0; s && i < shards_count(s); i += step) {
                 uint8_t b[NQ_MAX_SPEC];
@@ -135,31 +135,43 @@ static uint64_t pick(void *ud, uint64_t bound)
 }
 
 /* N = 24..26, where encoding 5 runs its wide test by itself: random deep shards (Knuth probes
-   from the listed ones), each a few thousand nodes, as the job's own encoding has them. */
+   from the listed ones, 13 free rows), ~10^4 nodes each, under encoding 5's rule. The list is
+   encoding 2's: the same roots, without the direction probes that take encoding 5's list
+   1-1.5 s to make at these n. */
 T_TEST(test_gpu_search_matches_cpu_at_wide_n)
 {
     char err[256];
     uint64_t seed = 12345;
-    int wide = 0, checked = 0;
+    int wide = 0, checked = 0, differs = 0;
+    uint64_t nodes = 0;
     for (int n = 24; n <= 26; n++) {
-        nq_shards_t *s = shards_new(NQ_KIND_COUNT, n, 2, err, sizeof err);
+        nq_shards_t *s = shards_new_ex(NQ_KIND_COUNT, n, 2, 2, err, sizeof err);
         T_CHECK(s != NULL);
-        for (int k = 0; s && k < 60; k++) {
+        for (int k = 0; s && k < 100; k++) {
             uint8_t b[NQ_MAX_SPEC], deep[NQ_MAX_SPEC];
             size_t len = shards_get(s, pick(&seed, shards_count(s)), b);
             double w;
-            int dl = shard_probe(b, len, n - 15, pick, &seed, deep, &w);
+            int dl = shard_probe(b, len, n - 17, pick, &seed, deep, &w);
             T_CHECK(dl >= 0);
             if (dl <= 0)
                 continue;
             nq_shard_desc_t d;
             T_CHECK(shard_decode(deep, (size_t)dl, &d, err, sizeof err) == 0);
             nq_plan_t pl;
-            plan_init(&pl, &d, 0);
+            plan_init(&pl, &d, d.flip);
+            if (d.flip && d.row_col[n - 1] < 0) {   /* count_flipped's weight-8 plan */
+                pl.block[0] |= ~d.bmask8;
+                pl.leaf8 = pl.full;
+            }
+            plan_set_cover(&pl, 5);
             wide += pl.cover == NQ_COVER_LEFT_5;
             if (pl.m < 2)
                 continue;
             gpu_sum_t want = cpu_count(&pl);
+            nq_plan_t p4 = pl;
+            p4.cover = NQ_COVER_LEFT_4;
+            differs += cpu_count(&p4).nodes != want.nodes;   /* the wide test pruned here */
+            nodes += want.nodes;
             for (int level = 0; level <= pl.m - 2; level += 3) {
                 gpu_sum_t got = gpu_count(&pl, level);
                 T_EQ_U64(got.nodes, want.nodes);
@@ -169,9 +181,11 @@ T_TEST(test_gpu_search_matches_cpu_at_wide_n)
         }
         shards_destroy(&s);
     }
-    fprintf(stderr, "  %d deep shards at n = 24..26 (%d with the wide rule)\n", checked, wide);
-    T_CHECK(checked > 100);
+    fprintf(stderr, "  %d deep shards at n = 24..26, %llu nodes; the wide test pruned %d of them\n", checked,
+            (unsigned long long)nodes, differs);
+    T_CHECK(checked > 200);
     T_EQ_U64(wide, checked);
+    T_CHECK(differs > checked / 4);
 }
 
 /* The work-group loop (gpu_group_run) run in C by one work-item: chunks of several shards, in
