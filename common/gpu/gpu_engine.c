@@ -202,15 +202,18 @@ static void slot_fold(nq_gpu_t *g, gpu_slot_t *s)
     s->busy = 0;
 }
 
-/* The device failed: every job ends with the error, once; later submissions too (gpu_failed). */
+/*
+ * The device failed: every job ends with the error, once; later submissions too (gpu_failed).
+ * The jobs end before the engine says it failed: a worker that sees the failure stops and
+ * cancels what it holds, and a job cancelled before its error was delivered would be handed
+ * back without a word instead of reported.
+ */
 static void engine_fail(nq_gpu_t *g, const char *why)
 {
     char err[256];
     snprintf(err, sizeof err, "%s", why);
     pthread_mutex_lock(&g->lock);
-    g->failed = 1;
     snprintf(g->err, sizeof g->err, "%s", err);
-    pthread_cond_broadcast(&g->room);
     pthread_mutex_unlock(&g->lock);
     for (int k = 0; k < NQ_GPU_SLOTS; k++) {
         gpu_slot_t *s = &g->slot[k];
@@ -229,6 +232,10 @@ static void engine_fail(nq_gpu_t *g, const char *why)
         walk_pop(g);
         job_settle(g, j, err);
     }
+    pthread_mutex_lock(&g->lock);
+    g->failed = 1;
+    pthread_cond_broadcast(&g->room);
+    pthread_mutex_unlock(&g->lock);
 }
 
 /* Queues slot s on the device. */

@@ -3,6 +3,8 @@
 # on the CPU, so there they run. pocl compiles a kernel with LLVM in seconds: its cache is kept
 # in the build folder, so each kernel is compiled once for all the tests.
 export POCL_CACHE_DIR=${POCL_CACHE_DIR:-${NQ_BUILD_DIR:-$T}/pocl-cache}
+# under ASan: what pocl and LLVM keep is theirs (see the file)
+export LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$SRC/tests/integration/lsan-opencl.supp
 mkdir -p "$POCL_CACHE_DIR"
 
 if ! "$NQ" bench count 4 --gpu --gpu-device list >"$T/devices.txt" 2>"$T/devices.err"; then

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `nq bench count N --gpu` through OpenCL (pocl in CI): exact totals with node parity against the
-# CPU kernels, with tasks spread over many launches, chunks and both stack layouts; and the
+# CPU kernels, with tasks spread over many launches, chunks and both stack layouts; `nq estimate
+# count --gpu` on the CPU's sample; and the
 # one-line errors with their exit codes when there is no platform, no such device, a bad
 # tuning value, or a kernel that does not build.
 . "$(dirname "$0")/lib.sh"
@@ -17,6 +18,14 @@ grep -Eq '; [0-9]{2,} launches, [0-9]{5,} tasks' "$T/gpu.json" || fail "want man
 NQ_GPU_ROWS=7 NQ_GPU_STACK=private NQ_GPU_WG=32 cpu_vs_gpu 13 --depth 2
 grep -q 'stack private' "$T/gpu.json" || fail "private stack not used: $(cat "$T/gpu.json")"
 ok "bench count 13 --gpu, small tasks over many launches, local and private stacks: exact, same nodes"
+
+# estimate --gpu: the same sample as on the CPU (same seed), so the same node estimate; GPU-hours
+"$NQ" estimate count 12 --sample 8 --seed 3 --json >"$T/est.json" || fail "estimate 12"
+"$NQ" estimate count 12 --sample 8 --seed 3 --gpu --json >"$T/estg.json" 2>"$T/err" || fail "estimate --gpu: $(cat "$T/err")"
+[ "$(json_num "$T/est.json" nodes)" = "$(json_num "$T/estg.json" nodes)" ] \
+    || fail "estimate --gpu nodes: cpu $(cat "$T/est.json") gpu $(cat "$T/estg.json")"
+grep -Eq '"gpu_hours":[0-9.e+-]+,' "$T/estg.json" && grep -q '"gpu":"' "$T/estg.json" || fail "estimate --gpu: $(cat "$T/estg.json")"
+ok "estimate count 12 --gpu: the CPU's sample and node estimate, in GPU-hours"
 
 mkdir -p "$T/no-vendors"
 OCL_ICD_VENDORS=$T/no-vendors "$NQ" bench count 10 --gpu >"$T/out" 2>"$T/err"; rc=$?
