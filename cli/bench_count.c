@@ -157,12 +157,15 @@ static int bench_parse(int argc, char **argv, bench_opts_t *o)
     return cli_count_n(CMD, argc, argv, &o->n);
 }
 
-/* The sums through the GPU; the device's name (and its parameters) go to kernel. 0, or an exit code. */
-static int bench_on_gpu(const bench_opts_t *o, bench_t *b, char *kernel, size_t len)
+/* The sums through the GPU; the device's name (and its parameters) go to kernel, the seconds it took to
+   open the device and build the kernel for it to *setup. 0, or an exit code. */
+static int bench_on_gpu(const bench_opts_t *o, bench_t *b, char *kernel, size_t len, double *setup)
 {
     nq_gpu_t *g;
     char err[512];
+    double t0 = now_s();
     int rc = cli_gpu_open(CMD, o->gpu_device, o->gpu_list, &g);
+    *setup = now_s() - t0;
     if (rc)
         return rc < 0 ? NQ_EXIT_OK : rc;
     if (bench_gpu_run(g, b->list, (int)o->threads, b->run, &b->total, &b->unique, &b->nodes, err, sizeof err))
@@ -194,7 +197,8 @@ int cmd_bench_count(int argc, char **argv)
     double listed = now_s() - t0;      /* the list: a broker's work, reported apart */
     pthread_mutex_init(&b.lock, NULL);
     snprintf(kernel, sizeof kernel, "%s", count_kernel_name());
-    rc = o.gpu ? bench_on_gpu(&o, &b, kernel, sizeof kernel) : bench_run(&b, (int)o.threads);
+    double setup = 0;
+    rc = o.gpu ? bench_on_gpu(&o, &b, kernel, sizeof kernel, &setup) : bench_run(&b, (int)o.threads);
     double secs = now_s() - t0;
     if (rc == 0 && !o.gpu_list) {
         double rate = secs > 0 ? (double)b.nodes / secs : 0;
@@ -203,12 +207,14 @@ int cmd_bench_count(int argc, char **argv)
         if (o.json)
             printf("{\"n\":%d,\"total\":%s,\"unique\":%s,\"nodes\":%llu,\"seconds\":%.6f,"
                    "\"nodes_per_s\":%.0f,\"shards\":%zu,\"depth\":%d,\"threads\":%d,\"kernel\":\"%s\","
-                   "\"list_seconds\":%.6f}\n", (int)o.n, t1, t2, (unsigned long long)b.nodes, secs, rate,
-                   shards_count(shards), shards_depth(shards), (int)o.threads, kernel, listed);
+                   "\"list_seconds\":%.6f,\"setup_seconds\":%.6f}\n", (int)o.n, t1, t2,
+                   (unsigned long long)b.nodes, secs, rate, shards_count(shards), shards_depth(shards),
+                   (int)o.threads, kernel, listed, setup);
         else
             printf("n %d  total %s  unique %s\nnodes %llu  seconds %.3f  nodes/s %.3g\n"
-                   "shards %zu  depth %d  threads %d  kernel %s\n", (int)o.n, t1, t2, (unsigned long long)b.nodes,
-                   secs, rate, shards_count(shards), shards_depth(shards), (int)o.threads, kernel);
+                   "shards %zu  depth %d  threads %d  kernel %s\n", (int)o.n, t1, t2,
+                   (unsigned long long)b.nodes, secs, rate, shards_count(shards), shards_depth(shards),
+                   (int)o.threads, kernel);
     }
     pthread_mutex_destroy(&b.lock);
     shards_destroy(&shards);

@@ -241,7 +241,8 @@ static void est_print_gpu(const est_opts_t *o, const nq_shards_t *sh, size_t k, 
     dev[i] = 0;
     if (o->json)
         printf("{\"n\":%d,\"depth\":%d,\"shards\":%zu,\"sampled\":%zu,\"seed\":%llu,\"gpu\":\"%s\","
-               "\"nodes_per_s\":%.6g,\"gpu_hours\":%.6g,\"ci95_low\":%.6g,\"ci95_high\":%.6g,\"gpu_years\":%.6g,"
+               "\"nodes_per_s\":%.6g,\"gpu_hours\":%.6g,\"ci95_low\":%.6g,\"ci95_high\":%.6g,"
+               "\"gpu_years\":%.6g,"
                "\"nodes\":%.0f,\"nodes_ci95_low\":%.0f,\"nodes_ci95_high\":%.0f,\"method\":\"%s\","
                "\"probe_levels\":%d}\n", (int)o->n, shards_depth(sh), s, k, (unsigned long long)o->seed, dev,
                rate, t->total / h, t->lo / h, t->hi / h, t->total / y, nd->total, nd->lo, nd->hi,
@@ -259,8 +260,8 @@ static void est_print_gpu(const est_opts_t *o, const nq_shards_t *sh, size_t k, 
 
 /* The sample on the GPU: the same draws as est_time_sample / est_probe_sample make, one batch; each
    sample's time is its nodes over the batch's rate. 0, or an exit code (reported). */
-static int est_gpu(const est_opts_t *o, const nq_shards_t *sh, int probes, size_t k, double *secs, double *nod,
-                   int *extra, nq_gpu_t **g, double *rate)
+static int est_gpu(const est_opts_t *o, const nq_shards_t *sh, int probes, size_t k, double *secs,
+                   double *nod, int *extra, nq_gpu_t **g, double *rate)
 {
     char err[512];
     nq_rng_t rng;

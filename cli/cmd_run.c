@@ -291,8 +291,8 @@ int cmd_run(int argc, char **argv)
     nq_cmd_args_t a;
     nq_log_set_level(NQ_LOG_WARN);      /* a local run talks in its progress bar; --log-level overrides */
     int rc = cmd_args_parse("run", "db,workers,json,fresh,algo,all,depth,priority,max-attempts,quorum,"
-                            "solutions,restarts,seed,max-steps,shard-seconds,log-level,http,http-token-file,verify-rate,"
-                            "gpu,gpu-device", argc, argv, &a);
+                            "solutions,restarts,seed,max-steps,shard-seconds,log-level,http,http-token-file,"
+                            "verify-rate,gpu,gpu-device", argc, argv, &a);
     if (rc || (rc = cmd_args_job("run", &a)))
         return rc;
     const char *db = a.client.db ? a.client.db : "nq.db";

@@ -246,9 +246,10 @@ void render_workers(FILE *f, const msgpack_object *arr)
     for (uint32_t i = 0; i < arr->via.array.size; i++) {
         const msgpack_object *w = &arr->via.array.ptr[i];
         /* KERNEL last: a GPU worker's names its device, of any length */
-        fprintf(f, "%-28s  %-16s  %7s  %5s  %6s  %8s  %12s  %9s  %-20s  %s%s\n", get_str(w, "id", a, sizeof a),
-                get_str(w, "host", b, sizeof b), get_str(w, "threads", c, sizeof c),
-                get_str(w, "alive", d, sizeof d), get_str(w, "leases", e, sizeof e),
+        fprintf(f, "%-28s  %-16s  %7s  %5s  %6s  %8s  %12s  %9s  %-20s  %s%s\n",
+                get_str(w, "id", a, sizeof a), get_str(w, "host", b, sizeof b),
+                get_str(w, "threads", c, sizeof c), get_str(w, "alive", d, sizeof d),
+                get_str(w, "leases", e, sizeof e),
                 get_str(w, "shards_done", g, sizeof g), get_fixed(w, "nodes_per_s", 0, h, sizeof h),
                 get_str(w, "conflicts", k, sizeof k), get_time(w, "last_seen", t, sizeof t),
                 get_str(w, "kernel", kern, sizeof kern), get_bool(w, "flagged") ? "  FLAGGED" : "");

@@ -274,7 +274,8 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
     char ep[128];
     done_endpoint(w, ep, sizeof ep);
     w->pull = zmq_socket(w->ctx, ZMQ_PULL);
-    if (zmq_bind(w->pull, ep) != 0 || !(w->pool = pool_new(w->ctx, w->cfg.threads, ep, w->cfg.gpu, err, errlen)) ||
+    if (zmq_bind(w->pull, ep) != 0 ||
+        !(w->pool = pool_new(w->ctx, w->cfg.threads, ep, w->cfg.gpu, err, errlen)) ||
         connect_broker(w, err, errlen) != 0) {
         if (!err[0])
             snprintf(err, errlen, "cannot start the worker");

@@ -30,7 +30,8 @@ void gpu_cfg_resolve(nq_gpu_cfg_t *cfg)
 }
 
 /* The number in environment variable name, in lo..hi, into *v (left alone when unset). */
-static int env_u32(const char *name, unsigned long lo, unsigned long hi, uint32_t *v, char *err, size_t errlen)
+static int env_u32(const char *name, unsigned long lo, unsigned long hi, uint32_t *v, char *err,
+                   size_t errlen)
 {
     const char *s = getenv(name);
     if (!s || !*s)

@@ -80,9 +80,9 @@ static int cl_fail(char *err, size_t errlen, const char *what, cl_int c)
     return nq_errf(err, errlen, "GPU: %s failed: %s (%d)%s", what, cl_code_name(c), (int)c, cl_code_hint(c));
 }
 
-#define NO_PLATFORM "no OpenCL platform: install ocl-icd-libopencl1 and the GPU driver's OpenCL (NVIDIA in a " \
-                    "container: an ICD file /etc/OpenCL/vendors/nvidia.icd naming libnvidia-opencl.so.1, or " \
-                    "OCL_ICD_VENDORS=DIR holding one)"
+#define NO_PLATFORM "no OpenCL platform: install ocl-icd-libopencl1 and the GPU driver's OpenCL " \
+                    "(NVIDIA in a container: an ICD file /etc/OpenCL/vendors/nvidia.icd naming " \
+                    "libnvidia-opencl.so.1, or OCL_ICD_VENDORS=DIR holding one)"
 
 /* Every device of every platform, in the order `nq bench count --gpu` lists them. */
 static int cl_devices(cl_device_id *devs, cl_platform_id *plats, cl_uint *n, char *err, size_t errlen)
@@ -264,9 +264,10 @@ static int cl_launch(gpu_backend_t *b, int k, const gpu_launch_t *l, char *err, 
     cl_backend_t *c = (cl_backend_t *)b;
     cl_slot_t *s = &c->slot[k];
     size_t cap_out = s->cap_tasks;
-    if (cl_room(c, &s->tables, &s->cap_tables, l->ntables, sizeof *l->tables, CL_MEM_READ_ONLY, err, errlen) ||
-        cl_room(c, &s->chunks, &s->cap_chunks, l->nchunks, sizeof *l->chunks, CL_MEM_READ_ONLY, err, errlen) ||
-        cl_room(c, &s->tasks, &s->cap_tasks, l->ntasks, sizeof *l->tasks, CL_MEM_READ_ONLY, err, errlen) ||
+    const cl_mem_flags in = CL_MEM_READ_ONLY;
+    if (cl_room(c, &s->tables, &s->cap_tables, l->ntables, sizeof *l->tables, in, err, errlen) ||
+        cl_room(c, &s->chunks, &s->cap_chunks, l->nchunks, sizeof *l->chunks, in, err, errlen) ||
+        cl_room(c, &s->tasks, &s->cap_tasks, l->ntasks, sizeof *l->tasks, in, err, errlen) ||
         cl_room(c, &s->out, &cap_out, l->ntasks, sizeof *l->out, CL_MEM_WRITE_ONLY, err, errlen))
         return -1;
     cl_int rc = clEnqueueWriteBuffer(c->q, s->tables, CL_FALSE, 0, l->ntables * sizeof *l->tables, l->tables,
@@ -275,8 +276,8 @@ static int cl_launch(gpu_backend_t *b, int k, const gpu_launch_t *l, char *err, 
         rc = clEnqueueWriteBuffer(c->q, s->chunks, CL_FALSE, 0, l->nchunks * sizeof *l->chunks, l->chunks, 0,
                                   NULL, NULL);
     if (rc == CL_SUCCESS)
-        rc = clEnqueueWriteBuffer(c->q, s->tasks, CL_FALSE, 0, l->ntasks * sizeof *l->tasks, l->tasks, 0, NULL,
-                                  NULL);
+        rc = clEnqueueWriteBuffer(c->q, s->tasks, CL_FALSE, 0, l->ntasks * sizeof *l->tasks, l->tasks, 0,
+                                  NULL, NULL);
     if (rc == CL_SUCCESS)
         rc = clEnqueueWriteBuffer(c->q, s->counter, CL_FALSE, 0, sizeof c->zero, &c->zero, 0, NULL, NULL);
     if (rc != CL_SUCCESS)
@@ -293,7 +294,8 @@ static int cl_launch(gpu_backend_t *b, int k, const gpu_launch_t *l, char *err, 
     rc = clEnqueueNDRangeKernel(c->q, c->kern, 1, NULL, &global, &local, 0, NULL, NULL);
     if (rc != CL_SUCCESS)
         return cl_fail(err, errlen, "clEnqueueNDRangeKernel", rc);
-    rc = clEnqueueReadBuffer(c->q, s->out, CL_FALSE, 0, l->ntasks * sizeof *l->out, l->out, 0, NULL, &s->done);
+    rc = clEnqueueReadBuffer(c->q, s->out, CL_FALSE, 0, l->ntasks * sizeof *l->out, l->out, 0, NULL,
+                             &s->done);
     if (rc != CL_SUCCESS)
         return cl_fail(err, errlen, "clEnqueueReadBuffer", rc);
     rc = clFlush(c->q);

@@ -425,7 +425,8 @@ nq_gpu_t *gpu_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
 {
     nq_gpu_cfg_t c = *cfg;
     gpu_cfg_resolve(&c);
-    gpu_backend_t *b = gpu_cl_open(&c, err, errlen);
+    const char *cuda = getenv("NQ_GPU_CUDA");   /* the measurement fallback (gpu_cuda.c) */
+    gpu_backend_t *b = cuda && *cuda ? gpu_cuda_open(cuda, &c, err, errlen) : gpu_cl_open(&c, err, errlen);
     return b ? gpu_open_backend(b, &c, err, errlen) : NULL;
 }
 

@@ -7,6 +7,7 @@
  *   gpu_cfg.c     the engine's parameters (defaults, environment)
  *   gpu_cl.c      the OpenCL backend: device, program (built from the embedded source), launches
  *   gpu_host.c    the same kernel compiled as C and run on the host (tests, and the reference)
+ *   gpu_cuda.c    the CUDA backend: libnq_cuda.so (gpu_cuda.cu, by nvcc) loaded where NQ_GPU_CUDA names it
  * A backend runs launches; everything else is the engine's.
  */
 #ifndef NQ_GPU_IMPL_H
@@ -41,6 +42,8 @@ struct gpu_backend {
 
 /* The OpenCL device cfg names, with the kernel built for it. NULL with a reason. */
 gpu_backend_t *gpu_cl_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen);
+/* libnq_cuda.so at path (gpu_cuda.h), for the device cfg names. NULL with a reason. */
+gpu_backend_t *gpu_cuda_open(const char *path, const nq_gpu_cfg_t *cfg, char *err, size_t errlen);
 /* The kernel as C on the calling thread, one work-item: exact and slow; for tests. */
 gpu_backend_t *gpu_host_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen);
 /* An engine over backend b (which it owns from then on, also on failure). */

@@ -150,7 +150,8 @@ int gpu_split_finish(const nq_gpu_split_t *s, uint64_t gpu_nodes, uint64_t gpu_s
     memset(r, 0, sizeof *r);
     /* weight-8 solutions: a border configuration with no symmetry stands for 8 boards */
     if (__builtin_mul_overflow(gpu_sols, (uint64_t)NQ_D4_SIZE, &w) || count_tally_add(&t, w) ||
-        __builtin_add_overflow(s->unique, gpu_sols, &unique) || __builtin_add_overflow(s->nodes, gpu_nodes, &nodes))
+        __builtin_add_overflow(s->unique, gpu_sols, &unique) ||
+        __builtin_add_overflow(s->nodes, gpu_nodes, &nodes))
         return nq_errf(err, errlen, "64-bit overflow counting the shard");
     r->total = t.total;
     r->unique = unique;

@@ -14,17 +14,20 @@ ok "bench count 12 --gpu: exact, same nodes as the CPU"
 
 # tasks of 6 rows, chunks of 5 tasks, launches of 1 ms (1024 tasks): dozens of launches, shards over several
 NQ_GPU_ROWS=6 NQ_GPU_CHUNK=5 NQ_GPU_LAUNCH_MS=1 cpu_vs_gpu 13
-grep -Eq '; [0-9]{2,} launches, [0-9]{5,} tasks' "$T/gpu.json" || fail "want many launches: $(cat "$T/gpu.json")"
+grep -Eq '; [0-9]{2,} launches, [0-9]{5,} tasks' "$T/gpu.json" \
+    || fail "want many launches: $(cat "$T/gpu.json")"
 NQ_GPU_ROWS=7 NQ_GPU_STACK=private NQ_GPU_WG=32 cpu_vs_gpu 13 --depth 2
 grep -q 'stack private' "$T/gpu.json" || fail "private stack not used: $(cat "$T/gpu.json")"
 ok "bench count 13 --gpu, small tasks over many launches, local and private stacks: exact, same nodes"
 
 # estimate --gpu: the same sample as on the CPU (same seed), so the same node estimate; GPU-hours
 "$NQ" estimate count 12 --sample 8 --seed 3 --json >"$T/est.json" || fail "estimate 12"
-"$NQ" estimate count 12 --sample 8 --seed 3 --gpu --json >"$T/estg.json" 2>"$T/err" || fail "estimate --gpu: $(cat "$T/err")"
+"$NQ" estimate count 12 --sample 8 --seed 3 --gpu --json >"$T/estg.json" 2>"$T/err" \
+    || fail "estimate --gpu: $(cat "$T/err")"
 [ "$(json_num "$T/est.json" nodes)" = "$(json_num "$T/estg.json" nodes)" ] \
     || fail "estimate --gpu nodes: cpu $(cat "$T/est.json") gpu $(cat "$T/estg.json")"
-grep -Eq '"gpu_hours":[0-9.e+-]+,' "$T/estg.json" && grep -q '"gpu":"' "$T/estg.json" || fail "estimate --gpu: $(cat "$T/estg.json")"
+grep -Eq '"gpu_hours":[0-9.e+-]+,' "$T/estg.json" && grep -q '"gpu":"' "$T/estg.json" \
+    || fail "estimate --gpu: $(cat "$T/estg.json")"
 ok "estimate count 12 --gpu: the CPU's sample and node estimate, in GPU-hours"
 
 mkdir -p "$T/no-vendors"
@@ -36,7 +39,8 @@ OCL_ICD_VENDORS=$T/no-vendors "$NQ" bench count 10 --gpu >"$T/out" 2>"$T/err"; r
 ok "no OpenCL platform: one line, exit 3"
 
 "$NQ" bench count 10 --gpu-device 63 >/dev/null 2>"$T/err"; rc=$?
-[ "$rc" = 3 ] && grep -q "there are [0-9]* OpenCL device" "$T/err" || fail "device 63: exit $rc $(cat "$T/err")"
+[ "$rc" = 3 ] && grep -q "there are [0-9]* OpenCL device" "$T/err" \
+    || fail "device 63: exit $rc $(cat "$T/err")"
 "$NQ" bench count 10 --gpu-device x >/dev/null 2>"$T/err"; rc=$?
 [ "$rc" = 2 ] || fail "--gpu-device x: exit $rc"
 NQ_GPU_WG=0 "$NQ" bench count 10 --gpu >/dev/null 2>"$T/err"; rc=$?
@@ -47,7 +51,9 @@ if "$NQ" --version | grep -q "fault switches"; then
     NQ_FAULT_GPU_BUILD=1 "$NQ" bench count 10 --gpu >/dev/null 2>"$T/err"; rc=$?
     [ "$rc" = 3 ] && grep -q "the kernel did not build" "$T/err" && [ "$(grep -c 'nq bench' "$T/err")" = 1 ] \
         || fail "build failure: exit $rc $(cat "$T/err")"
-    NQ_FAULT_GPU_LOST=2 NQ_GPU_ROWS=6 NQ_GPU_LAUNCH_MS=20 "$NQ" bench count 13 --gpu >"$T/out" 2>"$T/err"; rc=$?
-    [ "$rc" = 3 ] && grep -q "device lost" "$T/err" && [ ! -s "$T/out" ] || fail "lost device: exit $rc $(cat "$T/err")"
+    NQ_FAULT_GPU_LOST=2 NQ_GPU_ROWS=6 NQ_GPU_LAUNCH_MS=20 "$NQ" bench count 13 --gpu >"$T/out" 2>"$T/err"
+    rc=$?
+    [ "$rc" = 3 ] && grep -q "device lost" "$T/err" && [ ! -s "$T/out" ] \
+        || fail "lost device: exit $rc $(cat "$T/err")"
     ok "a kernel that does not build, a device lost mid-run: one line, exit 3, no count"
 fi

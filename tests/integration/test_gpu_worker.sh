@@ -17,7 +17,8 @@ ok "nq run count 12 --gpu: exact, the CPU's nodes"
 
 mkdir -p no-vendors
 OCL_ICD_VENDORS=$T/no-vendors "$NQ" run count 10 --gpu --db none.db >out 2>err; rc=$?
-[ "$rc" = 3 ] && grep -q "no OpenCL platform" err && [ "$(wc -l <err)" = 1 ] || fail "run without platform: $rc $(cat err)"
+[ "$rc" = 3 ] && grep -q "no OpenCL platform" err && [ "$(wc -l <err)" = 1 ] \
+    || fail "run without platform: $rc $(cat err)"
 [ ! -e none.db ] || fail "run without a platform left a DB behind"
 OCL_ICD_VENDORS=$T/no-vendors "$NQ" worker --gpu --connect tcp://127.0.0.1:9 >out 2>err; rc=$?
 [ "$rc" = 3 ] && grep -q "nq worker: no OpenCL platform" err || fail "worker without platform: $rc $(cat err)"
@@ -35,7 +36,8 @@ wait_for 120 job_done "$id" || fail "quorum job with a GPU worker did not finish
 [ "$(job_field "$id" shards_conflict)" = 0 ] || fail "conflicts between the GPU and the CPU worker"
 "$NQ" workers --json | grep -o '{[^{}]*"id":"gpu1"[^{}]*}' | grep -q '"kernel":"nq-[^"]* gpu: ' \
     || fail "nq workers --json does not name the GPU: $("$NQ" workers --json)"
-"$NQ" workers | grep '^gpu1 ' | grep -q 'gpu: ' || fail "nq workers does not show the device: $("$NQ" workers)"
+"$NQ" workers | grep '^gpu1 ' | grep -q 'gpu: ' \
+    || fail "nq workers does not show the device: $("$NQ" workers)"
 "$NQ" workers --json | grep -o '{[^{}]*"id":"gpu1"[^{}]*}' | grep -Eq '"shards_done":[1-9]' \
     || fail "the GPU worker did no shard"
 ok "quorum 2 with a GPU worker and a CPU worker: exact, no conflict; nq workers names the device"
@@ -62,15 +64,16 @@ ok "a GPU that miscounts (residues and all): caught by the quorum, flagged; the 
 
 kill "$bad_pid" "$cpu2_pid" "$cpu1_pid"
 # the GPU worker alone first, so that it holds shards when its device goes
-NQ_FAULT_GPU_LOST=3 NQ_GPU_ROWS=6 NQ_GPU_LAUNCH_MS=1 "$NQ" worker --connect "$WEP" --gpu --threads 2 --id lost \
-    >lost.log 2>lost.err &
+NQ_FAULT_GPU_LOST=3 NQ_GPU_ROWS=6 NQ_GPU_LAUNCH_MS=1 \
+    "$NQ" worker --connect "$WEP" --gpu --threads 2 --id lost >lost.log 2>lost.err &
 lost=$!
 PIDS+=("$lost")
 wait_for 30 grep -q 'worker.join worker=lost' "$T/broker.log" || fail "the GPU worker did not join"
 id3=$("$NQ" submit count 13) || fail "submit"
 wait "$lost"; rc=$?
 [ "$rc" = 3 ] || fail "a worker that lost its GPU exits $rc, want 3: $(cat lost.err)"
-tail -1 lost.err | grep -q "^nq worker: GPU launch failed: device lost" || fail "lost device message: $(cat lost.err)"
+tail -1 lost.err | grep -q "^nq worker: GPU launch failed: device lost" \
+    || fail "lost device message: $(cat lost.err)"
 grep -q 'event=worker.gpu_failed' lost.err || fail "no worker.gpu_failed log line: $(cat lost.err)"
 wait_for 30 grep -q 'result.error.*worker=lost.*device lost' "$T/broker.log" \
     || fail "the broker did not hear of the lost shards as errors"

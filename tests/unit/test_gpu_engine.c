@@ -83,7 +83,8 @@ static nq_gpu_t *host_engine(int rows_left, uint32_t max_tasks)
     return g;
 }
 
-static void submit(nq_gpu_t *g, sink_t *s, size_t i, const uint8_t *spec, size_t len, const nq_kernel_ctl_t *ctl)
+static void submit(nq_gpu_t *g, sink_t *s, size_t i, const uint8_t *spec, size_t len,
+                   const nq_kernel_ctl_t *ctl)
 {
     slot_ud_t *u = malloc(sizeof *u);
     *u = (slot_ud_t){ s, i };
@@ -114,8 +115,8 @@ static size_t compare_list(nq_gpu_t *g, int n, int depth, int enc)
         nq_count_result_t want;
         T_EQ_U64(count_shard(b, len, &want, NULL, err, sizeof err), 0);
         const nq_count_result_t *got = &s.r[i];
-        if (s.rc[i] != 0 || got->total != want.total || got->unique != want.unique || got->nodes != want.nodes ||
-            got->res13 != want.res13 || got->res15 != want.res15)
+        if (s.rc[i] != 0 || got->total != want.total || got->unique != want.unique ||
+            got->nodes != want.nodes || got->res13 != want.res13 || got->res15 != want.res15)
             fprintf(stderr, "  n=%d depth %d encoding %d shard %zu: rc %d, %llu/%llu/%llu nodes, want "
                     "%llu/%llu/%llu\n", n, depth, enc, i, s.rc[i], (unsigned long long)got->total,
                     (unsigned long long)got->unique, (unsigned long long)got->nodes,
