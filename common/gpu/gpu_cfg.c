@@ -11,6 +11,7 @@ void gpu_cfg_defaults(nq_gpu_cfg_t *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->device = -1;
     cfg->stack_local = -1;
+    cfg->sort = -1;
 }
 
 void gpu_cfg_resolve(nq_gpu_cfg_t *cfg)
@@ -27,6 +28,10 @@ void gpu_cfg_resolve(nq_gpu_cfg_t *cfg)
         cfg->launch_s = 0.25;
     if (!cfg->max_tasks)
         cfg->max_tasks = 1u << 20;
+    if (cfg->sort < 0)
+        cfg->sort = 1;
+    if (!cfg->queues)
+        cfg->queues = 2;
 }
 
 /* The number in environment variable name, in lo..hi, into *v (left alone when unset). */
@@ -47,14 +52,22 @@ static int env_u32(const char *name, unsigned long lo, unsigned long hi, uint32_
 
 int gpu_cfg_from_env(nq_gpu_cfg_t *cfg, char *err, size_t errlen)
 {
-    uint32_t rows = 0, ms = 0;
+    uint32_t rows = 0, ms = 0, chunked = 2, sort = 2, queues = 0;
     /* a stack of rows - 2 levels must fit NQ_GPU_LEVELS; 2 rows: each task a single level */
     if (env_u32("NQ_GPU_WG", 1, 1024, &cfg->wg, err, errlen) ||
         env_u32("NQ_GPU_ROWS", 2, NQ_GPU_LEVELS, &rows, err, errlen) ||
         env_u32("NQ_GPU_GROUPS", 1, 1024, &cfg->groups_per_cu, err, errlen) ||
         env_u32("NQ_GPU_CHUNK", 1, 1u << 20, &cfg->chunk, err, errlen) ||
-        env_u32("NQ_GPU_LAUNCH_MS", 1, 60000, &ms, err, errlen))
+        env_u32("NQ_GPU_LAUNCH_MS", 1, 60000, &ms, err, errlen) ||
+        env_u32("NQ_GPU_CHUNKED", 0, 1, &chunked, err, errlen) || env_u32("NQ_GPU_SORT", 0, 1, &sort, err, errlen) ||
+        env_u32("NQ_GPU_QUEUES", 1, 2, &queues, err, errlen))
         return -1;
+    if (chunked < 2)
+        cfg->chunked = (int)chunked;
+    if (sort < 2)
+        cfg->sort = (int)sort;
+    if (queues)
+        cfg->queues = (int)queues;
     if (rows)
         cfg->rows_left = (int)rows;
     if (ms)

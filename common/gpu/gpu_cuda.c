@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 typedef int (*cuda_launch_fn)(nq_cuda_t *, int, const void *, unsigned, const void *, unsigned, const void *,
-                              unsigned, void *, char *, size_t);
+                              const unsigned *, unsigned, void *, char *, size_t);
 typedef int (*cuda_wait_fn)(nq_cuda_t *, int, char *, size_t);
 typedef int (*cuda_open_fn)(int, unsigned, nq_cuda_t **, char *, size_t, char *, size_t);
 
@@ -28,8 +28,8 @@ typedef struct {
 static int cuda_launch(gpu_backend_t *b, int slot, const gpu_launch_t *l, char *err, size_t errlen)
 {
     cuda_backend_t *c = (cuda_backend_t *)b;
-    return c->launch(c->c, slot, l->tables, l->ntables, l->chunks, l->nchunks, l->tasks, l->ntasks, l->out,
-                     err, errlen);
+    return c->launch(c->c, slot, l->tables, l->ntables, l->chunks, l->nchunks, l->tasks, l->task_tab,
+                     l->ntasks, l->out, err, errlen);
 }
 
 static int cuda_wait(gpu_backend_t *b, int slot, char *err, size_t errlen)
@@ -51,20 +51,21 @@ static void cuda_destroy(gpu_backend_t *b)
 /* The library's functions, and a check that it was built for this nq and these parameters. */
 static int cuda_bind(cuda_backend_t *c, const char *path, const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
 {
-    int (*abi)(unsigned *, int *) = (int (*)(unsigned *, int *))dlsym(c->lib, "nq_cuda_abi");
+    int (*abi)(unsigned *, int *, int *) = (int (*)(unsigned *, int *, int *))dlsym(c->lib, "nq_cuda_abi");
     c->launch = (cuda_launch_fn)dlsym(c->lib, "nq_cuda_launch");
     c->wait = (cuda_wait_fn)dlsym(c->lib, "nq_cuda_wait");
     c->close = (void (*)(nq_cuda_t *))dlsym(c->lib, "nq_cuda_close");
     if (!abi || !c->launch || !c->wait || !c->close)
         return nq_errf(err, errlen, "NQ_GPU_CUDA=%s: not an nq CUDA library (no nq_cuda_* functions)", path);
     unsigned wg;
-    int stack, v = abi(&wg, &stack);
+    int stack, chunked, v = abi(&wg, &stack, &chunked);
     if (v != NQ_CUDA_ABI)
         return nq_errf(err, errlen, "NQ_GPU_CUDA=%s: ABI %d, this nq speaks %d", path, v, NQ_CUDA_ABI);
-    if (wg != cfg->wg || stack < cfg->rows_left - 2)
-        return nq_errf(err, errlen, "NQ_GPU_CUDA=%s was built with NQ_WG=%u NQ_STACK=%d; this run needs "
-                       "NQ_WG=%u and NQ_STACK >= %d (set NQ_GPU_WG and NQ_GPU_ROWS to match, or rebuild it)",
-                       path, wg, stack, cfg->wg, cfg->rows_left - 2);
+    if (wg != cfg->wg || stack < cfg->rows_left - 2 || chunked != cfg->chunked)
+        return nq_errf(err, errlen, "NQ_GPU_CUDA=%s was built with NQ_WG=%u NQ_STACK=%d NQ_CHUNKED=%d; this run "
+                       "needs NQ_WG=%u, NQ_STACK >= %d and NQ_CHUNKED=%d (set NQ_GPU_WG, NQ_GPU_ROWS and "
+                       "NQ_GPU_CHUNKED to match, or rebuild it)", path, wg, stack, chunked, cfg->wg,
+                       cfg->rows_left - 2, cfg->chunked);
     return 0;
 }
 
@@ -91,7 +92,7 @@ gpu_backend_t *gpu_cuda_open(const char *path, const nq_gpu_cfg_t *cfg, char *er
         cuda_destroy(&c->b);
         return NULL;
     }
-    snprintf(c->b.params, sizeof c->b.params, "wg %u, rows %d, CUDA, groups/SM %u", cfg->wg, cfg->rows_left,
-             cfg->groups_per_cu);
+    snprintf(c->b.params, sizeof c->b.params, "wg %u, rows %d, CUDA, groups/SM %u, %s", cfg->wg, cfg->rows_left,
+             cfg->groups_per_cu, cfg->chunked ? "chunked" : cfg->sort ? "tasks largest first" : "tasks in order");
     return &c->b;
 }

@@ -4,7 +4,7 @@
  * target nq_cuda, or tests/gpu/device_check.sh), with the same compile-time parameters the
  * OpenCL build gets:
  *   nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC -DNQ_WG=128 -DNQ_STACK=11 -DNQ_STACK_LOCAL=1 \
- *        -Icommon/gpu -o libnq_cuda.so common/gpu/gpu_cuda.cu
+ *        -DNQ_CHUNKED=0 -Icommon/gpu -o libnq_cuda.so common/gpu/gpu_cuda.cu
  * and loaded by nq with NQ_GPU_CUDA=/path/libnq_cuda.so (gpu_cuda.c).
  */
 #include "gpu_search.h"
@@ -18,21 +18,25 @@
 
 __global__ void __launch_bounds__(NQ_WG)
 nq_count_cuda(const nq_u32 *tables, const nq_gpu_chunk_t *chunks, nq_u32 nchunks, const nq_gpu_task_t *tasks,
-              nq_gpu_out_t *out, nq_u32 *next_chunk)
+              const nq_u32 *task_tab, nq_u32 ntasks, nq_gpu_out_t *out, nq_u32 *counter)
 {
-    __shared__ nq_gpu_table_t tab;
-    __shared__ nq_u32 cur, next;
 #if NQ_STACK_LOCAL
     __shared__ nq_u32 stk[4 * NQ_STACK * NQ_WG];
 #else
     nq_u32 stk[4 * NQ_STACK];
 #endif
-    gpu_group_run(tables, chunks, nchunks, tasks, out, next_chunk, &tab, &cur, &next, stk);
+#if NQ_CHUNKED
+    __shared__ nq_gpu_table_t tab;
+    __shared__ nq_u32 cur, next;
+    gpu_group_run(tables, chunks, nchunks, tasks, out, counter, &tab, &cur, &next, stk);
+#else
+    gpu_free_run(tables, task_tab, ntasks, tasks, out, counter, stk);
+#endif
 }
 
 struct cuda_slot {
-    void *tables, *chunks, *tasks, *out;
-    size_t cap_tables, cap_chunks, cap_tasks;
+    void *tables, *chunks, *tasks, *task_tab, *out;
+    size_t cap_tables, cap_chunks, cap_tasks, cap_tab;
     nq_u32 *counter;
     cudaEvent_t done;
     int pending;
@@ -41,7 +45,7 @@ struct cuda_slot {
 struct nq_cuda {
     int device;
     unsigned blocks;
-    cudaStream_t stream;
+    cudaStream_t stream[SLOTS];        /* one a slot, so launches may overlap */
     cuda_slot slot[SLOTS];
 };
 
@@ -51,10 +55,11 @@ static int fail(char *err, size_t errlen, const char *what, cudaError_t e)
     return -1;
 }
 
-extern "C" int nq_cuda_abi(unsigned *wg, int *stack)
+extern "C" int nq_cuda_abi(unsigned *wg, int *stack, int *chunked)
 {
     *wg = NQ_WG;
     *stack = NQ_STACK;
+    *chunked = NQ_CHUNKED;
     return NQ_CUDA_ABI;
 }
 
@@ -82,15 +87,12 @@ extern "C" int nq_cuda_open(int device, unsigned groups_per_sm, nq_cuda_t **out,
     }
     c->device = device;
     c->blocks = (unsigned)p.multiProcessorCount * (groups_per_sm ? groups_per_sm : 8);
-    if ((e = cudaStreamCreate(&c->stream)) != cudaSuccess) {
-        free(c);
-        return fail(err, errlen, "cudaStreamCreate", e);
-    }
     for (int k = 0; k < SLOTS; k++)
-        if ((e = cudaMalloc((void **)&c->slot[k].counter, sizeof(nq_u32))) != cudaSuccess ||
+        if ((e = cudaStreamCreate(&c->stream[k])) != cudaSuccess ||
+            (e = cudaMalloc((void **)&c->slot[k].counter, sizeof(nq_u32))) != cudaSuccess ||
             (e = cudaEventCreate(&c->slot[k].done)) != cudaSuccess) {
             nq_cuda_close(c);
-            return fail(err, errlen, "cudaMalloc", e);
+            return fail(err, errlen, "cudaStreamCreate/cudaMalloc/cudaEventCreate", e);
         }
     snprintf(name, namelen, "%s (CUDA, sm_%d%d)", p.name, p.major, p.minor);
     *out = c;
@@ -112,30 +114,34 @@ static cudaError_t room(void **buf, size_t *cap, size_t n, size_t each)
 }
 
 extern "C" int nq_cuda_launch(nq_cuda_t *c, int k, const void *tables, unsigned ntables, const void *chunks,
-                              unsigned nchunks, const void *tasks, unsigned ntasks, void *out, char *err,
-                              size_t errlen)
+                              unsigned nchunks, const void *tasks, const unsigned *task_tab, unsigned ntasks,
+                              void *out, char *err, size_t errlen)
 {
     cuda_slot *s = &c->slot[k];
+    cudaStream_t st = c->stream[k];
     size_t cap_out = s->cap_tasks;
     cudaError_t e;
     if ((e = room(&s->tables, &s->cap_tables, ntables, sizeof(nq_gpu_table_t))) != cudaSuccess ||
         (e = room(&s->chunks, &s->cap_chunks, nchunks, sizeof(nq_gpu_chunk_t))) != cudaSuccess ||
+        (e = room(&s->task_tab, &s->cap_tab, ntasks, sizeof(nq_u32))) != cudaSuccess ||
         (e = room(&s->tasks, &s->cap_tasks, ntasks, sizeof(nq_gpu_task_t))) != cudaSuccess ||
         (e = room(&s->out, &cap_out, ntasks, sizeof(nq_gpu_out_t))) != cudaSuccess)
         return fail(err, errlen, "cudaMalloc", e);
-    cudaMemcpyAsync(s->tables, tables, ntables * sizeof(nq_gpu_table_t), cudaMemcpyHostToDevice, c->stream);
-    cudaMemcpyAsync(s->chunks, chunks, nchunks * sizeof(nq_gpu_chunk_t), cudaMemcpyHostToDevice, c->stream);
-    cudaMemcpyAsync(s->tasks, tasks, ntasks * sizeof(nq_gpu_task_t), cudaMemcpyHostToDevice, c->stream);
-    cudaMemsetAsync(s->counter, 0, sizeof(nq_u32), c->stream);
-    unsigned blocks = c->blocks < nchunks ? c->blocks : nchunks;
-    nq_count_cuda<<<blocks, NQ_WG, 0, c->stream>>>((const nq_u32 *)s->tables,
-                                                   (const nq_gpu_chunk_t *)s->chunks, nchunks,
-                                                   (const nq_gpu_task_t *)s->tasks, (nq_gpu_out_t *)s->out,
-                                                   s->counter);
+    cudaMemcpyAsync(s->tables, tables, ntables * sizeof(nq_gpu_table_t), cudaMemcpyHostToDevice, st);
+    cudaMemcpyAsync(s->chunks, chunks, nchunks * sizeof(nq_gpu_chunk_t), cudaMemcpyHostToDevice, st);
+    cudaMemcpyAsync(s->tasks, tasks, ntasks * sizeof(nq_gpu_task_t), cudaMemcpyHostToDevice, st);
+    cudaMemcpyAsync(s->task_tab, task_tab, ntasks * sizeof(nq_u32), cudaMemcpyHostToDevice, st);
+    cudaMemsetAsync(s->counter, 0, sizeof(nq_u32), st);
+    unsigned work = NQ_CHUNKED ? nchunks : (ntasks + NQ_WG - 1) / NQ_WG;   /* no block without work */
+    unsigned blocks = c->blocks < work ? c->blocks : work;
+    nq_count_cuda<<<blocks, NQ_WG, 0, st>>>((const nq_u32 *)s->tables, (const nq_gpu_chunk_t *)s->chunks,
+                                            nchunks, (const nq_gpu_task_t *)s->tasks,
+                                            (const nq_u32 *)s->task_tab, ntasks, (nq_gpu_out_t *)s->out,
+                                            s->counter);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return fail(err, errlen, "the kernel launch", e);
-    cudaMemcpyAsync(out, s->out, ntasks * sizeof(nq_gpu_out_t), cudaMemcpyDeviceToHost, c->stream);
-    if ((e = cudaEventRecord(s->done, c->stream)) != cudaSuccess)
+    cudaMemcpyAsync(out, s->out, ntasks * sizeof(nq_gpu_out_t), cudaMemcpyDeviceToHost, st);
+    if ((e = cudaEventRecord(s->done, st)) != cudaSuccess)
         return fail(err, errlen, "cudaEventRecord", e);
     s->pending = 1;
     return 0;
@@ -159,17 +165,20 @@ extern "C" void nq_cuda_close(nq_cuda_t *c)
 {
     if (!c)
         return;
-    cudaStreamSynchronize(c->stream);
     for (int k = 0; k < SLOTS; k++) {
         cuda_slot *s = &c->slot[k];
+        if (c->stream[k])
+            cudaStreamSynchronize(c->stream[k]);
         cudaFree(s->tables);
         cudaFree(s->chunks);
         cudaFree(s->tasks);
+        cudaFree(s->task_tab);
         cudaFree(s->out);
         cudaFree(s->counter);
         if (s->done)
             cudaEventDestroy(s->done);
+        if (c->stream[k])
+            cudaStreamDestroy(c->stream[k]);
     }
-    cudaStreamDestroy(c->stream);
     free(c);
 }

@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#define NQ_CUDA_ABI 1
+#define NQ_CUDA_ABI 2
 
 typedef struct nq_cuda nq_cuda_t;
 
@@ -17,16 +17,17 @@ typedef struct nq_cuda nq_cuda_t;
 extern "C" {
 #endif
 
-/* NQ_CUDA_ABI, and the NQ_WG and NQ_STACK the library was compiled with. */
-int nq_cuda_abi(unsigned *wg, int *stack);
+/* NQ_CUDA_ABI, and the NQ_WG, NQ_STACK and NQ_CHUNKED the library was compiled with. */
+int nq_cuda_abi(unsigned *wg, int *stack, int *chunked);
 /* Device `device` (-1: 0), persistent blocks per multiprocessor: 0 with *out and the device's
    name, or -1 with a reason. */
 int nq_cuda_open(int device, unsigned groups_per_sm, nq_cuda_t **out, char *name, size_t namelen, char *err,
                  size_t errlen);
 /* gpu_backend_t's launch and wait (gpu_impl.h): arrays of nq_gpu_table_t, nq_gpu_chunk_t,
-   nq_gpu_task_t and nq_gpu_out_t, valid until the wait. */
+   nq_gpu_task_t, the tasks' tables (uint32) and nq_gpu_out_t, valid until the wait. */
 int nq_cuda_launch(nq_cuda_t *c, int slot, const void *tables, unsigned ntables, const void *chunks,
-                   unsigned nchunks, const void *tasks, unsigned ntasks, void *out, char *err, size_t errlen);
+                   unsigned nchunks, const void *tasks, const unsigned *task_tab, unsigned ntasks, void *out,
+                   char *err, size_t errlen);
 int nq_cuda_wait(nq_cuda_t *c, int slot, char *err, size_t errlen);
 void nq_cuda_close(nq_cuda_t *c);
 

@@ -4,10 +4,12 @@
  * A shard's GPU part is a job: its table, and the walk that places its first levels (gpu_expand.c).
  * The engine thread fills a launch with the tasks of the jobs in arrival order, a chunk at a
  * time, until the launch holds what the device runs in cfg.launch_s by the rate measured so far;
- * a job whose walk outlasts a launch goes on in the next. Two launches are in flight (the host
- * fills one while the device runs the other). When a launch ends, each chunk's outputs are
- * added to its job (checked, 64 bits); a job whose walk is over and whose launches have all
- * ended is finished: its result goes to the caller's callback.
+ * a job whose walk outlasts a launch goes on in the next. Where work-items take tasks one by one
+ * (cfg.chunked 0), the launch's tasks are then put in order of their estimated cost, largest
+ * first, so that the launch does not end waiting for a big task taken last. Two launches are in
+ * flight (the host fills one while the device runs the other). When a launch ends, each task's
+ * output is added to its job (checked, 64 bits); a job whose walk is over and whose launches have
+ * all ended is finished: its result goes to the caller's callback.
  */
 #include "clock.h"
 #include "errf.h"
@@ -45,7 +47,9 @@ typedef struct {
     nq_gpu_table_t *tables;
     gpu_job_t **jobs;           /* the job of each table */
     nq_gpu_chunk_t *chunks;
-    nq_gpu_task_t *tasks;
+    nq_gpu_task_t *tasks, *tasks2;          /* tasks2, tab2: where sorting puts them */
+    uint32_t *task_tab, *tab2;  /* each task's table */
+    uint8_t *cost;
     nq_gpu_out_t *out;
     uint32_t ntables, nchunks, ntasks;
     int busy;
@@ -151,6 +155,8 @@ static int slot_take(nq_gpu_t *g, gpu_slot_t *s, gpu_job_t *j)
         size_t n = gpu_expand_next(&j->ex, s->tasks + s->ntasks, want);
         if (n)
             s->chunks[s->nchunks++] = (nq_gpu_chunk_t){ t, s->ntasks, (nq_u32)n, (nq_u32)j->ex.level };
+        for (size_t i = 0; i < n; i++)
+            s->task_tab[s->ntasks + i] = t;
         s->ntasks += (uint32_t)n;
     }
     if (s->ntasks > before) {
@@ -181,15 +187,37 @@ static void slot_fill(nq_gpu_t *g, gpu_slot_t *s)
     }
 }
 
+/* Puts s's tasks in order of their estimated cost, largest first (a counting sort: O(tasks)). */
+static void slot_sort(gpu_slot_t *s)
+{
+    uint32_t start[257] = { 0 };
+    for (uint32_t i = 0; i < s->ntasks; i++) {
+        s->cost[i] = (uint8_t)(255 - gpu_task_cost(&s->tables[s->task_tab[i]], &s->tasks[i]));
+        start[s->cost[i] + 1]++;
+    }
+    for (int b = 0; b < 256; b++)
+        start[b + 1] += start[b];
+    for (uint32_t i = 0; i < s->ntasks; i++) {
+        uint32_t to = start[s->cost[i]]++;
+        s->tasks2[to] = s->tasks[i];
+        s->tab2[to] = s->task_tab[i];
+    }
+    nq_gpu_task_t *t = s->tasks;
+    uint32_t *tt = s->task_tab;
+    s->tasks = s->tasks2;
+    s->tasks2 = t;
+    s->task_tab = s->tab2;
+    s->tab2 = tt;
+    s->nchunks = 0;                     /* the chunks no longer hold: work-items take tasks one by one */
+}
+
 /* Adds s's outputs to their jobs and finishes those that are complete. */
 static void slot_fold(nq_gpu_t *g, gpu_slot_t *s)
 {
-    for (uint32_t c = 0; c < s->nchunks; c++) {
-        const nq_gpu_chunk_t *ch = &s->chunks[c];
-        gpu_job_t *j = s->jobs[ch->table];
-        for (uint32_t k = ch->first; k < ch->first + ch->count; k++)
-            j->overflow |= __builtin_add_overflow(j->nodes, s->out[k].nodes, &j->nodes) |
-                           __builtin_add_overflow(j->sols, s->out[k].sols, &j->sols);
+    for (uint32_t k = 0; k < s->ntasks; k++) {
+        gpu_job_t *j = s->jobs[s->task_tab[k]];
+        j->overflow |= __builtin_add_overflow(j->nodes, s->out[k].nodes, &j->nodes) |
+                       __builtin_add_overflow(j->sols, s->out[k].sols, &j->sols);
     }
     for (uint32_t t = 0; t < s->ntables; t++) {
         gpu_job_t *j = s->jobs[t];
@@ -242,7 +270,7 @@ static void engine_fail(nq_gpu_t *g, const char *why)
 static int slot_launch(nq_gpu_t *g, int k, char *err, size_t errlen)
 {
     gpu_slot_t *s = &g->slot[k];
-    gpu_launch_t l = { s->tables, s->ntables, s->chunks, s->nchunks, s->tasks, s->ntasks, s->out };
+    gpu_launch_t l = { s->tables, s->ntables, s->chunks, s->nchunks, s->tasks, s->task_tab, s->ntasks, s->out };
     s->t0 = nq_mono();
     if (g->be->launch(g->be, k, &l, err, errlen) != 0)
         return -1;
@@ -322,6 +350,8 @@ static void *engine_main(void *arg)
             slot_fill(g, s);
             if (s->ntasks == 0)
                 continue;
+            if (!g->cfg.chunked && g->cfg.sort)
+                slot_sort(s);
             if (slot_launch(g, g->next, err, sizeof err) != 0)
                 break;
             g->next ^= 1;
@@ -360,6 +390,10 @@ static void engine_free(nq_gpu_t *g)
         free(s->jobs);
         free(s->chunks);
         free(s->tasks);
+        free(s->tasks2);
+        free(s->task_tab);
+        free(s->tab2);
+        free(s->cost);
         free(s->out);
     }
     if (g->be)
@@ -406,9 +440,15 @@ nq_gpu_t *gpu_open_backend(gpu_backend_t *b, const nq_gpu_cfg_t *cfg, char *err,
         s->tables = malloc(MAX_TABLES * sizeof *s->tables);
         s->jobs = malloc(MAX_TABLES * sizeof *s->jobs);
         s->chunks = malloc(g->max_chunks * sizeof *s->chunks);
-        s->tasks = malloc((size_t)g->cfg.max_tasks * sizeof *s->tasks);
-        s->out = malloc((size_t)g->cfg.max_tasks * sizeof *s->out);
-        if (!s->tables || !s->jobs || !s->chunks || !s->tasks || !s->out) {
+        size_t mt = g->cfg.max_tasks;
+        s->tasks = malloc(mt * sizeof *s->tasks);
+        s->tasks2 = malloc(mt * sizeof *s->tasks2);
+        s->task_tab = malloc(mt * sizeof *s->task_tab);
+        s->tab2 = malloc(mt * sizeof *s->tab2);
+        s->cost = malloc(mt);
+        s->out = malloc(mt * sizeof *s->out);
+        if (!s->tables || !s->jobs || !s->chunks || !s->tasks || !s->tasks2 || !s->task_tab || !s->tab2 ||
+            !s->cost || !s->out) {
             engine_free(g);
             return nq_errf(err, errlen, "out of memory for the GPU's launch buffers"), NULL;
         }
@@ -530,7 +570,8 @@ int gpu_count_shard(nq_gpu_t *g, const uint8_t *spec, size_t len, const nq_kerne
     j->walking = 1;
     j->spec_hash = hash_bytes(spec, len);
     gpu_table_build(&j->split.plan, &j->tb);
-    gpu_expand_init(&j->ex, &j->tb, j->split.plan.colfix, gpu_task_level(j->split.plan.m, g->cfg.rows_left));
+    j->tb.level = (nq_u32)gpu_task_level(j->split.plan.m, g->cfg.rows_left);
+    gpu_expand_init(&j->ex, &j->tb, j->split.plan.colfix, (int)j->tb.level);
     int stopped;
     if (engine_enqueue(g, j, &stopped, err, sizeof err) != 0) {
         free(j);

@@ -36,6 +36,18 @@ int gpu_task_level(int m, int rows_left)
     return level < 0 ? 0 : level;
 }
 
+static unsigned bit_length(unsigned x) { return x ? 32u - (unsigned)__builtin_clz(x) : 0; }
+
+unsigned gpu_task_cost(const nq_gpu_table_t *tb, const nq_gpu_task_t *t)
+{
+    unsigned cost = bit_length(NQ_POPC(t->open)), k = 0;
+    for (nq_u32 L = tb->level + 1; L < tb->m; L++) {
+        k += NQ_GEO_D1(tb->geo[L - 1]);   /* row distance from the task's level */
+        cost += bit_length(NQ_POPC(gpu_row(tb->open_of[L], t->col, t->dl, t->dr, k)));
+    }
+    return cost > 255 ? 255 : cost;
+}
+
 void gpu_expand_init(nq_gpu_expand_t *e, const nq_gpu_table_t *tb, nq_u32 colfix, int level)
 {
     memset(e, 0, sizeof *e);

@@ -20,6 +20,11 @@ void gpu_table_build(const nq_plan_t *pl, nq_gpu_table_t *tb);
    whose queens are placed (the one below is counted). */
 int gpu_task_level(int m, int rows_left);
 
+/* A task's estimated cost (0..255), which grows with its subtree: the sum over the rows below its
+   level of the bit length of their open cells' count under its masks (the log of a product of
+   row widths). Cheap, and enough to order a launch's tasks largest first. */
+unsigned gpu_task_cost(const nq_gpu_table_t *tb, const nq_gpu_task_t *t);
+
 /* A resumable walk of the levels above the tasks' (depth first, lowest column first). */
 typedef struct {
     const nq_gpu_table_t *tb;
@@ -32,7 +37,8 @@ typedef struct {
     uint64_t tasks;                     /* tasks emitted so far */
 } nq_gpu_expand_t;
 
-/* Starts the walk of tb (a plan whose fixed queens' columns are colfix) down to `level`. */
+/* Starts the walk of tb (a plan whose fixed queens' columns are colfix) down to `level`, which
+   the caller has set as tb->level too. */
 void gpu_expand_init(nq_gpu_expand_t *e, const nq_gpu_table_t *tb, nq_u32 colfix, int level);
 /* Writes up to max tasks to out, in the CPU kernel's order; returns how many. Fewer than max
    (0 included) only when the walk is over: gpu_expand_done then says so. */

@@ -11,6 +11,7 @@
 
 typedef struct {
     gpu_backend_t b;
+    int chunked;
     gpu_launch_t pending[NQ_GPU_SLOTS];
 } host_backend_t;
 
@@ -24,13 +25,17 @@ static int host_launch(gpu_backend_t *b, int slot, const gpu_launch_t *l, char *
 
 static int host_wait(gpu_backend_t *b, int slot, char *err, size_t errlen)
 {
-    gpu_launch_t *l = &((host_backend_t *)b)->pending[slot];
+    host_backend_t *h = (host_backend_t *)b;
+    gpu_launch_t *l = &h->pending[slot];
     nq_gpu_table_t tab;
-    nq_u32 next_chunk = 0, cur, next, stk[4 * NQ_STACK];
+    nq_u32 counter = 0, cur, next, stk[4 * NQ_STACK];
     (void)err;
     (void)errlen;
-    gpu_group_run((const nq_u32 *)l->tables, l->chunks, l->nchunks, l->tasks, l->out, &next_chunk, &tab, &cur,
-                  &next, stk);
+    if (h->chunked)
+        gpu_group_run((const nq_u32 *)l->tables, l->chunks, l->nchunks, l->tasks, l->out, &counter, &tab, &cur,
+                      &next, stk);
+    else
+        gpu_free_run((const nq_u32 *)l->tables, l->task_tab, l->ntasks, l->tasks, l->out, &counter, stk);
     return 0;
 }
 
@@ -47,7 +52,9 @@ gpu_backend_t *gpu_host_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
     h->b.launch = host_launch;
     h->b.wait = host_wait;
     h->b.destroy = host_destroy;
+    h->chunked = cfg->chunked;
     snprintf(h->b.name, sizeof h->b.name, "host (the kernel as C)");
-    snprintf(h->b.params, sizeof h->b.params, "wg 1 rows %d", cfg->rows_left);
+    snprintf(h->b.params, sizeof h->b.params, "wg 1, rows %d, %s", cfg->rows_left,
+             cfg->chunked ? "chunked" : cfg->sort ? "tasks largest first" : "tasks in order");
     return &h->b;
 }

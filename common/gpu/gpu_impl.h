@@ -23,6 +23,7 @@ typedef struct {
     const nq_gpu_chunk_t *chunks;
     uint32_t nchunks;
     const nq_gpu_task_t *tasks;
+    const uint32_t *task_tab;       /* the table of each task (NQ_CHUNKED 0) */
     uint32_t ntasks;
     nq_gpu_out_t *out;
 } gpu_launch_t;

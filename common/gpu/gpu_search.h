@@ -21,10 +21,15 @@
  * surviving queen of level T-1 over as a task: level T's filtered open cells and its masks.
  *
  * A task is searched by one work-item, depth first, with a stack of (open, col, dl, dr) per
- * level. Work-groups are persistent: each takes a chunk (a run of tasks of one shard) with a
- * global atomic, copies that shard's table into local memory, and its work-items take the
- * chunk's tasks one at a time with a local atomic. The stack lives in local memory laid out
- * [field][depth][lane]: whatever depth each lane of a warp is at, its 32 lanes hit 32 banks.
+ * level. The work-items are persistent, and take their tasks in one of two ways (NQ_CHUNKED):
+ *   0: each work-item takes the launch's next task with a global atomic, whatever its shard, and
+ *      reads that shard's table from global memory (through the cache): no work-item waits for
+ *      another, and the host can order a launch's tasks largest first;
+ *   1: each work-group takes a chunk (a run of tasks of one shard) with a global atomic, copies
+ *      that shard's table into local memory, and its work-items take the chunk's tasks with a
+ *      local atomic; the group waits for its slowest work-item at the end of each chunk.
+ * The stack lives in local memory laid out [field][depth][lane]: whatever depth each lane of a
+ * warp is at, its 32 lanes hit 32 banks.
  */
 #ifndef NQ_GPU_SEARCH_H
 #define NQ_GPU_SEARCH_H
@@ -69,7 +74,8 @@ typedef uint64_t nq_u64;
 
 /* Compile-time parameters (the OpenCL host passes them as -D; see gpu_cl.c):
    NQ_WG work-items per group, NQ_STACK levels of stack a work-item has (the rows a task
-   leaves, minus 2), NQ_STACK_LOCAL 1 for the stack in local memory, 0 in private. */
+   leaves, minus 2), NQ_STACK_LOCAL 1 for the stack in local memory, 0 in private, NQ_CHUNKED
+   how work-items take tasks (above). */
 #ifndef NQ_WG
 #define NQ_WG 1
 #endif
@@ -78,6 +84,14 @@ typedef uint64_t nq_u64;
 #endif
 #ifndef NQ_STACK_LOCAL
 #define NQ_STACK_LOCAL 1
+#endif
+#ifndef NQ_CHUNKED
+#define NQ_CHUNKED 0
+#endif
+#if NQ_CHUNKED
+#define NQ_TAB NQ_LOCAL    /* where the search reads a shard's table */
+#else
+#define NQ_TAB NQ_GLOBAL
 #endif
 
 #define NQ_GPU_LEVELS 32   /* a table's levels: NQ_SHARD_MAX_N rows at most */
@@ -105,9 +119,10 @@ typedef struct {
     nq_u32 full;     /* the n column bits */
     nq_u32 leaf8;    /* the last level's cells that count as solutions (weight 8) */
     nq_u32 wide;     /* encoding 5's wide column test: a row it builds must keep an open cell */
+    nq_u32 level;    /* the level its tasks start at */
 } nq_gpu_table_t;
 
-#define NQ_GPU_TABLE_WORDS (3 * NQ_GPU_LEVELS + 4)
+#define NQ_GPU_TABLE_WORDS (3 * NQ_GPU_LEVELS + 5)
 
 /* A task: level `level` of shard table `table` entered, with these filtered open cells. */
 typedef struct { nq_u32 open, col, dl, dr; } nq_gpu_task_t;
@@ -145,7 +160,7 @@ NQ_FN nq_u32 gpu_row(nq_u32 open_of, nq_u32 col, nq_u32 dl, nq_u32 dr, nq_u32 k)
 }
 
 /* Level L's cells worth a queen, from its raw open cells (see the top of the file). */
-NQ_FN nq_u32 gpu_filter(const NQ_LOCAL nq_gpu_table_t *tb, nq_u32 L, nq_u32 raw, nq_u32 col, nq_u32 dl,
+NQ_FN nq_u32 gpu_filter(const NQ_TAB nq_gpu_table_t *tb, nq_u32 L, nq_u32 raw, nq_u32 col, nq_u32 dl,
                         nq_u32 dr)
 {
     nq_u32 g = tb->geo[L], kind = NQ_GEO_KIND(g), cover = NQ_GEO_COVER(g);
@@ -187,7 +202,7 @@ NQ_FN nq_u32 gpu_filter(const NQ_LOCAL nq_gpu_table_t *tb, nq_u32 L, nq_u32 raw,
  * work-item's stack: field f of depth d at stk[(4 d + f) * stride]. Adds nodes and weight-8
  * solutions to *nodes and *sols.
  */
-NQ_FN void gpu_task_search(const NQ_LOCAL nq_gpu_table_t *tb, nq_u32 level, nq_gpu_task_t t,
+NQ_FN void gpu_task_search(const NQ_TAB nq_gpu_table_t *tb, nq_u32 level, nq_gpu_task_t t,
                            NQ_STK nq_u32 *stk, nq_u32 stride, nq_u64 *nodes_out, nq_u64 *sols_out)
 {
     nq_u32 L = level, sp = 0, last = tb->m - 1, leaf8 = tb->leaf8;
@@ -232,24 +247,53 @@ NQ_FN void gpu_task_search(const NQ_LOCAL nq_gpu_table_t *tb, nq_u32 level, nq_g
     *sols_out += sols;
 }
 
+/* This work-item's part of the stack stk (the group's, or its own), and the stride between its
+   words. */
+#if NQ_STACK_LOCAL
+#define NQ_MY_STACK(stk) ((stk) + NQ_LID())
+#define NQ_STACK_STRIDE NQ_WG
+#else
+#define NQ_MY_STACK(stk) (stk)
+#define NQ_STACK_STRIDE 1u
+#endif
+
+#if !NQ_CHUNKED || !defined(__OPENCL_VERSION__)
 /*
- * A work-group's whole life in a launch: take chunks until none is left, and in each the
- * chunk's tasks until none is left. tab, cur and next are the group's local scratch; stk the
- * group's stack (NQ_STACK_LOCAL) or this work-item's own.
+ * NQ_CHUNKED 0: a work-item's whole life in a launch: the next task of the launch (task_tab
+ * names its shard's table) until none is left.
+ */
+NQ_FN void gpu_free_run(NQ_GLOBAL const nq_u32 *tables, NQ_GLOBAL const nq_u32 *task_tab, nq_u32 ntasks,
+                        NQ_GLOBAL const nq_gpu_task_t *tasks, NQ_GLOBAL nq_gpu_out_t *out,
+                        NQ_GLOBAL nq_u32 *next_task, NQ_STK nq_u32 *stk)
+{
+    NQ_STK nq_u32 *mine = NQ_MY_STACK(stk);
+    for (;;) {
+        nq_u32 i = NQ_ATOMIC_INC_G(next_task);
+        if (i >= ntasks)
+            break;
+        const NQ_GLOBAL nq_gpu_table_t *tb =
+            (const NQ_GLOBAL nq_gpu_table_t *)(tables + (nq_u64)task_tab[i] * NQ_GPU_TABLE_WORDS);
+        nq_u64 nodes = 0, sols = 0;
+        gpu_task_search(tb, tb->level, tasks[i], mine, NQ_STACK_STRIDE, &nodes, &sols);
+        out[i].nodes = nodes;
+        out[i].sols = sols;
+    }
+}
+#endif
+
+#if NQ_CHUNKED || !defined(__OPENCL_VERSION__)
+/*
+ * NQ_CHUNKED 1: a work-group's whole life in a launch: take chunks until none is left, and in
+ * each the chunk's tasks until none is left. tab, cur and next are the group's local scratch;
+ * stk the group's stack (NQ_STACK_LOCAL) or this work-item's own.
  */
 NQ_FN void gpu_group_run(NQ_GLOBAL const nq_u32 *tables, NQ_GLOBAL const nq_gpu_chunk_t *chunks,
                          nq_u32 nchunks, NQ_GLOBAL const nq_gpu_task_t *tasks, NQ_GLOBAL nq_gpu_out_t *out,
                          NQ_GLOBAL nq_u32 *next_chunk, NQ_LOCAL nq_gpu_table_t *tab, NQ_LOCAL nq_u32 *cur,
                          NQ_LOCAL nq_u32 *next, NQ_STK nq_u32 *stk)
 {
-    nq_u32 lid = NQ_LID();
-#if NQ_STACK_LOCAL
-    NQ_STK nq_u32 *mine = stk + lid;
-    nq_u32 stride = NQ_WG;
-#else
-    NQ_STK nq_u32 *mine = stk;
-    nq_u32 stride = 1;
-#endif
+    nq_u32 lid = NQ_LID(), stride = NQ_STACK_STRIDE;
+    NQ_STK nq_u32 *mine = NQ_MY_STACK(stk);
     for (;;) {
         if (lid == 0) {
             *cur = NQ_ATOMIC_INC_G(next_chunk);
@@ -276,5 +320,6 @@ NQ_FN void gpu_group_run(NQ_GLOBAL const nq_u32 *tables, NQ_GLOBAL const nq_gpu_
         NQ_BARRIER();                   /* every work-item is done with tab and cur */
     }
 }
+#endif
 
 #endif

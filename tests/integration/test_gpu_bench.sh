@@ -9,16 +9,21 @@
 
 cpu_vs_gpu 12
 [ "$(json_num "$T/gpu.json" total)" = "$(oeis_total 12)" ] || fail "N=12 total"
-grep -q '"kernel":"gpu: ' "$T/gpu.json" || fail "the kernel field names the GPU: $(cat "$T/gpu.json")"
+grep -q '"kernel":"gpu: .*tasks largest first, 2 queue' "$T/gpu.json" \
+    || fail "the kernel field names the GPU and the defaults: $(cat "$T/gpu.json")"
 ok "bench count 12 --gpu: exact, same nodes as the CPU"
 
-# tasks of 6 rows, chunks of 5 tasks, launches of 1 ms (1024 tasks): dozens of launches, shards over several
-NQ_GPU_ROWS=6 NQ_GPU_CHUNK=5 NQ_GPU_LAUNCH_MS=1 cpu_vs_gpu 13
+# tasks of 6 rows, launches of 1 ms (1024 tasks): dozens of launches, shards over several; tasks in
+# the order the walk makes them, on one queue
+NQ_GPU_ROWS=6 NQ_GPU_LAUNCH_MS=1 NQ_GPU_SORT=0 NQ_GPU_QUEUES=1 cpu_vs_gpu 13
+grep -q 'tasks in order, 1 queue' "$T/gpu.json" || fail "unsorted, one queue: $(cat "$T/gpu.json")"
 grep -Eq '; [0-9]{2,} launches, [0-9]{5,} tasks' "$T/gpu.json" \
     || fail "want many launches: $(cat "$T/gpu.json")"
-NQ_GPU_ROWS=7 NQ_GPU_STACK=private NQ_GPU_WG=32 cpu_vs_gpu 13 --depth 2
-grep -q 'stack private' "$T/gpu.json" || fail "private stack not used: $(cat "$T/gpu.json")"
-ok "bench count 13 --gpu, small tasks over many launches, local and private stacks: exact, same nodes"
+# chunks of 5 tasks of one shard for work-groups of 32, the stack private
+NQ_GPU_ROWS=7 NQ_GPU_STACK=private NQ_GPU_WG=32 NQ_GPU_CHUNKED=1 NQ_GPU_CHUNK=5 cpu_vs_gpu 13 --depth 2
+grep -q 'stack private, groups [0-9]*, chunked' "$T/gpu.json" || fail "private and chunked: $(cat "$T/gpu.json")"
+ok "bench count 13 --gpu over many launches: tasks sorted or not, chunked or not, local or private stacks:" \
+   "exact, same nodes"
 
 # estimate --gpu: the same sample as on the CPU (same seed), so the same node estimate; GPU-hours
 "$NQ" estimate count 12 --sample 8 --seed 3 --json >"$T/est.json" || fail "estimate 12"

@@ -6,6 +6,7 @@
  */
 #include "t.h"
 #include "count.h"
+#include "gpu_expand.h"
 #include "gpu_impl.h"
 #include "gpu_shard.h"
 #include "shard.h"
@@ -66,8 +67,9 @@ static void sink_free(sink_t *s)
     pthread_cond_destroy(&s->cv);
 }
 
-/* An engine on the host backend: small launches and chunks, so shards span many of each. */
-static nq_gpu_t *host_engine(int rows_left, uint32_t max_tasks)
+/* An engine on the host backend: small launches and chunks, so shards span many of each; tasks in
+   chunks of one shard (chunked), or one by one in order of their estimated cost. */
+static nq_gpu_t *host_engine_as(int rows_left, uint32_t max_tasks, int chunked)
 {
     nq_gpu_cfg_t cfg;
     char err[256];
@@ -75,6 +77,7 @@ static nq_gpu_t *host_engine(int rows_left, uint32_t max_tasks)
     cfg.rows_left = rows_left;
     cfg.max_tasks = max_tasks;
     cfg.chunk = 3;
+    cfg.chunked = chunked;
     gpu_cfg_resolve(&cfg);
     gpu_backend_t *b = gpu_host_open(&cfg, err, sizeof err);
     T_CHECK(b != NULL);
@@ -82,6 +85,8 @@ static nq_gpu_t *host_engine(int rows_left, uint32_t max_tasks)
     T_CHECK(g != NULL);
     return g;
 }
+
+static nq_gpu_t *host_engine(int rows_left, uint32_t max_tasks) { return host_engine_as(rows_left, max_tasks, 0); }
 
 static void submit(nq_gpu_t *g, sink_t *s, size_t i, const uint8_t *spec, size_t len,
                    const nq_kernel_ctl_t *ctl)
@@ -136,19 +141,63 @@ static size_t compare_list(nq_gpu_t *g, int n, int depth, int enc)
 
 T_TEST(test_gpu_engine_matches_count_shard_in_every_encoding)
 {
-    nq_gpu_t *g = host_engine(5, 100);   /* tasks of 5 rows, launches of 100 tasks at most */
-    size_t shards = 0;
-    for (int enc = NQ_SHARD_ENCODING_MIN; enc <= NQ_SHARD_ENCODING; enc++)
-        for (int n = 1; n <= 12; n++)
-            for (int depth = 1; depth <= 3 && depth <= (n < 4 ? 1 : n - 2); depth++)
-                shards += compare_list(g, n, n < 4 ? 0 : depth, enc);
-    nq_gpu_stats_t st;
-    gpu_stats(g, &st);
-    fprintf(stderr, "  %zu shards, %llu launches, %llu tasks\n", shards, (unsigned long long)st.launches,
-            (unsigned long long)st.tasks);
-    T_CHECK(st.launches > 100);
-    gpu_close(&g);
-    T_CHECK(g == NULL);
+    for (int chunked = 0; chunked <= 1; chunked++) {
+        nq_gpu_t *g = host_engine_as(5, 100, chunked);   /* tasks of 5 rows, launches of <= 100 tasks */
+        size_t shards = 0;
+        for (int enc = NQ_SHARD_ENCODING_MIN; enc <= NQ_SHARD_ENCODING; enc++)
+            for (int n = 1; n <= 12; n++)
+                for (int depth = 1; depth <= 3 && depth <= (n < 4 ? 1 : n - 2); depth++)
+                    shards += compare_list(g, n, n < 4 ? 0 : depth, enc);
+        nq_gpu_stats_t st;
+        gpu_stats(g, &st);
+        fprintf(stderr, "  %s: %zu shards, %llu launches, %llu tasks\n", chunked ? "chunked" : "largest first",
+                shards, (unsigned long long)st.launches, (unsigned long long)st.tasks);
+        T_CHECK(st.launches > 100);
+        gpu_close(&g);
+        T_CHECK(g == NULL);
+    }
+}
+
+/* The cost that orders a launch: larger for the bigger of two tasks of a shard, most of the time
+   (N=14, tasks of 8 rows: the search's nodes against the estimate, pair by pair). */
+T_TEST(test_gpu_task_cost_ranks_tasks)
+{
+    char err[256];
+    nq_shards_t *l = shards_new(NQ_KIND_COUNT, 14, 1, err, sizeof err);
+    uint64_t agree = 0, pairs = 0;
+    for (size_t i = 0; l && i < shards_count(l); i += 7) {
+        uint8_t b[NQ_MAX_SPEC];
+        size_t len = shards_get(l, i, b);
+        nq_gpu_split_t sp;
+        T_EQ_U64(gpu_split_shard(b, len, &sp, NULL, err, sizeof err), 0);
+        if (!sp.gpu)
+            continue;
+        nq_gpu_table_t tb;
+        nq_gpu_expand_t e;
+        nq_gpu_task_t t[256];
+        nq_u32 stk[4 * NQ_STACK];
+        uint64_t nodes[256];
+        gpu_table_build(&sp.plan, &tb);
+        tb.level = (nq_u32)gpu_task_level(sp.plan.m, 8);
+        gpu_expand_init(&e, &tb, sp.plan.colfix, (int)tb.level);
+        size_t n = gpu_expand_next(&e, t, 256);
+        for (size_t k = 0; k < n; k++) {
+            uint64_t sols = 0;
+            nodes[k] = 0;
+            gpu_task_search(&tb, tb.level, t[k], stk, 1, &nodes[k], &sols);
+        }
+        for (size_t k = 1; k < n; k++) {
+            unsigned c0 = gpu_task_cost(&tb, &t[k - 1]), c1 = gpu_task_cost(&tb, &t[k]);
+            if (c0 == c1 || nodes[k - 1] == nodes[k])
+                continue;
+            pairs++;
+            agree += (c0 < c1) == (nodes[k - 1] < nodes[k]);
+        }
+    }
+    shards_destroy(&l);
+    fprintf(stderr, "  the estimate ranks %llu of %llu pairs of tasks as their nodes do\n",
+            (unsigned long long)agree, (unsigned long long)pairs);
+    T_CHECK(pairs > 1000 && agree * 10 > pairs * 7);
 }
 
 /* The paths of the split (gpu_shard.c), each taken by some shard at n = 9..12: top-down, the GPU

@@ -188,8 +188,9 @@ T_TEST(test_gpu_search_matches_cpu_at_wide_n)
     T_CHECK(differs > checked / 4);
 }
 
-/* The work-group loop (gpu_group_run) run in C by one work-item: chunks of several shards, in
-   any order, and their outputs land on their own tasks. */
+/* The two ways work-items take tasks, run in C by one work-item: the work-group loop
+   (gpu_group_run) over chunks of several shards in any order, and the loop that takes tasks one
+   by one (gpu_free_run), each naming its shard's table; their outputs land on their own tasks. */
 T_TEST(test_gpu_group_run_folds_chunks)
 {
     char err[256];
@@ -216,6 +217,7 @@ T_TEST(test_gpu_group_run_folds_chunks)
         gpu_table_build(&pl, &tabs[nshards]);
         nq_gpu_expand_t e;
         int level = gpu_task_level(pl.m, 5);
+        tabs[nshards].level = (nq_u32)level;
         gpu_expand_init(&e, &tabs[nshards], pl.colfix, level);
         /* chunks of at most 3 tasks, so a shard spans several */
         for (;;) {
@@ -247,6 +249,29 @@ T_TEST(test_gpu_group_run_folds_chunks)
             got[chunks[c].table].nodes += out[chunks[c].first + k].nodes;
             got[chunks[c].table].sols += out[chunks[c].first + k].sols;
         }
+    for (nq_u32 i = 0; i < nshards; i++) {
+        T_EQ_U64(got[i].nodes + host_nodes[i], want[i].nodes);
+        T_EQ_U64(got[i].sols, want[i].sols);
+    }
+
+    /* the same tasks taken one by one (gpu_free_run), each naming its table, in reverse order */
+    static nq_u32 task_tab[MAXT];
+    static nq_gpu_task_t rev[MAXT];
+    for (nq_u32 c = 0; c < nchunks; c++)
+        for (nq_u32 k = 0; k < chunks[c].count; k++) {
+            nq_u32 i = chunks[c].first + k, r = ntasks - 1 - i;
+            rev[r] = tasks[i];
+            task_tab[r] = chunks[c].table;
+        }
+    memset(out, 0xff, sizeof out);
+    nq_u32 next_task = 0;
+    gpu_free_run((const nq_u32 *)tabs, task_tab, ntasks, rev, out, &next_task, stk);
+    T_EQ_U64(next_task, ntasks + 1);
+    memset(got, 0, sizeof got);
+    for (nq_u32 i = 0; i < ntasks; i++) {
+        got[task_tab[i]].nodes += out[i].nodes;
+        got[task_tab[i]].sols += out[i].sols;
+    }
     for (nq_u32 i = 0; i < nshards; i++) {
         T_EQ_U64(got[i].nodes + host_nodes[i], want[i].nodes);
         T_EQ_U64(got[i].sols, want[i].sols);
