@@ -59,7 +59,8 @@ int gpu_cfg_from_env(nq_gpu_cfg_t *cfg, char *err, size_t errlen)
         env_u32("NQ_GPU_GROUPS", 1, 1024, &cfg->groups_per_cu, err, errlen) ||
         env_u32("NQ_GPU_CHUNK", 1, 1u << 20, &cfg->chunk, err, errlen) ||
         env_u32("NQ_GPU_LAUNCH_MS", 1, 60000, &ms, err, errlen) ||
-        env_u32("NQ_GPU_CHUNKED", 0, 1, &chunked, err, errlen) || env_u32("NQ_GPU_SORT", 0, 1, &sort, err, errlen) ||
+        env_u32("NQ_GPU_CHUNKED", 0, 1, &chunked, err, errlen) ||
+        env_u32("NQ_GPU_SORT", 0, 1, &sort, err, errlen) ||
         env_u32("NQ_GPU_QUEUES", 1, 2, &queues, err, errlen))
         return -1;
     if (chunked < 2)

@@ -62,8 +62,8 @@ static int cuda_bind(cuda_backend_t *c, const char *path, const nq_gpu_cfg_t *cf
     if (v != NQ_CUDA_ABI)
         return nq_errf(err, errlen, "NQ_GPU_CUDA=%s: ABI %d, this nq speaks %d", path, v, NQ_CUDA_ABI);
     if (wg != cfg->wg || stack < cfg->rows_left - 2 || chunked != cfg->chunked)
-        return nq_errf(err, errlen, "NQ_GPU_CUDA=%s was built with NQ_WG=%u NQ_STACK=%d NQ_CHUNKED=%d; this run "
-                       "needs NQ_WG=%u, NQ_STACK >= %d and NQ_CHUNKED=%d (set NQ_GPU_WG, NQ_GPU_ROWS and "
+        return nq_errf(err, errlen, "NQ_GPU_CUDA=%s was built with NQ_WG=%u NQ_STACK=%d NQ_CHUNKED=%d; this "
+                       "run needs NQ_WG=%u, NQ_STACK >= %d and NQ_CHUNKED=%d (set NQ_GPU_WG, NQ_GPU_ROWS and "
                        "NQ_GPU_CHUNKED to match, or rebuild it)", path, wg, stack, chunked, cfg->wg,
                        cfg->rows_left - 2, cfg->chunked);
     return 0;
@@ -92,7 +92,8 @@ gpu_backend_t *gpu_cuda_open(const char *path, const nq_gpu_cfg_t *cfg, char *er
         cuda_destroy(&c->b);
         return NULL;
     }
-    snprintf(c->b.params, sizeof c->b.params, "wg %u, rows %d, CUDA, groups/SM %u, %s", cfg->wg, cfg->rows_left,
-             cfg->groups_per_cu, cfg->chunked ? "chunked" : cfg->sort ? "tasks largest first" : "tasks in order");
+    const char *how = cfg->chunked ? "chunked" : cfg->sort ? "tasks largest first" : "tasks in order";
+    snprintf(c->b.params, sizeof c->b.params, "wg %u, rows %d, CUDA, groups/SM %u, %s", cfg->wg,
+             cfg->rows_left, cfg->groups_per_cu, how);
     return &c->b;
 }

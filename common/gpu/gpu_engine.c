@@ -270,7 +270,8 @@ static void engine_fail(nq_gpu_t *g, const char *why)
 static int slot_launch(nq_gpu_t *g, int k, char *err, size_t errlen)
 {
     gpu_slot_t *s = &g->slot[k];
-    gpu_launch_t l = { s->tables, s->ntables, s->chunks, s->nchunks, s->tasks, s->task_tab, s->ntasks, s->out };
+    gpu_launch_t l = { s->tables, s->ntables, s->chunks, s->nchunks, s->tasks, s->task_tab, s->ntasks,
+                       s->out };
     s->t0 = nq_mono();
     if (g->be->launch(g->be, k, &l, err, errlen) != 0)
         return -1;

@@ -32,8 +32,8 @@ static int host_wait(gpu_backend_t *b, int slot, char *err, size_t errlen)
     (void)err;
     (void)errlen;
     if (h->chunked)
-        gpu_group_run((const nq_u32 *)l->tables, l->chunks, l->nchunks, l->tasks, l->out, &counter, &tab, &cur,
-                      &next, stk);
+        gpu_group_run((const nq_u32 *)l->tables, l->chunks, l->nchunks, l->tasks, l->out, &counter, &tab,
+                      &cur, &next, stk);
     else
         gpu_free_run((const nq_u32 *)l->tables, l->task_tab, l->ntasks, l->tasks, l->out, &counter, stk);
     return 0;

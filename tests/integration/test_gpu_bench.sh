@@ -21,7 +21,8 @@ grep -Eq '; [0-9]{2,} launches, [0-9]{5,} tasks' "$T/gpu.json" \
     || fail "want many launches: $(cat "$T/gpu.json")"
 # chunks of 5 tasks of one shard for work-groups of 32, the stack private
 NQ_GPU_ROWS=7 NQ_GPU_STACK=private NQ_GPU_WG=32 NQ_GPU_CHUNKED=1 NQ_GPU_CHUNK=5 cpu_vs_gpu 13 --depth 2
-grep -q 'stack private, groups [0-9]*, chunked' "$T/gpu.json" || fail "private and chunked: $(cat "$T/gpu.json")"
+grep -q 'stack private, groups [0-9]*, chunked' "$T/gpu.json" \
+    || fail "private and chunked: $(cat "$T/gpu.json")"
 ok "bench count 13 --gpu over many launches: tasks sorted or not, chunked or not, local or private stacks:" \
    "exact, same nodes"
 

@@ -86,7 +86,10 @@ static nq_gpu_t *host_engine_as(int rows_left, uint32_t max_tasks, int chunked)
     return g;
 }
 
-static nq_gpu_t *host_engine(int rows_left, uint32_t max_tasks) { return host_engine_as(rows_left, max_tasks, 0); }
+static nq_gpu_t *host_engine(int rows_left, uint32_t max_tasks)
+{
+    return host_engine_as(rows_left, max_tasks, 0);
+}
 
 static void submit(nq_gpu_t *g, sink_t *s, size_t i, const uint8_t *spec, size_t len,
                    const nq_kernel_ctl_t *ctl)
@@ -150,8 +153,9 @@ T_TEST(test_gpu_engine_matches_count_shard_in_every_encoding)
                     shards += compare_list(g, n, n < 4 ? 0 : depth, enc);
         nq_gpu_stats_t st;
         gpu_stats(g, &st);
-        fprintf(stderr, "  %s: %zu shards, %llu launches, %llu tasks\n", chunked ? "chunked" : "largest first",
-                shards, (unsigned long long)st.launches, (unsigned long long)st.tasks);
+        fprintf(stderr, "  %s: %zu shards, %llu launches, %llu tasks\n",
+                chunked ? "chunked" : "largest first", shards, (unsigned long long)st.launches,
+                (unsigned long long)st.tasks);
         T_CHECK(st.launches > 100);
         gpu_close(&g);
         T_CHECK(g == NULL);
