@@ -31,14 +31,15 @@ typedef struct {
     int chunked;               /* work-groups take chunks of one shard (gpu_search.h); 0: tasks one by one */
     int sort;                  /* unchunked: a launch's tasks largest first by their estimated cost (-1: 1) */
     int queues;                /* OpenCL command queues, so launches may overlap (0: 2) */
+    int pairs;                 /* level m-2 and the last row in closed form (gpu_search.h) */
 } nq_gpu_cfg_t;
 
 #define NQ_GPU_ROWS_LEFT 13    /* tasks of ~1e4-1e5 nodes at N = 16..20 (docs/gpu.md) */
 
 void gpu_cfg_defaults(nq_gpu_cfg_t *cfg);
 /* Reads NQ_GPU_WG, NQ_GPU_ROWS, NQ_GPU_STACK (local|private), NQ_GPU_GROUPS, NQ_GPU_CHUNK,
-   NQ_GPU_LAUNCH_MS, NQ_GPU_CHUNKED, NQ_GPU_SORT and NQ_GPU_QUEUES from the environment (tuning on a
-   device); -1 with a reason when one is out of range. */
+   NQ_GPU_LAUNCH_MS, NQ_GPU_CHUNKED, NQ_GPU_SORT, NQ_GPU_QUEUES and NQ_GPU_PAIRS from the environment
+   (tuning on a device); -1 with a reason when one is out of range. */
 int gpu_cfg_from_env(nq_gpu_cfg_t *cfg, char *err, size_t errlen);
 
 /* Opens the OpenCL device and builds the kernel for it. NULL with a one-line reason: no

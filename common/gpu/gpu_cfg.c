@@ -52,7 +52,7 @@ static int env_u32(const char *name, unsigned long lo, unsigned long hi, uint32_
 
 int gpu_cfg_from_env(nq_gpu_cfg_t *cfg, char *err, size_t errlen)
 {
-    uint32_t rows = 0, ms = 0, chunked = 2, sort = 2, queues = 0;
+    uint32_t rows = 0, ms = 0, chunked = 2, sort = 2, queues = 0, pairs = 2;
     /* a stack of rows - 2 levels must fit NQ_GPU_LEVELS; 2 rows: each task a single level */
     if (env_u32("NQ_GPU_WG", 1, 1024, &cfg->wg, err, errlen) ||
         env_u32("NQ_GPU_ROWS", 2, NQ_GPU_LEVELS, &rows, err, errlen) ||
@@ -61,8 +61,11 @@ int gpu_cfg_from_env(nq_gpu_cfg_t *cfg, char *err, size_t errlen)
         env_u32("NQ_GPU_LAUNCH_MS", 1, 60000, &ms, err, errlen) ||
         env_u32("NQ_GPU_CHUNKED", 0, 1, &chunked, err, errlen) ||
         env_u32("NQ_GPU_SORT", 0, 1, &sort, err, errlen) ||
-        env_u32("NQ_GPU_QUEUES", 1, 2, &queues, err, errlen))
+        env_u32("NQ_GPU_QUEUES", 1, 2, &queues, err, errlen) ||
+        env_u32("NQ_GPU_PAIRS", 0, 1, &pairs, err, errlen))
         return -1;
+    if (pairs < 2)
+        cfg->pairs = (int)pairs;
     if (chunked < 2)
         cfg->chunked = (int)chunked;
     if (sort < 2)

@@ -224,8 +224,9 @@ static int cl_build(cl_backend_t *c, const nq_gpu_cfg_t *cfg, char *err, size_t 
     if (!c->prog)
         return cl_fail(err, errlen, "clCreateProgramWithSource", rc);
     char opts[200];
-    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DNQ_WG=%u -DNQ_STACK=%d -DNQ_STACK_LOCAL=%d -DNQ_CHUNKED=%d",
-             c->wg, cfg->rows_left > 2 ? cfg->rows_left - 2 : 1, local, cfg->chunked);   /* 2 rows: no push */
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DNQ_WG=%u -DNQ_STACK=%d -DNQ_STACK_LOCAL=%d -DNQ_CHUNKED=%d "
+             "-DNQ_PAIRS=%d", c->wg, cfg->rows_left > 2 ? cfg->rows_left - 2 : 1,   /* 2 rows: no push */
+             local, cfg->chunked, cfg->pairs);
     rc = clBuildProgram(c->prog, 1, &c->dev, opts, NULL, NULL);
     if (rc != CL_SUCCESS) {
         char log[600];
@@ -244,6 +245,8 @@ static int cl_build(cl_backend_t *c, const nq_gpu_cfg_t *cfg, char *err, size_t 
     snprintf(c->b.params, sizeof c->b.params, "wg %u, rows %d, stack %s, groups %u, %s, %d queue(s)", c->wg,
              cfg->rows_left, local ? "local" : "private", c->groups,
              cfg->chunked ? "chunked" : cfg->sort ? "tasks largest first" : "tasks in order", c->nq);
+    if (cfg->pairs)
+        strncat(c->b.params, ", pairs", sizeof c->b.params - strlen(c->b.params) - 1);
     return 0;
 }
 

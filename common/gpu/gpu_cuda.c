@@ -51,21 +51,22 @@ static void cuda_destroy(gpu_backend_t *b)
 /* The library's functions, and a check that it was built for this nq and these parameters. */
 static int cuda_bind(cuda_backend_t *c, const char *path, const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
 {
-    int (*abi)(unsigned *, int *, int *) = (int (*)(unsigned *, int *, int *))dlsym(c->lib, "nq_cuda_abi");
+    int (*abi)(unsigned *, int *, int *, int *) =
+        (int (*)(unsigned *, int *, int *, int *))dlsym(c->lib, "nq_cuda_abi");
     c->launch = (cuda_launch_fn)dlsym(c->lib, "nq_cuda_launch");
     c->wait = (cuda_wait_fn)dlsym(c->lib, "nq_cuda_wait");
     c->close = (void (*)(nq_cuda_t *))dlsym(c->lib, "nq_cuda_close");
     if (!abi || !c->launch || !c->wait || !c->close)
         return nq_errf(err, errlen, "NQ_GPU_CUDA=%s: not an nq CUDA library (no nq_cuda_* functions)", path);
     unsigned wg;
-    int stack, chunked, v = abi(&wg, &stack, &chunked);
+    int stack, chunked, pairs, v = abi(&wg, &stack, &chunked, &pairs);
     if (v != NQ_CUDA_ABI)
         return nq_errf(err, errlen, "NQ_GPU_CUDA=%s: ABI %d, this nq speaks %d", path, v, NQ_CUDA_ABI);
-    if (wg != cfg->wg || stack < cfg->rows_left - 2 || chunked != cfg->chunked)
-        return nq_errf(err, errlen, "NQ_GPU_CUDA=%s was built with NQ_WG=%u NQ_STACK=%d NQ_CHUNKED=%d; this "
-                       "run needs NQ_WG=%u, NQ_STACK >= %d and NQ_CHUNKED=%d (set NQ_GPU_WG, NQ_GPU_ROWS and "
-                       "NQ_GPU_CHUNKED to match, or rebuild it)", path, wg, stack, chunked, cfg->wg,
-                       cfg->rows_left - 2, cfg->chunked);
+    if (wg != cfg->wg || stack < cfg->rows_left - 2 || chunked != cfg->chunked || pairs != cfg->pairs)
+        return nq_errf(err, errlen, "NQ_GPU_CUDA=%s was built with NQ_WG=%u NQ_STACK=%d NQ_CHUNKED=%d "
+                       "NQ_PAIRS=%d; this run needs NQ_WG=%u, NQ_STACK >= %d, NQ_CHUNKED=%d and NQ_PAIRS=%d "
+                       "(set NQ_GPU_* to match, or rebuild it)", path, wg, stack, chunked, pairs, cfg->wg,
+                       cfg->rows_left - 2, cfg->chunked, cfg->pairs);
     return 0;
 }
 
@@ -93,7 +94,7 @@ gpu_backend_t *gpu_cuda_open(const char *path, const nq_gpu_cfg_t *cfg, char *er
         return NULL;
     }
     const char *how = cfg->chunked ? "chunked" : cfg->sort ? "tasks largest first" : "tasks in order";
-    snprintf(c->b.params, sizeof c->b.params, "wg %u, rows %d, CUDA, groups/SM %u, %s", cfg->wg,
-             cfg->rows_left, cfg->groups_per_cu, how);
+    snprintf(c->b.params, sizeof c->b.params, "wg %u, rows %d, CUDA, groups/SM %u, %s%s", cfg->wg,
+             cfg->rows_left, cfg->groups_per_cu, how, cfg->pairs ? ", pairs" : "");
     return &c->b;
 }

@@ -55,11 +55,12 @@ static int fail(char *err, size_t errlen, const char *what, cudaError_t e)
     return -1;
 }
 
-extern "C" int nq_cuda_abi(unsigned *wg, int *stack, int *chunked)
+extern "C" int nq_cuda_abi(unsigned *wg, int *stack, int *chunked, int *pairs)
 {
     *wg = NQ_WG;
     *stack = NQ_STACK;
     *chunked = NQ_CHUNKED;
+    *pairs = NQ_PAIRS;
     return NQ_CUDA_ABI;
 }
 

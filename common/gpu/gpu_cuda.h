@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#define NQ_CUDA_ABI 2
+#define NQ_CUDA_ABI 3
 
 typedef struct nq_cuda nq_cuda_t;
 
@@ -17,8 +17,8 @@ typedef struct nq_cuda nq_cuda_t;
 extern "C" {
 #endif
 
-/* NQ_CUDA_ABI, and the NQ_WG, NQ_STACK and NQ_CHUNKED the library was compiled with. */
-int nq_cuda_abi(unsigned *wg, int *stack, int *chunked);
+/* NQ_CUDA_ABI, and the NQ_WG, NQ_STACK, NQ_CHUNKED and NQ_PAIRS the library was compiled with. */
+int nq_cuda_abi(unsigned *wg, int *stack, int *chunked, int *pairs);
 /* Device `device` (-1: 0), persistent blocks per multiprocessor: 0 with *out and the device's
    name, or -1 with a reason. */
 int nq_cuda_open(int device, unsigned groups_per_sm, nq_cuda_t **out, char *name, size_t namelen, char *err,

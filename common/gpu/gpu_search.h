@@ -75,7 +75,8 @@ typedef uint64_t nq_u64;
 /* Compile-time parameters (the OpenCL host passes them as -D; see gpu_cl.c):
    NQ_WG work-items per group, NQ_STACK levels of stack a work-item has (the rows a task
    leaves, minus 2), NQ_STACK_LOCAL 1 for the stack in local memory, 0 in private, NQ_CHUNKED
-   how work-items take tasks (above). */
+   how work-items take tasks (above), NQ_PAIRS 1 to count level m-2 and the last row in closed
+   form (gpu_pairs) instead of entering level m-2. */
 #ifndef NQ_WG
 #define NQ_WG 1
 #endif
@@ -87,6 +88,9 @@ typedef uint64_t nq_u64;
 #endif
 #ifndef NQ_CHUNKED
 #define NQ_CHUNKED 0
+#endif
+#ifndef NQ_PAIRS
+#define NQ_PAIRS 0
 #endif
 #if NQ_CHUNKED
 #define NQ_TAB NQ_LOCAL    /* where the search reads a shard's table */
@@ -191,6 +195,17 @@ NQ_FN nq_u32 gpu_filter(const NQ_TAB nq_gpu_table_t *tb, nq_u32 L, nq_u32 raw, n
     return open;
 }
 
+/*
+ * The last row's cells below every queen of level m-2 at once (count_simd.c's closed form): with
+ * o the level's cells, R the last row's open cells before its queen and s the row distance, a
+ * queen u leaves R minus {u, u << s, u >> s}, three different cells, so the sum over u is
+ * |o| |R| minus the cells of R in o, o << s and o >> s.
+ */
+NQ_FN nq_u32 gpu_pairs(nq_u32 R, nq_u32 o, nq_u32 s)
+{
+    return NQ_POPC(o) * NQ_POPC(R) - NQ_POPC(R & o) - NQ_POPC(R & (o << s)) - NQ_POPC(R & (o >> s));
+}
+
 #if NQ_STACK_LOCAL
 #define NQ_STK NQ_LOCAL
 #else
@@ -220,6 +235,15 @@ NQ_FN void gpu_task_search(const NQ_TAB nq_gpu_table_t *tb, nq_u32 level, nq_gpu
                 sols += NQ_POPC(raw & leaf8);
                 continue;
             }
+#if NQ_PAIRS
+            if (L + 2 == last) {        /* level m-2 (no filter) and the last row, in closed form */
+                nq_u32 s2 = NQ_GEO_D1(tb->geo[L + 1]);
+                nq_u32 R = tb->open_of[last] & ~(nc | (nl << s2) | (nr >> s2));
+                nodes += gpu_pairs(R, raw, s2);
+                sols += gpu_pairs(R & leaf8, raw, s2);
+                continue;
+            }
+#endif
             NQ_STK nq_u32 *e = stk + 4u * sp * stride;
             e[0] = open;
             e[stride] = col;

@@ -67,7 +67,8 @@ if ! grep -q "$want" "$LOG/probe.txt"; then
     rows=${NQ_GPU_ROWS:-13}
     arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
     if timeout 240 nvcc -O3 -arch="sm_${arch:-90}" -shared -Xcompiler -fPIC -DNQ_WG="${NQ_GPU_WG:-128}" \
-            -DNQ_STACK=14 -DNQ_STACK_LOCAL=1 -DNQ_CHUNKED="${NQ_GPU_CHUNKED:-0}" -Icommon/gpu \
+            -DNQ_STACK=14 -DNQ_STACK_LOCAL=1 -DNQ_CHUNKED="${NQ_GPU_CHUNKED:-0}" -DNQ_PAIRS="${NQ_GPU_PAIRS:-0}" \
+            -Icommon/gpu \
             -o "$B/libnq_cuda.so" common/gpu/gpu_cuda.cu \
             >>"$LOG/check.log" 2>&1 && [ "$rows" -le 16 ]; then
         export NQ_GPU_CUDA=$B/libnq_cuda.so
@@ -130,7 +131,7 @@ fi
 if [ "${SWEEP:-0}" = 1 ] && [ "$MODE" = opencl ]; then
     for s in "NQ_GPU_WG=64" "NQ_GPU_WG=256" "NQ_GPU_STACK=private" "NQ_GPU_ROWS=12" "NQ_GPU_ROWS=14" \
              "NQ_GPU_GROUPS=4" "NQ_GPU_GROUPS=16" "NQ_GPU_SORT=0" "NQ_GPU_QUEUES=1" "NQ_GPU_CHUNKED=1" \
-             "NQ_GPU_LAUNCH_MS=1000"; do
+             "NQ_GPU_LAUNCH_MS=1000" "NQ_GPU_PAIRS=1"; do
         [ "$(left)" -gt 120 ] || break
         out=$(env "$s" timeout 60 "$NQ" bench count 20 --gpu --json 2>>"$LOG/check.log")
         echo "{\"sweep\":\"$s\",\"result\":$out}" >>"$LOG/bench.jsonl"

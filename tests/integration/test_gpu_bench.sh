@@ -23,8 +23,11 @@ grep -Eq '; [0-9]{2,} launches, [0-9]{5,} tasks' "$T/gpu.json" \
 NQ_GPU_ROWS=7 NQ_GPU_STACK=private NQ_GPU_WG=32 NQ_GPU_CHUNKED=1 NQ_GPU_CHUNK=5 cpu_vs_gpu 13 --depth 2
 grep -q 'stack private, groups [0-9]*, chunked' "$T/gpu.json" \
     || fail "private and chunked: $(cat "$T/gpu.json")"
-ok "bench count 13 --gpu over many launches: tasks sorted or not, chunked or not, local or private stacks:" \
-   "exact, same nodes"
+# level m-2 and the last row in closed form
+NQ_GPU_PAIRS=1 NQ_GPU_ROWS=8 cpu_vs_gpu 13
+grep -q ', pairs' "$T/gpu.json" || fail "pairs: $(cat "$T/gpu.json")"
+ok "bench count 13 --gpu over many launches: tasks sorted or not, chunked or not, local or private stacks," \
+   "level m-2 in closed form or not: exact, same nodes"
 
 # estimate --gpu: the same sample as on the CPU (same seed), so the same node estimate; GPU-hours
 "$NQ" estimate count 12 --sample 8 --seed 3 --json >"$T/est.json" || fail "estimate 12"
