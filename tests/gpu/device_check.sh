@@ -67,8 +67,8 @@ if ! grep -q "$want" "$LOG/probe.txt"; then
     rows=${NQ_GPU_ROWS:-13}
     arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
     if timeout 240 nvcc -O3 -arch="sm_${arch:-90}" -shared -Xcompiler -fPIC -DNQ_WG="${NQ_GPU_WG:-128}" \
-            -DNQ_STACK=14 -DNQ_STACK_LOCAL=1 -DNQ_CHUNKED="${NQ_GPU_CHUNKED:-0}" -DNQ_PAIRS="${NQ_GPU_PAIRS:-0}" \
-            -Icommon/gpu \
+            -DNQ_STACK=14 -DNQ_STACK_LOCAL=1 -DNQ_CHUNKED="${NQ_GPU_CHUNKED:-0}" \
+            -DNQ_PAIRS="${NQ_GPU_PAIRS:-0}" -Icommon/gpu \
             -o "$B/libnq_cuda.so" common/gpu/gpu_cuda.cu \
             >>"$LOG/check.log" 2>&1 && [ "$rows" -le 16 ]; then
         export NQ_GPU_CUDA=$B/libnq_cuda.so
