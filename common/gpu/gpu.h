@@ -38,8 +38,8 @@ typedef struct {
 
 void gpu_cfg_defaults(nq_gpu_cfg_t *cfg);
 /* Reads NQ_GPU_WG, NQ_GPU_ROWS, NQ_GPU_STACK (local|private), NQ_GPU_GROUPS, NQ_GPU_CHUNK,
-   NQ_GPU_LAUNCH_MS, NQ_GPU_CHUNKED, NQ_GPU_SORT, NQ_GPU_QUEUES and NQ_GPU_PAIRS from the environment
-   (tuning on a device); -1 with a reason when one is out of range. */
+   NQ_GPU_LAUNCH_MS, NQ_GPU_MAX_TASKS, NQ_GPU_CHUNKED, NQ_GPU_SORT, NQ_GPU_QUEUES and NQ_GPU_PAIRS
+   from the environment (tuning on a device); -1 with a reason when one is out of range. */
 int gpu_cfg_from_env(nq_gpu_cfg_t *cfg, char *err, size_t errlen);
 
 /* Opens the OpenCL device and builds the kernel for it. NULL with a one-line reason: no

@@ -62,7 +62,8 @@ int gpu_cfg_from_env(nq_gpu_cfg_t *cfg, char *err, size_t errlen)
         env_u32("NQ_GPU_CHUNKED", 0, 1, &chunked, err, errlen) ||
         env_u32("NQ_GPU_SORT", 0, 1, &sort, err, errlen) ||
         env_u32("NQ_GPU_QUEUES", 1, 2, &queues, err, errlen) ||
-        env_u32("NQ_GPU_PAIRS", 0, 1, &pairs, err, errlen))
+        env_u32("NQ_GPU_PAIRS", 0, 1, &pairs, err, errlen) ||
+        env_u32("NQ_GPU_MAX_TASKS", 1024, 1u << 24, &cfg->max_tasks, err, errlen))
         return -1;
     if (pairs < 2)
         cfg->pairs = (int)pairs;

@@ -13,9 +13,9 @@ grep -q '"kernel":"gpu: .*tasks largest first, 2 queue' "$T/gpu.json" \
     || fail "the kernel field names the GPU and the defaults: $(cat "$T/gpu.json")"
 ok "bench count 12 --gpu: exact, same nodes as the CPU"
 
-# tasks of 6 rows, launches of 1 ms (1024 tasks): dozens of launches, shards over several; tasks in
+# tasks of 6 rows, launches of at most 2000 tasks: dozens of launches, shards over several; tasks in
 # the order the walk makes them, on one queue
-NQ_GPU_ROWS=6 NQ_GPU_LAUNCH_MS=1 NQ_GPU_SORT=0 NQ_GPU_QUEUES=1 cpu_vs_gpu 13
+NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=2000 NQ_GPU_SORT=0 NQ_GPU_QUEUES=1 cpu_vs_gpu 13
 grep -q 'tasks in order, 1 queue' "$T/gpu.json" || fail "unsorted, one queue: $(cat "$T/gpu.json")"
 grep -Eq '; [0-9]{2,} launches, [0-9]{5,} tasks' "$T/gpu.json" \
     || fail "want many launches: $(cat "$T/gpu.json")"
@@ -60,7 +60,7 @@ if "$NQ" --version | grep -q "fault switches"; then
     NQ_FAULT_GPU_BUILD=1 "$NQ" bench count 10 --gpu >/dev/null 2>"$T/err"; rc=$?
     [ "$rc" = 3 ] && grep -q "the kernel did not build" "$T/err" && [ "$(grep -c 'nq bench' "$T/err")" = 1 ] \
         || fail "build failure: exit $rc $(cat "$T/err")"
-    NQ_FAULT_GPU_LOST=2 NQ_GPU_ROWS=6 NQ_GPU_LAUNCH_MS=20 "$NQ" bench count 13 --gpu >"$T/out" 2>"$T/err"
+    NQ_FAULT_GPU_LOST=2 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=2000 "$NQ" bench count 13 --gpu >"$T/out" 2>"$T/err"
     rc=$?
     [ "$rc" = 3 ] && grep -q "device lost" "$T/err" && [ ! -s "$T/out" ] \
         || fail "lost device: exit $rc $(cat "$T/err")"

@@ -64,7 +64,7 @@ ok "a GPU that miscounts (residues and all): caught by the quorum, flagged; the 
 
 kill "$bad_pid" "$cpu2_pid" "$cpu1_pid"
 # the GPU worker alone first, so that it holds shards when its device goes
-NQ_FAULT_GPU_LOST=3 NQ_GPU_ROWS=6 NQ_GPU_LAUNCH_MS=1 \
+NQ_FAULT_GPU_LOST=3 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=2000 \
     "$NQ" worker --connect "$WEP" --gpu --threads 2 --id lost >lost.log 2>lost.err &
 lost=$!
 PIDS+=("$lost")
