@@ -184,7 +184,8 @@ static void reply(nq_broker_t *b, const void *rid, size_t rid_len, int code, con
 }
 
 /* Live figures for `nq workers`: who is connected right now and what it holds. */
-static int live_lookup(void *ud, const char *worker_id, int *alive, double *nodes_per_s, uint32_t *leases)
+static int live_lookup(void *ud, const char *worker_id, int *alive, double *nodes_per_s, uint32_t *leases,
+                       char kernel[QUERY_KERNEL_MAX])
 {
     nq_broker_t *b = ud;
     for (nq_peer_t *p = b->peers; p; p = p->next)
@@ -193,6 +194,7 @@ static int live_lookup(void *ud, const char *worker_id, int *alive, double *node
             *leases = p->outstanding;
             double up = b->now - p->first_seen;
             *nodes_per_s = up > 0 ? (double)p->nodes_done / up : 0;
+            snprintf(kernel, QUERY_KERNEL_MAX, "%s", p->hello.build);
             return 0;
         }
     *alive = 0;

@@ -21,6 +21,7 @@
  * differ only by sampling, so a planner can tell the tree's spread from the
  * host's, and scale nodes by the nodes/s of the machines a campaign will use.
  */
+#include "bench_gpu.h"
 #include "cli.h"
 #include "count.h"
 #include "proto.h"
@@ -37,18 +38,20 @@
 
 #define CMD "estimate"
 
-typedef struct { uint64_t n, sample, seed, depth; int json; } est_opts_t;
+typedef struct { uint64_t n, sample, seed, depth; int json, gpu, gpu_device, gpu_list; } est_opts_t;
 
 static int est_parse(int argc, char **argv, est_opts_t *o)
 {
     static const struct option longopts[] = {
         { "sample", required_argument, NULL, 'k' }, { "seed", required_argument, NULL, 's' },
         { "depth", required_argument, NULL, 'd' }, { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 } };
+        { "help", no_argument, NULL, 'h' }, { "gpu", no_argument, NULL, 'g' },
+        { "gpu-device", required_argument, NULL, 'G' }, { 0, 0, 0, 0 } };
     int c, rc;
     /* 1000: smaller samples often miss the long tail of shard sizes, and their intervals the count
        (N=21: two seeds of three at 200; docs/benchmarks.md) */
     o->sample = 1000; o->seed = 1; o->depth = 0; o->json = 0;
+    o->gpu = o->gpu_list = 0; o->gpu_device = -1;
     if (argc < 2 || strcmp(argv[1], "count") != 0)
         return cli_usage_error(CMD, "expected 'count N' (only counts can be estimated)");
     argc--; argv++;        /* argv[0] is now "count" */
@@ -60,6 +63,9 @@ static int est_parse(int argc, char **argv, est_opts_t *o)
         case 's': if ((rc = cli_parse_u64(CMD, "--seed", optarg, 0, UINT64_MAX, &o->seed))) return rc; break;
         case 'd': if ((rc = cli_parse_u64(CMD, "--depth", optarg, 0, NQ_SHARD_MAX_N, &o->depth))) return rc; break;
         case 'j': o->json = 1; break;
+        case 'g': o->gpu = 1; break;
+        case 'G': if ((rc = cli_gpu_device_option(CMD, optarg, &o->gpu_device, &o->gpu_list))) return rc;
+                  o->gpu = 1; break;
         case 'h': cli_help(CMD); return -1;
         default: return cli_count_bad_option(CMD, argv, &o->n);
         }
@@ -222,6 +228,56 @@ static void est_print(const est_opts_t *o, const nq_shards_t *sh, size_t k, int 
                probes ? "; Knuth probes, levels below each shard" : " x finite-population correction");
 }
 
+/* The estimate on a GPU: GPU-hours at the rate measured on the sample (device: its name, printed in
+   a JSON string too, so quotes, backslashes and control bytes of the driver's words become '?'). */
+static void est_print_gpu(const est_opts_t *o, const nq_shards_t *sh, size_t k, int probes, int extra,
+                          const est_total_t *t, const est_total_t *nd, const char *device, double rate)
+{
+    const double h = 3600, y = h * 24 * 365.25;
+    char dev[256];
+    size_t s = shards_count(sh), i = 0;
+    for (; device[i] && i + 1 < sizeof dev; i++)
+        dev[i] = (unsigned char)device[i] < 32 || device[i] == '"' || device[i] == '\\' ? '?' : device[i];
+    dev[i] = 0;
+    if (o->json)
+        printf("{\"n\":%d,\"depth\":%d,\"shards\":%zu,\"sampled\":%zu,\"seed\":%llu,\"gpu\":\"%s\","
+               "\"nodes_per_s\":%.6g,\"gpu_hours\":%.6g,\"ci95_low\":%.6g,\"ci95_high\":%.6g,"
+               "\"gpu_years\":%.6g,"
+               "\"nodes\":%.0f,\"nodes_ci95_low\":%.0f,\"nodes_ci95_high\":%.0f,\"method\":\"%s\","
+               "\"probe_levels\":%d}\n", (int)o->n, shards_depth(sh), s, k, (unsigned long long)o->seed, dev,
+               rate, t->total / h, t->lo / h, t->hi / h, t->total / y, nd->total, nd->lo, nd->hi,
+               probes ? "probes" : "shards", extra);
+    else
+        printf("count N=%d  depth %d  shards %zu  %s %zu (seed %llu)\n"
+               "GPU %s: %.4g nodes/s on the sample\n"
+               "GPU-hours %.4g  95%% interval %.4g .. %.4g  (%.3g GPU-years)\n"
+               "nodes %.4g  95%% interval %.4g .. %.4g  (the same on any machine)\n"
+               "(GPU time: nodes / the rate measured on the sample%s)\n",
+               (int)o->n, shards_depth(sh), s, probes ? "probes" : "sampled", k, (unsigned long long)o->seed,
+               dev, rate, t->total / h, t->lo / h, t->hi / h, t->total / y, nd->total, nd->lo, nd->hi,
+               probes ? "; Knuth probes, levels below each shard" : "");
+}
+
+/* The sample on the GPU: the same draws as est_time_sample / est_probe_sample make, one batch; each
+   sample's time is its nodes over the batch's rate. 0, or an exit code (reported). */
+static int est_gpu(const est_opts_t *o, const nq_shards_t *sh, int probes, size_t k, double *secs,
+                   double *nod, int *extra, nq_gpu_t **g, double *rate)
+{
+    char err[512];
+    nq_rng_t rng;
+    int rc = cli_gpu_open(CMD, o->gpu_device, o->gpu_list, g);
+    if (rc)
+        return rc < 0 ? -1 : rc;
+    rng_init(&rng, o->seed, probes ? 0x70726f6265 : 0x657374);   /* the streams "probe" and "est" */
+    if (probes && (rc = probe_depth(sh, (int)o->n, &rng, extra)) != 0)
+        return rc;
+    if (estimate_gpu_sample(*g, sh, probes, *extra, k, &rng, nod, rate, err, sizeof err) != 0)
+        return cli_error(CMD, "%s", err);
+    for (size_t i = 0; i < k; i++)
+        secs[i] = *rate > 0 ? nod[i] / *rate : 0;
+    return 0;
+}
+
 int cmd_estimate(int argc, char **argv)
 {
     est_opts_t o;
@@ -242,14 +298,24 @@ int cmd_estimate(int argc, char **argv)
         shards_destroy(&sh);
         return cli_error(CMD, "out of memory");
     }
-    if (probes)
+    nq_gpu_t *g = NULL;
+    double rate = 0;
+    if (o.gpu)
+        rc = est_gpu(&o, sh, probes, k, secs, nod, &extra, &g, &rate);
+    else if (probes)
         rc = est_probe_sample(sh, (int)o.n, k, o.seed, secs, nod, &extra);
     else
         rc = k ? est_time_sample(sh, k, o.seed, secs, nod) : 0;
     if (rc == 0) {
         est_total_t t = est_total(secs, k, s, probes), nd = est_total(nod, k, s, probes);
-        est_print(&o, sh, k, probes, extra, &t, &nd);
+        if (g)
+            est_print_gpu(&o, sh, k, probes, extra, &t, &nd, gpu_name(g), rate);
+        else
+            est_print(&o, sh, k, probes, extra, &t, &nd);
     }
+    gpu_close(&g);
+    if (rc < 0)                         /* --gpu-device list: printed */
+        rc = 0;
     free(secs);
     free(nod);
     shards_destroy(&sh);

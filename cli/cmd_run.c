@@ -4,6 +4,7 @@
  * distributed path, only the transport differs. Re-running the same command
  * resumes the stored job, or prints its stored result at once.
  */
+#include "bench_gpu.h"
 #include "broker.h"
 #include "cli.h"
 #include "clock.h"
@@ -30,7 +31,7 @@
 #define RUN_CONTROL_EP "inproc://nq-run-control"
 
 typedef struct { nq_broker_t *b; atomic_int stop; } broker_thread_t;
-typedef struct { nq_worker_t *w; atomic_int stop; int rc; char err[256]; } worker_thread_t;
+typedef struct { nq_worker_t *w; atomic_int stop, ended; int rc; char err[512]; } worker_thread_t;
 
 static void *broker_main(void *arg)
 {
@@ -43,6 +44,7 @@ static void *worker_main(void *arg)
 {
     worker_thread_t *t = arg;
     t->rc = worker_run(t->w, &t->stop, t->err, sizeof t->err);
+    atomic_store(&t->ended, 1);         /* before being told to: its GPU failed */
     return NULL;
 }
 
@@ -166,8 +168,9 @@ static useconds_t poll_interval_us(const msgpack_object *job, double started)
     return us < 5000 ? 5000 : us > 200000 ? 200000 : (useconds_t)us;
 }
 
-/* Waits for the job to end (or a signal); returns its final state name, or "" when interrupted. */
-static const char *run_wait(void *ctx, uint64_t id)
+/* Waits for the job to end (or a signal, or the worker's end); returns its final state name, or ""
+   when interrupted. */
+static const char *run_wait(void *ctx, uint64_t id, const atomic_int *worker_ended)
 {
     nq_client_opts_t co = { .broker = RUN_CONTROL_EP, .zmq_ctx = ctx, .timeout_ms = 30000 };
     nq_ctl_req_t req = { .job = id };
@@ -175,7 +178,7 @@ static const char *run_wait(void *ctx, uint64_t id)
     int tty = isatty(STDERR_FILENO);
     double started = nq_mono();
     static char state[32];
-    while (!nq_stop) {
+    while (!nq_stop && !atomic_load(worker_ended)) {
         nq_client_reply_t rep;
         useconds_t wait = 20000;
         client_call(&co, &req, &rep);
@@ -194,7 +197,7 @@ static const char *run_wait(void *ctx, uint64_t id)
     }
     if (tty)
         fputc('\n', stderr);
-    return nq_stop ? "" : state;
+    return nq_stop || atomic_load(worker_ended) ? "" : state;
 }
 
 /* The stored answer, through the same offline path as `nq result --db`. */
@@ -227,7 +230,7 @@ static void print_url(nq_broker_t *b, const char *addr, uint64_t id)
 
 /* Broker and workers in threads of this process, until the job ends or we are told to stop. */
 static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, const char *token,
-                        const char **state)
+                        nq_gpu_t *gpu, const char **state)
 {
     uint32_t workers = a->workers;
     char err[512] = "";
@@ -259,6 +262,7 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
        per process, threads ran dry between short shards (N=18 at depth 2: 3.9 s on 2 threads
        against 2.8 s at depth 1); a queue of two per thread covers it */
     wc.prefetch = 2 * workers;
+    wc.gpu = gpu;
     worker_thread_t wt = { .w = worker_new(&wc, err, sizeof err) };
     pthread_t bth, wth;
     int rc = 0;
@@ -272,7 +276,7 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
         print_url(bt.b, a->http, id);
     pthread_create(&bth, NULL, broker_main, &bt);
     pthread_create(&wth, NULL, worker_main, &wt);
-    *state = run_wait(ctx, id);
+    *state = run_wait(ctx, id, &wt.ended);
     atomic_store(&wt.stop, 1);          /* workers first: they hand back and say BYE */
     worker_wake(wt.w);
     pthread_join(wth, NULL);
@@ -282,6 +286,8 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
     worker_destroy(&wt.w);
     broker_destroy(&bt.b);
     zmq_ctx_term(ctx);
+    if (wt.rc != 0)                     /* its GPU failed: the job is left to resume */
+        rc = cli_error("run", "%s", wt.err);
     return rc;
 }
 
@@ -290,8 +296,8 @@ int cmd_run(int argc, char **argv)
     nq_cmd_args_t a;
     nq_log_set_level(NQ_LOG_WARN);      /* a local run talks in its progress bar; --log-level overrides */
     int rc = cmd_args_parse("run", "db,workers,json,fresh,algo,all,depth,priority,max-attempts,quorum,"
-                            "solutions,restarts,seed,max-steps,shard-seconds,log-level,http,http-token-file,verify-rate",
-                            argc, argv, &a);
+                            "solutions,restarts,seed,max-steps,shard-seconds,log-level,http,http-token-file,"
+                            "verify-rate,gpu,gpu-device", argc, argv, &a);
     if (rc || (rc = cmd_args_job("run", &a)))
         return rc;
     const char *db = a.client.db ? a.client.db : "nq.db";
@@ -306,12 +312,20 @@ int cmd_run(int argc, char **argv)
         return rc;
     uint64_t id;
     int done = 0;
-    if ((rc = run_prepare(db, &spec, a.fresh, &id, &done)))
+    nq_gpu_t *gpu = NULL;
+    /* the device before the DB: a run that cannot count on it leaves nothing behind */
+    if (a.gpu && (rc = cli_gpu_open("run", a.gpu_device, a.gpu_list, &gpu)))
+        return rc < 0 ? NQ_EXIT_OK : rc;
+    if ((rc = run_prepare(db, &spec, a.fresh, &id, &done))) {
+        gpu_close(&gpu);
         return rc;
+    }
     if (!done) {
         const char *state = "";
         signals_install();
-        if ((rc = run_embedded(db, id, &a, token, &state)))
+        rc = run_embedded(db, id, &a, token, gpu, &state);
+        gpu_close(&gpu);
+        if (rc)
             return rc;
         if (!state[0]) {
             fprintf(stderr, "nq run: interrupted; run the same command again to resume job %llu\n",
@@ -319,5 +333,6 @@ int cmd_run(int argc, char **argv)
             return 130;
         }
     }
+    gpu_close(&gpu);                    /* the stored result was there already */
     return print_result(db, id, a.client.json);
 }

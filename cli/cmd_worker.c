@@ -1,4 +1,5 @@
 /* `nq worker`: runs shards for a broker until told to stop. */
+#include "bench_gpu.h"
 #include "cli.h"
 #include "log.h"
 #include "signals.h"
@@ -16,10 +17,11 @@ int cmd_worker(int argc, char **argv)
         { "prefetch", required_argument, 0, 'p' }, { "key", required_argument, 0, 'k' },
         { "broker-key", required_argument, 0, 'K' }, { "id", required_argument, 0, 'i' },
         { "log-format", required_argument, 0, 'F' }, { "log-level", required_argument, 0, 'V' },
+        { "gpu", no_argument, 0, 'g' }, { "gpu-device", required_argument, 0, 'G' },
         { 0, 0, 0, 0 },
     };
     uint64_t v;
-    int c, rc;
+    int c, rc, gpu = 0, device = -1, list = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -34,6 +36,9 @@ int cmd_worker(int argc, char **argv)
         case 'i': cfg.id = optarg; break;
         case 'F': if ((rc = cli_log_option("worker", "log-format", optarg))) return rc; break;
         case 'V': if ((rc = cli_log_option("worker", "log-level", optarg))) return rc; break;
+        case 'g': gpu = 1; break;
+        case 'G': if ((rc = cli_gpu_device_option("worker", optarg, &device, &list))) return rc;
+                  gpu = 1; break;
         default: return cli_usage_error("worker", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
@@ -42,12 +47,18 @@ int cmd_worker(int argc, char **argv)
     if (!!cfg.key_file != !!cfg.broker_key_file)
         return cli_usage_error("worker", "--key and --broker-key go together");
     char err[512] = "";
+    /* the device first: a worker that cannot count on it says why before it takes any shard */
+    if (gpu && (rc = cli_gpu_open("worker", device, list, &cfg.gpu)))
+        return rc < 0 ? NQ_EXIT_OK : rc;
     signals_install();
     nq_worker_t *w = worker_new(&cfg, err, sizeof err);
-    if (!w)
+    if (!w) {
+        gpu_close(&cfg.gpu);
         return cli_error("worker", "%s", err);
+    }
     rc = worker_run(w, &nq_stop, err, sizeof err);
     worker_destroy(&w);
+    gpu_close(&cfg.gpu);
     if (rc != 0)
         return cli_error("worker", "%s", err);
     return NQ_EXIT_OK;

@@ -266,19 +266,21 @@ void render_list(FILE *f, const msgpack_object *arr)
 
 void render_workers(FILE *f, const msgpack_object *arr)
 {
-    char a[256], b[256], c[64], d[64], e[64], g[64], h[64], k[64], t[64];
-    fprintf(f, "%-28s  %-16s  %7s  %5s  %6s  %8s  %12s  %9s  %s\n", "ID", "HOST", "THREADS", "ALIVE",
-            "LEASES", "SHARDS", "NODES/S", "CONFLICTS", "LAST SEEN");
+    char a[256], b[256], c[64], d[64], e[64], g[64], h[64], k[64], t[64], kern[256];
+    fprintf(f, "%-28s  %-16s  %7s  %5s  %6s  %8s  %12s  %9s  %-20s  %s\n", "ID", "HOST", "THREADS", "ALIVE",
+            "LEASES", "SHARDS", "NODES/S", "CONFLICTS", "LAST SEEN", "KERNEL");
     if (!arr || arr->type != MSGPACK_OBJECT_ARRAY)
         return;
     for (uint32_t i = 0; i < arr->via.array.size; i++) {
         const msgpack_object *w = &arr->via.array.ptr[i];
-        fprintf(f, "%-28s  %-16s  %7s  %5s  %6s  %8s  %12s  %9s  %s%s\n", get_str(w, "id", a, sizeof a),
-                get_str(w, "host", b, sizeof b), get_str(w, "threads", c, sizeof c),
-                get_str(w, "alive", d, sizeof d), get_str(w, "leases", e, sizeof e),
+        /* KERNEL last: a GPU worker's names its device, of any length */
+        fprintf(f, "%-28s  %-16s  %7s  %5s  %6s  %8s  %12s  %9s  %-20s  %s%s\n",
+                get_str(w, "id", a, sizeof a), get_str(w, "host", b, sizeof b),
+                get_str(w, "threads", c, sizeof c), get_str(w, "alive", d, sizeof d),
+                get_str(w, "leases", e, sizeof e),
                 get_str(w, "shards_done", g, sizeof g), get_fixed(w, "nodes_per_s", 0, h, sizeof h),
                 get_str(w, "conflicts", k, sizeof k), get_time(w, "last_seen", t, sizeof t),
-                get_bool(w, "flagged") ? "  FLAGGED" : "");
+                get_str(w, "kernel", kern, sizeof kern), get_bool(w, "flagged") ? "  FLAGGED" : "");
     }
 }
 

@@ -8,17 +8,20 @@
 
 #define NQ_COMMAND_TABLE \
     { "bench", cmd_bench, "run a kernel in-process and time it", \
-      "usage: nq bench count N [--threads K] [--depth D] [--json]\n" \
+      "usage: nq bench count N [--threads K] [--depth D] [--gpu [--gpu-device I|list]] [--json]\n" \
       "       nq bench solve N [--seed S] [--algo NAME] [--out FILE] [--format text|bin] [--board] [--json]\n" \
       "\n" \
       "count: count all solutions of the N x N board (1 <= N <= 32) with K threads\n" \
       "       (default: all cores) pulling shards; prints total, unique, nodes, seconds, nodes/s.\n" \
       "       --depth D fixes rows 0..D-1 besides the border in each shard (0 = auto from N).\n" \
+      "       --gpu counts on the first GPU through OpenCL (same results and nodes); the threads\n" \
+      "       feed it. --gpu-device I picks the device, 'list' lists them.\n" \
       "solve: find one solution by local search (4 <= N <= 1e9 for qs4), verify it,\n" \
       "       print seconds and peak memory; --out writes it (text: one 0-based column per\n" \
       "       line; bin: compact binary). 'nq bench solve --algo list' lists the methods.\n" }, \
     { "estimate", cmd_estimate, "estimate the core-hours a count needs", \
-      "usage: nq estimate count N [--sample K] [--seed S] [--depth D] [--json]\n" \
+      "usage: nq estimate count N [--sample K] [--seed S] [--depth D] [--gpu [--gpu-device I|list]]\n" \
+      "                           [--json]\n" \
       "\n" \
       "Times a uniform random sample of K shards (default 1000) on this machine and\n" \
       "extrapolates the core-hours the whole count of N needs, with a 95% interval\n" \
@@ -28,7 +31,9 @@
       "the choices made. Smaller samples often miss the long tail of shard sizes.\n" \
       "The same sample estimates the nodes the count searches, which do not depend on\n" \
       "the machine or its load: divide by a machine's nodes/s to plan on other hardware.\n" \
-      "--seed S picks the sample (default 1); --depth D as for 'nq bench count'.\n" }, \
+      "--seed S picks the sample (default 1); --depth D as for 'nq bench count'.\n" \
+      "--gpu counts the same sample on the GPU in one batch and gives GPU-hours: the nodes\n" \
+      "estimate over the GPU's nodes/s measured on the sample.\n" }, \
     { "verify", cmd_verify, "check a solution file", \
       "usage: nq verify FILE [--n N]\n" \
       "\n" \
@@ -61,14 +66,16 @@
 #define NQ_COMMAND_TABLE_DIST \
     { "run", cmd_run, "one machine: embedded broker + local workers", \
       "usage: nq run count|solve|enumerate N [--db PATH] [--workers K] [--json] [--fresh] [job options]\n" \
-      "              [--http ADDR [--http-token-file F]]\n" \
+      "              [--http ADDR [--http-token-file F]] [--gpu [--gpu-device I|list]]\n" \
       "\n" \
       "Runs the job on this machine: the broker and K local worker threads (default: all\n" \
       "cores) in one process, results in the DB (default ./nq.db). A progress bar on stderr\n" \
       "when it is a terminal; the result on stdout. Ctrl-C, then the same command again,\n" \
       "resumes; for a finished job it prints the stored result at once (--fresh recomputes).\n" \
       "--http ADDR serves the web view while it runs (as nq broker does) and prints its URL.\n" \
-      "Exit 0 done, 1 failed, 130 interrupted.\n\njob options:\n" NQ_JOB_OPTS }, \
+      "--gpu counts on the first GPU through OpenCL, fed by the K threads (as nq worker --gpu).\n" \
+      "Exit 0 done, 1 failed, 3 the GPU failed (run again to resume), 130 interrupted.\n\njob options:\n" \
+      NQ_JOB_OPTS }, \
     { "broker", cmd_broker, "the long-running broker", \
       "usage: nq broker [--bind EP] [--control EP] [--db PATH] [--key F --authorized-keys F|DIR]\n" \
       "                 [--insecure] [--http ADDR [--http-token-file F]] [--heartbeat-ms MS]\n" \
@@ -96,11 +103,15 @@
       "                     jobs past K (50000000)\n" }, \
     { "worker", cmd_worker, "run shards for a broker", \
       "usage: nq worker [--connect EP] [--threads K] [--prefetch P] [--key F --broker-key F] [--id ID]\n" \
-      "                 [--log-format text|json] [--log-level L]\n" \
+      "                 [--gpu [--gpu-device I|list]] [--log-format text|json] [--log-level L]\n" \
       "\n" \
       "  --connect EP       the broker's worker endpoint (default tcp://127.0.0.1:7555)\n" \
       "  --threads K        compute threads (default: all cores)\n" \
       "  --prefetch P       shards queued beyond the running ones (default 1)\n" \
+      "  --gpu              count on the first GPU through OpenCL; the threads feed it, and it asks\n" \
+      "                     for as many shards as its measured rate keeps busy. If the GPU fails, its\n" \
+      "                     shards are reported as errors (others recount them) and it exits 3.\n" \
+      "  --gpu-device I     the OpenCL device to use ('list' lists them; default: the first GPU)\n" \
       "SIGTERM: stop taking work, hand back what is held, exit 0.\n" }, \
     { "submit", cmd_submit, "submit a job to the broker; prints its id", \
       "usage: nq submit count|solve|enumerate N [job options] [--json] [connection options]\n\njob options:\n" \

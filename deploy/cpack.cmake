@@ -56,12 +56,15 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # Library dependencies from the binary itself when dpkg-shlibdeps is there
-# (dpkg-dev); otherwise the bookworm names of what CMakeLists.txt links.
+# (dpkg-dev); otherwise the bookworm names of what CMakeLists.txt links. The OpenCL ICD loader
+# (ocl-icd-libopencl1, or another libOpenCL.so.1) is one of them: nq runs without a GPU driver,
+# and says what to install only when --gpu is asked for.
 find_program(NQ_DPKG_SHLIBDEPS dpkg-shlibdeps)
 if(NQ_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libzmq5, libmsgpackc2, libsqlite3-0, libsodium23")
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS
+      "libc6, libzmq5, libmsgpackc2, libsqlite3-0, libsodium23, ocl-icd-libopencl1")
   if(MHD_FOUND)
     string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libmicrohttpd12")
   endif()

@@ -3,7 +3,12 @@
  * it to the end (or until cancelled), puts it on the done list and pokes the
  * socket loop through an inproc PUSH socket of its own (ZeroMQ sockets are
  * not shared between threads).
+ *
+ * With a GPU, a thread runs a count task's host part and hands the rest to the GPU engine; the
+ * task stays on the running list (heartbeats name it) until the engine's callback moves it to
+ * the done list and pokes the loop (wake_poke: the engine's thread has no socket of its own).
  */
+#include "wake.h"
 #include "worker_impl.h"
 
 #include <stdio.h>
@@ -20,6 +25,9 @@ struct nq_pool {
     char notify_ep[128];
     uint32_t nthreads;
     pthread_t *threads;
+    nq_gpu_t *gpu;
+    uint32_t gpu_held;                  /* tasks the GPU engine holds */
+    pthread_cond_t gpu_idle;            /* gpu_held reached 0 */
 };
 
 static void list_remove(nq_wtask_t **head, nq_wtask_t *t)
@@ -29,6 +37,24 @@ static void list_remove(nq_wtask_t **head, nq_wtask_t *t)
             *pp = t->next;
             return;
         }
+}
+
+/* The GPU engine's end of a task: to the done list, the loop poked. */
+static void pool_gpu_done(void *ud, nq_wtask_t *t)
+{
+    nq_pool_t *p = ud;
+    pthread_mutex_lock(&p->lock);
+    list_remove(&p->running, t);
+    int first = p->done == NULL;        /* one poke wakes the loop for all that follow it */
+    t->next = p->done;
+    p->done = t;
+    pthread_mutex_unlock(&p->lock);
+    if (first)
+        wake_poke(p->ctx, p->notify_ep);
+    pthread_mutex_lock(&p->lock);       /* last: pool_destroy waits for it before it frees p */
+    if (--p->gpu_held == 0)
+        pthread_cond_broadcast(&p->gpu_idle);
+    pthread_mutex_unlock(&p->lock);
 }
 
 static void *pool_thread(void *arg)
@@ -50,6 +76,13 @@ static void *pool_thread(void *arg)
             p->queue_tail = NULL;
         t->next = p->running;
         p->running = t;
+        if (p->gpu && t->t.kind == NQ_KIND_COUNT) {
+            p->gpu_held++;              /* queued in the engine: its progress moves with its launches */
+            pthread_mutex_unlock(&p->lock);
+            task_run_gpu(t, p->gpu, pool_gpu_done, p);
+            pthread_mutex_lock(&p->lock);
+            continue;
+        }
         /* started: the broker counts a lease stalled when its progress has not moved since it
            was sent, and a queued task reports 0 (leases.c, peer_release_stalled) */
         atomic_store_explicit(&t->progress, 1, memory_order_relaxed);
@@ -66,7 +99,8 @@ static void *pool_thread(void *arg)
     return NULL;
 }
 
-nq_pool_t *pool_new(void *ctx, uint32_t threads, const char *notify_ep, char *err, size_t errlen)
+nq_pool_t *pool_new(void *ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *gpu, char *err,
+                    size_t errlen)
 {
     nq_pool_t *p = calloc(1, sizeof *p);
     if (!p || !(p->threads = calloc(threads, sizeof *p->threads))) {
@@ -76,6 +110,8 @@ nq_pool_t *pool_new(void *ctx, uint32_t threads, const char *notify_ep, char *er
     }
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->work, NULL);
+    pthread_cond_init(&p->gpu_idle, NULL);
+    p->gpu = gpu;
     p->ctx = ctx;
     snprintf(p->notify_ep, sizeof p->notify_ep, "%s", notify_ep);
     for (; p->nthreads < threads; p->nthreads++)
@@ -101,10 +137,14 @@ void pool_destroy(nq_pool_t **pp)
     nq_pool_t *p = *pp;
     if (!p)
         return;
+    pthread_mutex_lock(&p->lock);
+    p->stop = 1;                        /* first: no thread starts another task */
+    pthread_cond_broadcast(&p->work);
+    pthread_mutex_unlock(&p->lock);
     pool_cancel_all(p);
     pthread_mutex_lock(&p->lock);
-    p->stop = 1;
-    pthread_cond_broadcast(&p->work);
+    while (p->gpu_held > 0)             /* cancelled: each ends within a launch */
+        pthread_cond_wait(&p->gpu_idle, &p->lock);
     pthread_mutex_unlock(&p->lock);
     for (uint32_t i = 0; i < p->nthreads; i++)
         pthread_join(p->threads[i], NULL);
@@ -113,6 +153,7 @@ void pool_destroy(nq_pool_t **pp)
     free_list(p->done);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->work);
+    pthread_cond_destroy(&p->gpu_idle);
     free(p->threads);
     free(p);
     *pp = NULL;

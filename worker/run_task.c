@@ -124,27 +124,67 @@ static void run_solve(nq_wtask_t *t, char *err, size_t errlen)
     t->r.total = 1;
 }
 
-void task_run(nq_wtask_t *t)
+/* The RESULT's header, from the task. */
+static void task_begin(nq_wtask_t *t)
 {
-    char err[256] = "";
-    nq_kernel_ctl_t ctl = { .cancel = &t->cancel, .progress = &t->progress };
-    double t0 = mono();
+    t->started = mono();
     memset(&t->r, 0, sizeof t->r);
     t->r.job = t->t.job;
     t->r.shard = t->t.shard;
     t->r.lease = t->t.lease;
     t->r.proof = t->t.proof;
     t->r.kind = t->t.kind;
+}
+
+static void task_end(nq_wtask_t *t)
+{
+#ifdef NQ_TEST_FAULTS
+    fault_inject(t);
+#endif
+    t->r.elapsed_us = (uint64_t)((mono() - t->started) * 1e6);
+}
+
+void task_run(nq_wtask_t *t)
+{
+    char err[256] = "";
+    nq_kernel_ctl_t ctl = { .cancel = &t->cancel, .progress = &t->progress };
+    task_begin(t);
     if (t->t.kind == NQ_KIND_COUNT)
         run_count(t, &ctl, err, sizeof err);
     else if (t->t.kind == NQ_KIND_ENUMERATE)
         run_enumerate(t, &ctl, err, sizeof err);
     else
         run_solve(t, err, sizeof err);
-#ifdef NQ_TEST_FAULTS
-    fault_inject(t);
-#endif
-    t->r.elapsed_us = (uint64_t)((mono() - t0) * 1e6);
+    task_end(t);
+}
+
+/* The GPU engine's callback: the shard's result, an error (the device failed: the broker
+   hands the shard to another worker; never a partial count) or a cancel. */
+static void gpu_task_done(void *ud, int rc, const nq_count_result_t *cr, const char *err)
+{
+    nq_wtask_t *t = ud;
+    if (rc == 2) {
+        t->cancelled = 1;
+    } else if (rc != 0) {
+        set_error(t, err);
+    } else {
+        t->r.total = cr->total;
+        t->r.unique = cr->unique;
+        t->r.nodes = cr->nodes;
+        t->r.res13 = cr->res13;
+        t->r.res15 = cr->res15;
+    }
+    task_end(t);
+    t->gpu_done(t->gpu_ud, t);
+}
+
+void task_run_gpu(nq_wtask_t *t, nq_gpu_t *g, void (*done)(void *ud, nq_wtask_t *t), void *ud)
+{
+    nq_kernel_ctl_t ctl = { .cancel = &t->cancel, .progress = &t->progress };
+    task_begin(t);
+    t->gpu_done = done;
+    t->gpu_ud = ud;
+    gpu_count_shard(g, t->t.spec, t->t.spec_len, &ctl, gpu_task_done, t);
 }
 
 void task_free(nq_wtask_t *t)

@@ -34,7 +34,16 @@ struct nq_worker {
     uint64_t sync, sync_echoed;        /* the broker's last sync token, and the last we echoed */
     nq_wtask_t *outbox;
     nq_rng_t rng;
+    double rate_at;                    /* GPU: when the shard rate was last looked at */
+    uint64_t rate_shards;              /*      and how many shards the engine had finished */
+    double rate;                       /*      shards a second, smoothed */
 };
+
+/* What this worker counts with: its GPU's name, or the CPU kernel's. */
+static const char *worker_kernel(const nq_worker_t *w)
+{
+    return w->cfg.gpu ? gpu_name(w->cfg.gpu) : count_kernel_name();
+}
 
 static double now_s(void) { return nq_mono(); }
 
@@ -63,7 +72,11 @@ static void send_hello(nq_worker_t *w)
     nq_msg_t m = { .type = NQ_MSG_HELLO };
     snprintf(m.u.hello.worker_id, sizeof m.u.hello.worker_id, "%s", w->id);
     snprintf(m.u.hello.host, sizeof m.u.hello.host, "%s", w->host);
-    snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s", NQ_VERSION);
+    /* a GPU worker names its device: `nq workers` and the web view show it beside its rate */
+    if (w->cfg.gpu)
+        snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s gpu: %s", NQ_VERSION, gpu_name(w->cfg.gpu));
+    else
+        snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s", NQ_VERSION);
     m.u.hello.nonce = w->nonce;
     m.u.hello.threads = w->cfg.threads;
     send_msg(w, &m);
@@ -154,8 +167,9 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
             send_hello(w);
             outbox_resend(w, now_s());
             send_heartbeat(w);
+            char qk[NQ_LOG_QLEN];
             nq_log(NQ_LOG_INFO, "worker.connected", "broker=%s outbox=%s kernel=%s", w->cfg.connect,
-                   w->outbox ? "resent" : "empty", count_kernel_name());
+                   w->outbox ? "resent" : "empty", nq_log_qs(qk, sizeof qk, worker_kernel(w)));
         } else if (now_s() - w->hello_at > w->hb_ms / 1000.0) {
             /* Not the answer to a HELLO: the broker forgot us (we were silent past its liveness
                window, busy or cut off) and asks who we are. At most once a heartbeat, so the two
@@ -260,7 +274,8 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
     char ep[128];
     done_endpoint(w, ep, sizeof ep);
     w->pull = zmq_socket(w->ctx, ZMQ_PULL);
-    if (zmq_bind(w->pull, ep) != 0 || !(w->pool = pool_new(w->ctx, w->cfg.threads, ep, err, errlen)) ||
+    if (zmq_bind(w->pull, ep) != 0 ||
+        !(w->pool = pool_new(w->ctx, w->cfg.threads, ep, w->cfg.gpu, err, errlen)) ||
         connect_broker(w, err, errlen) != 0) {
         if (!err[0])
             snprintf(err, errlen, "cannot start the worker");
@@ -310,6 +325,36 @@ static void drain_socket(nq_worker_t *w)
     }
 }
 
+/*
+ * A GPU counts shards far faster than the threads that feed it, and the engine needs enough of
+ * them in flight to fill its launches: the credit follows the measured rate, two seconds of
+ * shards on top of the threads and prefetch, within what the broker grants (NQ_CREDIT_CAP).
+ */
+#define NQ_CREDIT_CAP (NQ_MAX_HEARTBEAT_ITEMS / 2)   /* the broker's NQ_CREDIT_MAX */
+#define GPU_CREDIT_SECONDS 2.0
+
+static void gpu_credit(nq_worker_t *w, double now)
+{
+    nq_gpu_stats_t st;
+    if (!w->cfg.gpu || now - w->rate_at < 1.0)
+        return;
+    gpu_stats(w->cfg.gpu, &st);
+    if (w->rate_at > 0) {
+        double r = (double)(st.shards - w->rate_shards) / (now - w->rate_at);
+        w->rate = w->rate > 0 ? 0.5 * w->rate + 0.5 * r : r;
+    }
+    w->rate_at = now;
+    w->rate_shards = st.shards;
+    double want = w->rate * GPU_CREDIT_SECONDS + w->cfg.threads + w->cfg.prefetch;
+    uint32_t c = want > NQ_CREDIT_CAP ? NQ_CREDIT_CAP : (uint32_t)want;
+    if (c < w->credit * 4 / 5 || c > w->credit * 5 / 4) {   /* no CREDIT for every wobble */
+        w->credit = c;
+        nq_msg_t m = { .type = NQ_MSG_CREDIT };
+        m.u.credit.credit = c;
+        send_msg(w, &m);
+    }
+}
+
 /* Heartbeats, resends, and a new connection when the broker has gone quiet. */
 static void tick(nq_worker_t *w, double now)
 {
@@ -331,6 +376,7 @@ static void tick(nq_worker_t *w, double now)
         w->backoff = w->backoff * 2 > 32 ? 32 : w->backoff * 2;
         return;
     }
+    gpu_credit(w, now);
     if (now - w->last_sent >= hb || w->sync != w->sync_echoed)
         send_heartbeat(w);
     outbox_resend(w, now - hb * w->liveness * 2);   /* an unacked result: say it again */
@@ -369,6 +415,14 @@ int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
         drain_socket(w);
         if (w->mon && security_monitor_check(w->mon, err, errlen)) {
             nq_log(NQ_LOG_ERROR, "worker.refused", "reason=\"%s\"", err);
+            return 3;
+        }
+        if (w->cfg.gpu && gpu_failed(w->cfg.gpu, err, errlen)) {
+            /* its shards end as errors (the broker gives them to others); say so, hand back, go */
+            char q[NQ_LOG_QLEN];
+            nq_log(NQ_LOG_ERROR, "worker.gpu_failed", "reason=%s", nq_log_qs(q, sizeof q, err));
+            if (w->sock)
+                shutdown_gracefully(w);
             return 3;
         }
         tick(w, now_s());

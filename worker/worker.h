@@ -7,6 +7,8 @@
 #ifndef NQ_WORKER_H
 #define NQ_WORKER_H
 
+#include "gpu.h"
+
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +21,8 @@ typedef struct {
     const char *key_file;        /* own CURVE key pair */
     const char *broker_key_file; /* broker's public key */
     const char *id;              /* NULL: host:pid:random */
+    nq_gpu_t *gpu;               /* count shards on this GPU (the caller's, opened and closed by it);
+                                    NULL: on the threads */
 } nq_worker_cfg_t;
 
 typedef struct nq_worker nq_worker_t;
@@ -26,7 +30,8 @@ typedef struct nq_worker nq_worker_t;
 void worker_cfg_defaults(nq_worker_cfg_t *cfg);
 nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen);
 /* Works until *stop: then stops taking work, hands back what it holds (BYE) and returns 0.
-   Returns 3 when the broker refuses it (bad key): err says why. */
+   Returns 3 when the broker refuses it (bad key) or its GPU failed (after reporting the shards
+   it held as errors): err says why. */
 int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen);
 /* From another thread, after setting *stop: worker_run sees it now, not at its next 50 ms wake-up. */
 void worker_wake(nq_worker_t *w);

@@ -2,8 +2,8 @@
  * The worker's private parts:
  *   worker.c   the socket loop: hello, credit, tasks, acks, heartbeats, reconnects, and the
  *              outbox (results kept until the broker acknowledges them)
- *   pool.c     the compute threads and the tasks they run
- *   run_task.c one task through its kernel (count, solve, enumerate)
+ *   pool.c     the compute threads and the tasks they run; with a GPU, count tasks go to it
+ *   run_task.c one task through its kernel (count, solve, enumerate; count on the GPU)
  * Its command (nq worker) is cli/cmd_worker.c.
  */
 #ifndef NQ_WORKER_IMPL_H
@@ -25,12 +25,17 @@ typedef struct nq_wtask {
     uint32_t *cols;                   /* solve: the solution (r.sol_n rows) */
     int cancelled;                    /* finished because of a CANCEL: nothing to send */
     double sent_at;                   /* outbox: last time sent */
+    double started;                   /* when it began (GPU tasks end on another thread) */
+    void (*gpu_done)(void *ud, struct nq_wtask *t);   /* GPU tasks: called once it ended */
+    void *gpu_ud;
     struct nq_wtask *next;
 } nq_wtask_t;
 
 typedef struct nq_pool nq_pool_t;
 
-nq_pool_t *pool_new(void *zmq_ctx, uint32_t threads, const char *notify_ep, char *err, size_t errlen);
+/* gpu (may be NULL): where count tasks go; the pool does not own it. */
+nq_pool_t *pool_new(void *zmq_ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *gpu, char *err,
+                    size_t errlen);
 void pool_destroy(nq_pool_t **p);
 void pool_submit(nq_pool_t *p, nq_wtask_t *t);
 nq_wtask_t *pool_take_done(nq_pool_t *p);           /* finished tasks, as a list */
@@ -43,6 +48,9 @@ uint32_t pool_progress(nq_pool_t *p, nq_hb_item_t *items, uint32_t max);   /* ru
 uint32_t task_items(const nq_wtask_t *list, nq_hb_item_t *items, uint32_t n, uint32_t max);
 
 void task_run(nq_wtask_t *t);                        /* run_task.c */
+/* A count task on the GPU: its host part now, the rest on the GPU; done(ud, t) once it ended
+   (on the GPU engine's thread, or on this one). */
+void task_run_gpu(nq_wtask_t *t, nq_gpu_t *g, void (*done)(void *ud, nq_wtask_t *t), void *ud);
 void task_free(nq_wtask_t *t);
 
 #endif

@@ -52,7 +52,8 @@ void web_db_close(nq_http_t *h)
 }
 
 /* The broker's live view of a worker, from the last snapshot (query_live_t). */
-static int live_lookup(void *ud, const char *id, int *alive, double *nodes_per_s, uint32_t *leases)
+static int live_lookup(void *ud, const char *id, int *alive, double *nodes_per_s, uint32_t *leases,
+                       char kernel[QUERY_KERNEL_MAX])
 {
     nq_http_t *h = ud;
     int rc = -1;
@@ -63,6 +64,7 @@ static int live_lookup(void *ud, const char *id, int *alive, double *nodes_per_s
             *alive = 1;
             *nodes_per_s = w->nodes_per_s;
             *leases = w->leases;
+            snprintf(kernel, QUERY_KERNEL_MAX, "%s", w->kernel);
             rc = 0;
             break;
         }

@@ -544,7 +544,7 @@ static void pk_worker(msgpack_packer *pk, sqlite3_stmt *st, const query_live_t *
     };
     double seconds = sqlite3_column_double(st, 8);
     double nps = seconds > 0 ? (double)(uint64_t)sqlite3_column_int64(st, 7) / seconds : 0;
-    msgpack_pack_map(pk, 14);
+    msgpack_pack_map(pk, 15);
     for (int i = 0; i < 11; i++) {
         pk_str(pk, keys[i]);
         if (i <= 2) pk_col_text(pk, st, i);
@@ -557,9 +557,10 @@ static void pk_worker(msgpack_packer *pk, sqlite3_stmt *st, const query_live_t *
     int alive = 0;
     double live_nps = 0;
     uint32_t leases = 0;
+    char kernel[QUERY_KERNEL_MAX] = "";
     const char *id = (const char *)sqlite3_column_text(st, 0);
     int known = live && live->lookup && id &&
-                live->lookup(live->ud, id, &alive, &live_nps, &leases) == 0;
+                live->lookup(live->ud, id, &alive, &live_nps, &leases, kernel) == 0;
     pk_str(pk, "nodes_per_s"); msgpack_pack_double(pk, known ? live_nps : nps);
     pk_str(pk, "alive");
     if (!live) msgpack_pack_nil(pk);
@@ -568,6 +569,9 @@ static void pk_worker(msgpack_packer *pk, sqlite3_stmt *st, const query_live_t *
     pk_str(pk, "leases");
     if (!live) msgpack_pack_nil(pk);
     else msgpack_pack_uint32(pk, known ? leases : 0);
+    pk_str(pk, "kernel");               /* the worker's own words: renderers escape them */
+    if (known && alive && kernel[0]) pk_str(pk, kernel);
+    else msgpack_pack_nil(pk);
 }
 
 static int workers_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_t errlen)

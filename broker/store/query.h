@@ -42,12 +42,15 @@
 #define QUERY_RESULT_MAX_SOLUTIONS 1000u
 
 /* Live data the broker adds to documents. lookup returns 0 when it knows the worker (then
-   alive, nodes_per_s and leases are its current values), else -1. job (may be NULL) returns 0
-   when the job is active in the broker: then pending and leased count copies waiting and out
-   on workers (quorum and check copies too; the store has one lease per shard row) and waiting
-   says why pending work is not taken ("" when it is). */
+   alive, nodes_per_s and leases are its current values, and kernel the build its HELLO named: a
+   GPU worker's names its device), else -1. job (may be NULL) returns 0 when the job is active in
+   the broker: then pending and leased count copies waiting and out on workers (quorum and check
+   copies too; the store has one lease per shard row) and waiting says why pending work is not
+   taken ("" when it is). */
+#define QUERY_KERNEL_MAX 256
 typedef struct {
-    int (*lookup)(void *ud, const char *worker_id, int *alive, double *nodes_per_s, uint32_t *leases);
+    int (*lookup)(void *ud, const char *worker_id, int *alive, double *nodes_per_s, uint32_t *leases,
+                  char kernel[QUERY_KERNEL_MAX]);
     void *ud;
     int (*job)(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, char *waiting, size_t len);
 } query_live_t;
@@ -61,9 +64,9 @@ int query_job(sqlite3 *db, uint64_t id, const query_live_t *live, msgpack_packer
 int query_list(sqlite3 *db, msgpack_packer *pk, char *err, size_t errlen);
 
 /* Array of {id, host, pubkey, threads, first_seen, last_seen, shards_done, nodes,
-   seconds, nodes_per_s, conflicts, flagged, alive, leases}, by id. Without live
-   (NULL), alive and leases are nil and nodes_per_s = nodes/seconds from the DB;
-   with live, a worker the broker knows gets its live values, others alive=false. */
+   seconds, nodes_per_s, conflicts, flagged, alive, leases, kernel}, by id. Without live
+   (NULL), alive, leases and kernel are nil and nodes_per_s = nodes/seconds from the DB;
+   with live, a worker the broker knows gets its live values, others alive=false, kernel nil. */
 int query_workers(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen);
 
 /*

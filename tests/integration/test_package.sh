@@ -67,6 +67,7 @@ deps=$(field Depends)
 for lib in libzmq5 libsqlite3-0 libmsgpackc2 libsodium23 libc6; do
     grep -q "$lib" <<<"$deps" || fail "Depends lacks $lib: $deps"
 done
+grep -q "libopencl1" <<<"$deps" || fail "Depends lacks the OpenCL ICD loader (ocl-icd-libopencl1): $deps"
 if pkg-config --exists libmicrohttpd; then
     grep -q libmicrohttpd <<<"$deps" || fail "Depends lacks libmicrohttpd: $deps"
 fi

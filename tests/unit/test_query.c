@@ -422,7 +422,8 @@ T_TEST(test_list)
     sqlite3_close(db);
 }
 
-static int live_lookup(void *ud, const char *id, int *alive, double *nps, uint32_t *leases)
+static int live_lookup(void *ud, const char *id, int *alive, double *nps, uint32_t *leases,
+                       char kernel[QUERY_KERNEL_MAX])
 {
     (void)ud;
     if (strcmp(id, "w1") != 0)
@@ -430,6 +431,7 @@ static int live_lookup(void *ud, const char *id, int *alive, double *nps, uint32
     *alive = 1;
     *nps = 123.5;
     *leases = 3;
+    snprintf(kernel, QUERY_KERNEL_MAX, "nq-0.1.0 gpu: Some GPU (Vendor)");
     return 0;
 }
 
@@ -455,7 +457,7 @@ T_TEST(test_workers)
         T_EQ_U64(getu(w2, "nodes"), UINT64_MAX);          /* stored bit pattern read as u64 */
         T_CHECK(!getb(w1, "flagged") && getb(w2, "flagged"));
         T_EQ_U64(getu(w2, "conflicts"), 2);
-        T_CHECK(is_nil(w1, "alive") && is_nil(w1, "leases"));
+        T_CHECK(is_nil(w1, "alive") && is_nil(w1, "leases") && is_nil(w1, "kernel"));
     }
     doc_free(&d);
 
@@ -469,6 +471,8 @@ T_TEST(test_workers)
         T_EQ_U64(getu(w1, "leases"), 3);
         T_EQ_U64(getu(w2, "leases"), 0);
         NEAR(getd(w1, "nodes_per_s"), 123.5, 0);
+        T_CHECK(str_is(get(w1, "kernel"), "nq-0.1.0 gpu: Some GPU (Vendor)"));   /* the device it runs on */
+        T_CHECK(is_nil(w2, "kernel"));
     }
     doc_free(&d);
     sqlite3_close(db);

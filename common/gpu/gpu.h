@@ -1,0 +1,79 @@
+/*
+ * Counting shards on a GPU. An engine owns one device and a thread that feeds it: shards come in
+ * from any thread (gpu_count_shard), their host parts run at once on the caller's thread
+ * (gpu_shard.h), their GPU parts are expanded into tasks, many shards' tasks to a launch, two
+ * launches in flight, and each shard's tasks are folded back into one result, handed to the
+ * caller's callback. Results are those of count_shard: total, unique, residues and nodes.
+ *
+ * A device that fails (a launch error, lost, out of memory) fails the engine: every shard it
+ * holds and every later one ends with the error, never with a partial count.
+ */
+#ifndef NQ_GPU_H
+#define NQ_GPU_H
+
+#include "count.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct nq_gpu nq_gpu_t;
+
+/* How the engine runs; 0 or -1 fields take the defaults (see docs/gpu.md). */
+typedef struct {
+    int device;                /* index in the list `nq bench count --gpu` prints; -1: the first GPU */
+    uint32_t wg;               /* work-items per group (0: 128, or less where the device allows less) */
+    int rows_left;             /* rows each task leaves to the GPU (0: NQ_GPU_ROWS_LEFT) */
+    int stack_local;           /* 1 stack in local memory, 0 private, -1 auto (local where it fits) */
+    uint32_t groups_per_cu;    /* persistent work-groups per compute unit (0: 8) */
+    uint32_t chunk;            /* tasks of one shard a work-group takes at once (0: 4 x wg) */
+    double launch_s;           /* the time a launch aims at (0: 0.25 s, well under a display watchdog) */
+    uint32_t max_tasks;        /* tasks a launch holds at most (0: 1 << 20) */
+    int chunked;               /* work-groups take chunks of one shard (gpu_search.h); 0: tasks one by one */
+    int sort;                  /* unchunked: a launch's tasks largest first by their estimated cost (-1: 1) */
+    int queues;                /* OpenCL command queues, so launches may overlap (0: 2) */
+    int pairs;                 /* level m-2 and the last row in closed form (gpu_search.h) */
+} nq_gpu_cfg_t;
+
+#define NQ_GPU_ROWS_LEFT 13    /* tasks of ~1e4-1e5 nodes at N = 16..20 (docs/gpu.md) */
+
+void gpu_cfg_defaults(nq_gpu_cfg_t *cfg);
+/* Reads NQ_GPU_WG, NQ_GPU_ROWS, NQ_GPU_STACK (local|private), NQ_GPU_GROUPS, NQ_GPU_CHUNK,
+   NQ_GPU_LAUNCH_MS, NQ_GPU_MAX_TASKS, NQ_GPU_CHUNKED, NQ_GPU_SORT, NQ_GPU_QUEUES and NQ_GPU_PAIRS
+   from the environment (tuning on a device); -1 with a reason when one is out of range. */
+int gpu_cfg_from_env(nq_gpu_cfg_t *cfg, char *err, size_t errlen);
+
+/* Opens the OpenCL device and builds the kernel for it. NULL with a one-line reason: no
+   platform, no device, the build failed (with the first lines of its log), no memory. */
+nq_gpu_t *gpu_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen);
+/* Stops the engine: shards not finished end as cancelled (rc 2). */
+void gpu_close(nq_gpu_t **g);
+
+/* "NAME (PLATFORM)", e.g. "NVIDIA H100 80GB HBM3 (NVIDIA CUDA)". */
+const char *gpu_name(const nq_gpu_t *g);
+/* The parameters the engine runs with, one line. */
+const char *gpu_params(const nq_gpu_t *g);
+/* The OpenCL devices of every platform, one "I: NAME (PLATFORM, TYPE)" line each, into buf;
+   -1 with a reason when there is no platform. */
+int gpu_list_devices(char *buf, size_t len, char *err, size_t errlen);
+
+/* rc 0: r holds the shard's result; 2: cancelled; -1: err says why (r is zeroed). Called on the
+   engine's thread, or on the caller's when the shard needs no GPU: keep it short. */
+typedef void (*nq_gpu_done_fn)(void *ud, int rc, const nq_count_result_t *r, const char *err);
+
+/*
+ * Counts shard spec: its host part now, on this thread; its GPU part on the device, ending in
+ * done(ud, ...). ctl (copied; NULL for none) is polled for cancel and gets the nodes so far.
+ * Blocks while the engine has more than a launch's worth of shards waiting. Returns 0 once done
+ * is sure to be called (maybe already), -1 when it will not be (and done was not called).
+ */
+int gpu_count_shard(nq_gpu_t *g, const uint8_t *spec, size_t len, const nq_kernel_ctl_t *ctl,
+                    nq_gpu_done_fn done, void *ud);
+
+/* Nonzero once the device failed; err gets why. */
+int gpu_failed(nq_gpu_t *g, char *err, size_t errlen);
+
+/* Shards finished, launches, tasks and seconds spent in launches so far. */
+typedef struct { uint64_t shards, launches, tasks, host_tasks; double launch_s, busy_s; } nq_gpu_stats_t;
+void gpu_stats(nq_gpu_t *g, nq_gpu_stats_t *st);
+
+#endif

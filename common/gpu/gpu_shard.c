@@ -1,0 +1,162 @@
+/* A count shard split between the GPU and the host: see gpu_shard.h. Mirrors count_shard's choices
+   (count.c), which test_gpu_shard checks shard by shard. */
+#include "gpu_shard.h"
+#include "count_d4.h"
+#include "errf.h"
+#include "nq.h"
+
+#include <string.h>
+
+static int host_leaf(void *ud, const uint8_t *cols, int n)
+{
+    nq_count_acc_t *acc = ud;
+    uint8_t board[NQ_SHARD_MAX_N];
+    if (acc->plan->flipped) {   /* back to board orientation, as count_leaf does */
+        for (int r = 0; r < n; r++)
+            board[r] = cols[n - 1 - r];
+        cols = board;
+    }
+    return count_solution(acc->plan, cols, acc);
+}
+
+static void acc_into(nq_gpu_split_t *s, const nq_count_acc_t *acc)
+{
+    s->tally = acc->tally;
+    s->unique = acc->unique;
+}
+
+/* Every solution one by one on the host (count_shard's search_leaves), into s. */
+static int host_leaves(nq_plan_t *pl, nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
+{
+    nq_count_acc_t acc;
+    memset(&acc, 0, sizeof acc);
+    acc.tally = s->tally;
+    acc.unique = s->unique;
+    acc.plan = pl;
+    int rc = search_leaves(pl, host_leaf, &acc, ctl, nodes);
+    acc_into(s, &acc);
+    return rc;
+}
+
+/* The fast kernel on the host, for a plan the GPU does not take or for the rare pass. */
+static int host_fast(nq_plan_t *pl, nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
+{
+    nq_count_acc_t acc;
+    memset(&acc, 0, sizeof acc);
+    acc.tally = s->tally;
+    acc.unique = s->unique;
+    acc.plan = pl;
+    int rc = search_fast(pl, &acc, ctl, nodes);
+    acc_into(s, &acc);
+    return rc;
+}
+
+/*
+ * Top-down, m >= 2 (search_fast's case). The GPU takes the plan whenever its last row has a
+ * weight-8 cell; the rare cells then get a pass of their own on the host with the last row cut
+ * down to them, whose nodes are not the shard's (count_simd.c does the same). A last row of rare
+ * cells only is the host's whole.
+ */
+static int split_top(nq_plan_t *pl, nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl)
+{
+    uint64_t nodes = 0;
+    if (!(plan_open(pl, pl->m - 1) & pl->leaf8)) {
+        int rc = host_fast(pl, s, ctl, &nodes);
+        s->nodes += nodes;
+        return rc;
+    }
+    s->gpu = 1;
+    s->plan = *pl;
+    if (!pl->leafx)
+        return 0;
+    nq_plan_t px = *pl;
+    px.block[px.m - 1] |= ~pl->leafx;
+    px.leaf8 = 0;
+    return host_fast(&px, s, ctl, &nodes);   /* nodes: the GPU counts the whole last row */
+}
+
+/* Bottom-up (count_flipped): b fixed, or free and split by its weight. */
+static int split_flipped(const nq_shard_desc_t *d, nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl)
+{
+    nq_plan_t p8, px;
+    uint64_t nx = 0;
+    plan_init(&p8, d, 1);
+    if (d->row_col[d->n - 1] >= 0) {
+        if (p8.leaf8 && p8.m >= 2) {
+            s->gpu = 1;
+            s->plan = p8;
+            return 0;
+        }
+        int rc = host_leaves(&p8, s, ctl, &nx);
+        s->nodes += nx;
+        return rc;
+    }
+    px = p8;
+    p8.block[0] |= ~d->bmask8;
+    p8.leaf8 = p8.full;
+    p8.leafx = 0;
+    px.block[0] |= ~d->bmaskx;
+    if (d->bmaskx) {
+        int rc = host_leaves(&px, s, ctl, &nx);
+        s->nodes += nx;
+        if (rc)
+            return rc;
+    }
+    if (d->bmask8) {
+        s->gpu = 1;
+        s->plan = p8;
+    }
+    return 0;
+}
+
+int gpu_split_shard(const uint8_t *spec, size_t len, nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl,
+                    char *err, size_t errlen)
+{
+    nq_shard_desc_t d;
+    nq_plan_t pl;
+    uint64_t nodes = 0;
+    int rc;
+    memset(s, 0, sizeof *s);
+    if (shard_decode(spec, len, &d, err, errlen))
+        return -1;
+    if (d.kind != NQ_KIND_COUNT)
+        return nq_errf(err, errlen, "not a count shard (kind %d)", d.kind);
+    int free_rows = 0;
+    for (int r = 0; r < d.n; r++)
+        free_rows += d.row_col[r] < 0;
+    if (d.mode == NQ_SHARD_BORDER && free_rows >= 3 && d.flip) {
+        rc = split_flipped(&d, s, ctl);
+    } else {
+        plan_init(&pl, &d, 0);
+        if (d.mode == NQ_SHARD_BORDER && pl.m >= 2) {
+            rc = split_top(&pl, s, ctl);
+        } else {
+            rc = host_leaves(&pl, s, ctl, &nodes);
+            s->nodes += nodes;
+        }
+    }
+    if (rc == 2)
+        return 2;
+    if (rc != 0)
+        return nq_errf(err, errlen, "64-bit overflow counting the shard");
+    return 0;
+}
+
+int gpu_split_finish(const nq_gpu_split_t *s, uint64_t gpu_nodes, uint64_t gpu_sols, nq_count_result_t *r,
+                     char *err, size_t errlen)
+{
+    nq_count_tally_t t = s->tally;
+    uint64_t w, unique, nodes;
+    memset(r, 0, sizeof *r);
+    /* weight-8 solutions: a border configuration with no symmetry stands for 8 boards */
+    if (__builtin_mul_overflow(gpu_sols, (uint64_t)NQ_D4_SIZE, &w) || count_tally_add(&t, w) ||
+        __builtin_add_overflow(s->unique, gpu_sols, &unique) ||
+        __builtin_add_overflow(s->nodes, gpu_nodes, &nodes))
+        return nq_errf(err, errlen, "64-bit overflow counting the shard");
+    r->total = t.total;
+    r->unique = unique;
+    r->nodes = nodes;
+    r->res13 = t.r13;
+    r->res15 = t.r15;
+    return 0;
+}

@@ -1,0 +1,370 @@
+/*
+ * The GPU engine (common/gpu) on its host backend, the kernel compiled as C: shards split
+ * between host and GPU, expanded into tasks, spread over many launches and chunks, folded back
+ * per shard, must give count_shard's result exactly (total, unique, residues, nodes), in every
+ * shard encoding; cancels, a lost device and the test fault switches end shards as they should.
+ */
+#include "t.h"
+#include "count.h"
+#include "gpu_expand.h"
+#include "gpu_impl.h"
+#include "gpu_shard.h"
+#include "shard.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    size_t done, n;
+    nq_count_result_t *r;
+    int *rc;
+    char err[256];
+} sink_t;
+
+typedef struct { sink_t *s; size_t i; } slot_ud_t;
+
+static void on_done(void *ud, int rc, const nq_count_result_t *r, const char *err)
+{
+    slot_ud_t *u = ud;
+    sink_t *s = u->s;
+    pthread_mutex_lock(&s->lock);
+    s->r[u->i] = *r;
+    s->rc[u->i] = rc;
+    if (rc == -1 && !s->err[0])
+        snprintf(s->err, sizeof s->err, "%s", err);
+    s->done++;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->lock);
+    free(u);
+}
+
+static void sink_init(sink_t *s, size_t n)
+{
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->n = n;
+    s->r = calloc(n ? n : 1, sizeof *s->r);
+    s->rc = calloc(n ? n : 1, sizeof *s->rc);
+}
+
+static void sink_wait(sink_t *s, size_t n)
+{
+    pthread_mutex_lock(&s->lock);
+    while (s->done < n)
+        pthread_cond_wait(&s->cv, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void sink_free(sink_t *s)
+{
+    free(s->r);
+    free(s->rc);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cv);
+}
+
+/* An engine on the host backend: small launches and chunks, so shards span many of each; tasks in
+   chunks of one shard (chunked), or one by one in order of their estimated cost. */
+static nq_gpu_t *host_engine_as(int rows_left, uint32_t max_tasks, int chunked)
+{
+    nq_gpu_cfg_t cfg;
+    char err[256];
+    gpu_cfg_defaults(&cfg);
+    cfg.rows_left = rows_left;
+    cfg.max_tasks = max_tasks;
+    cfg.chunk = 3;
+    cfg.chunked = chunked;
+    gpu_cfg_resolve(&cfg);
+    gpu_backend_t *b = gpu_host_open(&cfg, err, sizeof err);
+    T_CHECK(b != NULL);
+    nq_gpu_t *g = b ? gpu_open_backend(b, &cfg, err, sizeof err) : NULL;
+    T_CHECK(g != NULL);
+    return g;
+}
+
+static nq_gpu_t *host_engine(int rows_left, uint32_t max_tasks)
+{
+    return host_engine_as(rows_left, max_tasks, 0);
+}
+
+static void submit(nq_gpu_t *g, sink_t *s, size_t i, const uint8_t *spec, size_t len,
+                   const nq_kernel_ctl_t *ctl)
+{
+    slot_ud_t *u = malloc(sizeof *u);
+    *u = (slot_ud_t){ s, i };
+    T_EQ_U64(gpu_count_shard(g, spec, len, ctl, on_done, u), 0);
+}
+
+/* Every shard of (n, depth, encoding) through the engine against count_shard; returns the
+   shards compared. */
+static size_t compare_list(nq_gpu_t *g, int n, int depth, int enc)
+{
+    char err[256];
+    nq_shards_t *l = shards_new_ex(NQ_KIND_COUNT, n, depth, enc, err, sizeof err);
+    T_CHECK(l != NULL);
+    if (!l)
+        return 0;
+    size_t cnt = shards_count(l);
+    sink_t s;
+    sink_init(&s, cnt);
+    for (size_t i = 0; i < cnt; i++) {
+        uint8_t b[NQ_MAX_SPEC];
+        size_t len = shards_get(l, i, b);
+        submit(g, &s, i, b, len, NULL);
+    }
+    sink_wait(&s, cnt);
+    for (size_t i = 0; i < cnt; i++) {
+        uint8_t b[NQ_MAX_SPEC];
+        size_t len = shards_get(l, i, b);
+        nq_count_result_t want;
+        T_EQ_U64(count_shard(b, len, &want, NULL, err, sizeof err), 0);
+        const nq_count_result_t *got = &s.r[i];
+        if (s.rc[i] != 0 || got->total != want.total || got->unique != want.unique ||
+            got->nodes != want.nodes || got->res13 != want.res13 || got->res15 != want.res15)
+            fprintf(stderr, "  n=%d depth %d encoding %d shard %zu: rc %d, %llu/%llu/%llu nodes, want "
+                    "%llu/%llu/%llu\n", n, depth, enc, i, s.rc[i], (unsigned long long)got->total,
+                    (unsigned long long)got->unique, (unsigned long long)got->nodes,
+                    (unsigned long long)want.total, (unsigned long long)want.unique,
+                    (unsigned long long)want.nodes);
+        T_EQ_U64(s.rc[i], 0);
+        T_EQ_U64(got->total, want.total);
+        T_EQ_U64(got->unique, want.unique);
+        T_EQ_U64(got->nodes, want.nodes);
+        T_EQ_U64(got->res13, want.res13);
+        T_EQ_U64(got->res15, want.res15);
+    }
+    sink_free(&s);
+    shards_destroy(&l);
+    return cnt;
+}
+
+T_TEST(test_gpu_engine_matches_count_shard_in_every_encoding)
+{
+    for (int chunked = 0; chunked <= 1; chunked++) {
+        nq_gpu_t *g = host_engine_as(5, 100, chunked);   /* tasks of 5 rows, launches of <= 100 tasks */
+        size_t shards = 0;
+        for (int enc = NQ_SHARD_ENCODING_MIN; enc <= NQ_SHARD_ENCODING; enc++)
+            for (int n = 1; n <= 12; n++)
+                for (int depth = 1; depth <= 3 && depth <= (n < 4 ? 1 : n - 2); depth++)
+                    shards += compare_list(g, n, n < 4 ? 0 : depth, enc);
+        nq_gpu_stats_t st;
+        gpu_stats(g, &st);
+        fprintf(stderr, "  %s: %zu shards, %llu launches, %llu tasks\n",
+                chunked ? "chunked" : "largest first", shards, (unsigned long long)st.launches,
+                (unsigned long long)st.tasks);
+        T_CHECK(st.launches > 100);
+        gpu_close(&g);
+        T_CHECK(g == NULL);
+    }
+}
+
+/* The cost that orders a launch: larger for the bigger of two tasks of a shard, most of the time
+   (N=14, tasks of 8 rows: the search's nodes against the estimate, pair by pair). */
+T_TEST(test_gpu_task_cost_ranks_tasks)
+{
+    char err[256];
+    nq_shards_t *l = shards_new(NQ_KIND_COUNT, 14, 1, err, sizeof err);
+    uint64_t agree = 0, pairs = 0;
+    for (size_t i = 0; l && i < shards_count(l); i += 7) {
+        uint8_t b[NQ_MAX_SPEC];
+        size_t len = shards_get(l, i, b);
+        nq_gpu_split_t sp;
+        T_EQ_U64(gpu_split_shard(b, len, &sp, NULL, err, sizeof err), 0);
+        if (!sp.gpu)
+            continue;
+        nq_gpu_table_t tb;
+        nq_gpu_expand_t e;
+        nq_gpu_task_t t[256];
+        nq_u32 stk[4 * NQ_STACK];
+        uint64_t nodes[256];
+        gpu_table_build(&sp.plan, &tb);
+        tb.level = (nq_u32)gpu_task_level(sp.plan.m, 8);
+        gpu_expand_init(&e, &tb, sp.plan.colfix, (int)tb.level);
+        size_t n = gpu_expand_next(&e, t, 256);
+        for (size_t k = 0; k < n; k++) {
+            uint64_t sols = 0;
+            nodes[k] = 0;
+            gpu_task_search(&tb, tb.level, t[k], stk, 1, &nodes[k], &sols);
+        }
+        for (size_t k = 1; k < n; k++) {
+            unsigned c0 = gpu_task_cost(&tb, &t[k - 1]), c1 = gpu_task_cost(&tb, &t[k]);
+            if (c0 == c1 || nodes[k - 1] == nodes[k])
+                continue;
+            pairs++;
+            agree += (c0 < c1) == (nodes[k - 1] < nodes[k]);
+        }
+    }
+    shards_destroy(&l);
+    fprintf(stderr, "  the estimate ranks %llu of %llu pairs of tasks as their nodes do\n",
+            (unsigned long long)agree, (unsigned long long)pairs);
+    T_CHECK(pairs > 1000 && agree * 10 > pairs * 7);
+}
+
+/* The paths of the split (gpu_shard.c), each taken by some shard at n = 9..12: top-down, the GPU
+   part alone or with a rare pass on the host; bottom-up on the GPU; the host alone. (The lists
+   never search a root with a symmetric b bottom-up, so count_flipped's leaves of rare b beside
+   a GPU part, mirrored in split_flipped, are not reached.) */
+T_TEST(test_gpu_split_takes_every_path)
+{
+    char err[256];
+    int gpu_only = 0, gpu_rare = 0, gpu_flip = 0, host_only = 0;
+    for (int n = 9; n <= 12; n++)
+        for (int depth = 1; depth <= n - 2; depth++) {
+            nq_shards_t *l = shards_new(NQ_KIND_COUNT, n, depth, err, sizeof err);
+            for (size_t i = 0; l && i < shards_count(l); i++) {
+                uint8_t b[NQ_MAX_SPEC];
+                size_t len = shards_get(l, i, b);
+                nq_shard_desc_t d;
+                nq_gpu_split_t sp;
+                T_CHECK(shard_decode(b, len, &d, err, sizeof err) == 0);
+                T_EQ_U64(gpu_split_shard(b, len, &sp, NULL, err, sizeof err), 0);
+                int host = sp.tally.total != 0 || sp.nodes != 0;
+                gpu_only += sp.gpu && !host && !sp.plan.flipped;
+                gpu_rare += sp.gpu && host && !sp.plan.flipped;
+                gpu_flip += sp.gpu && sp.plan.flipped;
+                host_only += !sp.gpu;
+            }
+            shards_destroy(&l);
+        }
+    fprintf(stderr, "  top-down: gpu alone %d, with a rare pass %d; bottom-up %d; host alone %d\n", gpu_only,
+            gpu_rare, gpu_flip, host_only);
+    T_CHECK(gpu_only > 1000 && gpu_rare > 10 && gpu_flip > 1000 && host_only > 10);
+}
+
+T_TEST(test_gpu_engine_cancel_ends_shards_cancelled)
+{
+    char err[256];
+    nq_gpu_t *g = host_engine(6, 64);
+    nq_shards_t *l = shards_new(NQ_KIND_COUNT, 12, 1, err, sizeof err);
+    atomic_int cancel = 1;
+    nq_kernel_ctl_t ctl = { &cancel, NULL };
+    sink_t s;
+    size_t cnt = shards_count(l);
+    sink_init(&s, cnt);
+    for (size_t i = 0; i < cnt; i++) {
+        uint8_t b[NQ_MAX_SPEC];
+        size_t len = shards_get(l, i, b);
+        submit(g, &s, i, b, len, &ctl);
+    }
+    sink_wait(&s, cnt);
+    for (size_t i = 0; i < cnt; i++)
+        T_EQ_U64(s.rc[i], 2);
+    sink_free(&s);
+    shards_destroy(&l);
+    gpu_close(&g);
+}
+
+/* Closing an engine that holds shards: each ends once, as cancelled. */
+T_TEST(test_gpu_engine_close_cancels_what_it_holds)
+{
+    char err[256];
+    nq_gpu_t *g = host_engine(8, 50);
+    nq_shards_t *l = shards_new(NQ_KIND_COUNT, 15, 1, err, sizeof err);
+    sink_t s;
+    size_t cnt = shards_count(l);
+    sink_init(&s, cnt);
+    for (size_t i = 0; i < cnt; i++) {
+        uint8_t b[NQ_MAX_SPEC];
+        size_t len = shards_get(l, i, b);
+        submit(g, &s, i, b, len, NULL);
+    }
+    gpu_close(&g);
+    T_EQ_U64(s.done, cnt);
+    size_t cancelled = 0;
+    for (size_t i = 0; i < cnt; i++) {
+        T_CHECK(s.rc[i] == 0 || s.rc[i] == 2);
+        cancelled += s.rc[i] == 2;
+    }
+    T_CHECK(cancelled > 0);
+    sink_free(&s);
+    shards_destroy(&l);
+}
+
+#ifdef NQ_TEST_FAULTS
+/* A device lost at the 3rd launch: every shard it held ends with the error, never a partial
+   count, and so does every later one. */
+T_TEST(test_gpu_engine_lost_device_fails_every_shard)
+{
+    char err[256];
+    setenv("NQ_FAULT_GPU_LOST", "3", 1);
+    nq_gpu_t *g = host_engine(6, 64);
+    unsetenv("NQ_FAULT_GPU_LOST");
+    nq_shards_t *l = shards_new(NQ_KIND_COUNT, 12, 1, err, sizeof err);
+    sink_t s;
+    size_t cnt = shards_count(l), ok = 0, failed = 0;
+    sink_init(&s, cnt + 1);
+    for (size_t i = 0; i < cnt; i++) {
+        uint8_t b[NQ_MAX_SPEC];
+        size_t len = shards_get(l, i, b);
+        submit(g, &s, i, b, len, NULL);
+    }
+    sink_wait(&s, cnt);
+    for (size_t i = 0; i < cnt; i++) {
+        nq_count_result_t want;
+        uint8_t b[NQ_MAX_SPEC];
+        size_t len = shards_get(l, i, b);
+        T_EQ_U64(count_shard(b, len, &want, NULL, err, sizeof err), 0);
+        T_CHECK(s.rc[i] == 0 || s.rc[i] == -1);
+        if (s.rc[i] == 0)               /* a shard that ended before the loss: exact */
+            T_CHECK(s.r[i].total == want.total && s.r[i].nodes == want.nodes);
+        else
+            T_CHECK(s.r[i].total == 0 && s.r[i].nodes == 0);
+        ok += s.rc[i] == 0;
+        failed += s.rc[i] == -1;
+    }
+    T_CHECK(failed > 0);
+    T_CHECK(strstr(s.err, "device lost") != NULL);
+    T_CHECK(gpu_failed(g, err, sizeof err));
+    /* after the loss: at once, with the error (a shard with a GPU part) */
+    uint8_t b[NQ_MAX_SPEC];
+    size_t len = shards_get(l, 0, b);
+    submit(g, &s, cnt, b, len, NULL);
+    sink_wait(&s, cnt + 1);
+    T_EQ_U64(s.rc[cnt], (uint64_t)-1);
+    fprintf(stderr, "  %zu exact before the loss, %zu failed\n", ok, failed);
+    sink_free(&s);
+    shards_destroy(&l);
+    gpu_close(&g);
+}
+
+/* NQ_FAULT_GPU_WRONG=1: each shard with a GPU part is off by one weight-8 solution, with
+   residues to match: what only a quorum or a spot-check catches. */
+T_TEST(test_gpu_engine_wrong_fault_miscounts_consistently)
+{
+    char err[256];
+    setenv("NQ_FAULT_GPU_WRONG", "1", 1);
+    nq_gpu_t *g = host_engine(6, 1000);
+    unsetenv("NQ_FAULT_GPU_WRONG");
+    nq_shards_t *l = shards_new(NQ_KIND_COUNT, 11, 1, err, sizeof err);
+    sink_t s;
+    size_t cnt = shards_count(l), wrong = 0;
+    sink_init(&s, cnt);
+    for (size_t i = 0; i < cnt; i++) {
+        uint8_t b[NQ_MAX_SPEC];
+        size_t len = shards_get(l, i, b);
+        submit(g, &s, i, b, len, NULL);
+    }
+    sink_wait(&s, cnt);
+    for (size_t i = 0; i < cnt; i++) {
+        nq_count_result_t want;
+        uint8_t b[NQ_MAX_SPEC];
+        size_t len = shards_get(l, i, b);
+        T_EQ_U64(count_shard(b, len, &want, NULL, err, sizeof err), 0);
+        T_EQ_U64(s.rc[i], 0);
+        T_CHECK(s.r[i].total == want.total || s.r[i].total == want.total + 8);
+        T_EQ_U64(s.r[i].res13, s.r[i].total % 13);
+        T_EQ_U64(s.r[i].res15, s.r[i].total % 15);
+        wrong += s.r[i].total != want.total;
+    }
+    T_CHECK(wrong > cnt / 2);
+    sink_free(&s);
+    shards_destroy(&l);
+    gpu_close(&g);
+}
+#endif
+
+T_RUN_ALL()
