@@ -453,8 +453,31 @@ static long poll_timeout_ms(nq_broker_t *b, double now)
     return t <= 0 ? 0 : (long)(t * 1000) + 1;
 }
 
+/* A round that holds the loop for long is a stall every peer and client feels, even when the
+   answers stay right: it is logged with where the time went (CPU against wall tells a busy loop
+   from one waiting for a core or the disk). */
+#define SLOW_ROUND_S 0.25
+enum { PH_DRAIN, PH_LISTS, PH_COMMIT, PH_TIMERS, PH_N };
+
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void round_report(const double t[PH_N + 1], double cpu0)
+{
+    if (t[PH_N] - t[0] < SLOW_ROUND_S)
+        return;
+    nq_log(NQ_LOG_WARN, "broker.slow_round", "seconds=%.3f cpu=%.3f drain=%.3f lists=%.3f commit=%.3f timers=%.3f",
+           t[PH_N] - t[0], thread_cpu() - cpu0, t[PH_DRAIN + 1] - t[PH_DRAIN], t[PH_LISTS + 1] - t[PH_LISTS],
+           t[PH_COMMIT + 1] - t[PH_COMMIT], t[PH_TIMERS + 1] - t[PH_TIMERS]);
+}
+
 int broker_round(nq_broker_t *b, long timeout_ms)
 {
+    double t[PH_N + 1], cpu0;
     zmq_pollitem_t items[3] = {
         { b->workers_sock, 0, ZMQ_POLLIN, 0 },
         { b->control_sock, 0, ZMQ_POLLIN, 0 },
@@ -468,15 +491,20 @@ int broker_round(nq_broker_t *b, long timeout_ms)
             ;                           /* only here to end the poll: the caller's loop decides */
     }
     b->now = b->clock();
+    t[PH_DRAIN] = nq_mono();
+    cpu0 = thread_cpu();
     broker_txn(b);                      /* every write of this round rides the group commit */
     if (items[0].revents & ZMQ_POLLIN)
         drain(b, b->workers_sock, 10000, "worker", on_worker_frame);
     if (items[1].revents & ZMQ_POLLIN)
         drain(b, b->control_sock, 100, "client", on_control_frame);
+    t[PH_LISTS] = nq_mono();
     listings_collect(b);                /* lists built off the loop: submits answered, jobs served */
     b->now = b->clock();                /* draining 10,000 frames takes time: timers see after it */
+    t[PH_COMMIT] = nq_mono();
     if (results_due(b, b->now))
         results_flush(b);
+    t[PH_TIMERS] = nq_mono();
     /* dispatch and the timers below must not write in autocommit: a control request (status
        answers from committed data) or the flush above closed the group; an fsync per lease
        took the broker from 48,500 to 2,250 results/s under a `nq status` loop */
@@ -490,6 +518,8 @@ int broker_round(nq_broker_t *b, long timeout_ms)
     broker_metrics_tick(b, b->now);
     if (b->txn_open && !broker_txn_dirty(b))
         broker_txn_end_idle(b);         /* nothing to write: the lock goes before the poll waits */
+    t[PH_N] = nq_mono();
+    round_report(t, cpu0);
     return 0;
 }
 
