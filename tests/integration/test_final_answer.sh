@@ -4,7 +4,9 @@
 # (quorum 1 and quorum 2); a spot-check liar that lost its disputes resends its lies; one CURVE
 # key sends the same made-up result under five worker ids to confirm itself. Each time the job
 # stays done with the exact total, the late results are kept as evidence and shown, and one
-# identity confirms nothing.
+# identity confirms nothing. Then variations: the attacks across kill -9 restarts of the broker,
+# as stale votes before a quorum decides, from a session that outlived a broker restart, and with
+# a running job's leases sent under the done job's id.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
 need_wire_python
@@ -137,3 +139,47 @@ wait_for 60 job_done "$id" || fail "a second honest worker did not decide the jo
 [ "$(job_field "$id" total)" = "$total8" ] || fail "stale votes changed the answer"
 grep -q "quorum.outvoted.*worker=hostile-rewriter" "$T/broker.log" || fail "the stale voter was not outvoted"
 ok "quorum 2, stale votes of 0 before the decision: $out; job held open, then $total8 with a second worker"
+kill "$h1" "$h2" "$BROKER_PID"; wait "$h1" "$h2" "$BROKER_PID" 2>/dev/null
+
+# 5. A session that outlives a kill -9 of the broker: its socket reconnects to the new broker on
+# the same port by itself. Its results without a HELLO come from a peer the new broker does not
+# know and are dropped; after a HELLO as the same session they are late results of a done job:
+# evidence, never a change.
+DB=x.db
+WPORT=$(free_port); CPORT=$(free_port)
+start_broker "$DB"
+id=$("$NQ" submit count 8) || fail "submit"
+rm -f flag
+$H outlive_restart "$WEP" "$T/flag" >x.out 2>&1 &
+survivor=$!
+all_leased() { [ "$(job_field "$id" shards_leased)" = 31 ]; }
+wait_for 10 all_leased || fail "the survivor took no leases: $("$NQ" status "$id" --json)"
+sleep 1                                 # its take_all ends after 0.7 s without a new TASK
+kill -9 "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
+start_broker "$DB"
+start_worker h1; h1=$LAST_PID
+wait_for 60 job_done "$id" || fail "the job did not finish after the restart: $("$NQ" status "$id" --json)"
+touch flag
+wait "$survivor" || fail "outlive_restart: $(cat x.out)"
+grep -q "31 leases, 0 acked without HELLO, 31 after it" x.out || fail "outlive_restart: $(cat x.out)"
+sleep 0.3
+stays_final "$id" "a session that outlived a broker restart"
+ok "a session that outlived kill -9 of the broker: $(cat x.out); total stays $total8"
+kill "$h1" "$BROKER_PID"; wait "$h1" "$BROKER_PID" 2>/dev/null
+WPORT=; CPORT=
+
+# 6. A lease of a running job sent under a done job's id: the proof binds the lease to its job
+# and shard, so each is a forgery, dropped without an ACK, and the done job is untouched.
+DB=y.db
+start_broker "$DB"
+done_id=$("$NQ" submit count 8) || fail "submit"
+start_worker h1; h1=$LAST_PID
+wait_for 60 job_done "$done_id" || fail "the first job did not finish"
+kill "$h1"; wait "$h1" 2>/dev/null
+"$NQ" submit count 9 >/dev/null || fail "submit"
+out=$($H cross_job "$WEP" "$done_id") || fail "cross_job: $out"
+grep -q "leases sent as job $done_id, 0 acked" <<<"$out" || fail "cross_job: $out"
+grep -q "event=result.forged job=$done_id" "$T/broker.log" || fail "no forgery logged"
+[ "$(job_field "$done_id" total)" = "$total8" ] && [ "$(job_field "$done_id" evidence)" = 0 ] \
+    || fail "a lease of another job touched the done one: $("$NQ" status "$done_id" --json)"
+ok "leases of a running job sent as the done job's: $out; refused as forgeries, the done job untouched"

@@ -361,7 +361,43 @@ def burn_rounds(ctx, ep, server_pub_file, key_file, rounds):
     print(f"burn_rounds: {rounds} rounds, {total} leases taken")
 
 
+def outlive_restart(ctx, ep, flag):
+    """Takes every lease and waits, silent, until `flag` exists: meanwhile the broker is killed,
+    restarted on the same port and the job finished by others. Its socket reconnects by itself;
+    it sends 0 for each lease without a HELLO (an unknown peer to the new broker), then HELLOs as
+    the same session and sends them again."""
+    p = Peer(ctx, ep, "restart-survivor", credit=1000)
+    p.take_all()
+    end = time.monotonic() + 120
+    while not os.path.exists(flag) and time.monotonic() < end:
+        time.sleep(0.1)
+    for t in p.tasks:
+        p.result(t, total=0)
+    p.pump(1.5, heartbeat=False)
+    before = p.acks
+    p.hello(0)
+    time.sleep(0.3)
+    for t in p.tasks:
+        p.result(t, total=0)
+    p.pump(1.5, heartbeat=False)
+    print(f"outlive_restart: {len(p.tasks)} leases, {before} acked without HELLO, {p.acks - before} after it")
+    p.close()
+
+
+def cross_job(ctx, ep, other_job):
+    """Takes leases of the running job and sends 0 for each under another job's id (a done one),
+    lease and proof otherwise as given."""
+    p = Peer(ctx, ep, "cross-job", credit=1000)
+    p.take_all(quiet=0.5, limit=3)
+    for t in p.tasks:
+        p.result(dict(t, job=int(other_job)), total=0)
+    p.pump(1.5)
+    print(f"cross_job: {len(p.tasks)} leases sent as job {other_job}, {p.acks} acked")
+    p.close()
+
+
 SCENARIOS = {f.__name__: f for f in (grab_and_bye, lie_first, resend_saved, one_key_many_ids, hoard,
+                                     outlive_restart, cross_job,
                                      burn_rounds, quorum_bypass, rehello_burn, error_results, quorum_voters, forge_flood,
                                      bad_ids, hello_flood, export_rows0, takeover, drop_tasks)}
 
