@@ -123,7 +123,7 @@ const char *store_db_reason(sqlite3 *db, int rc)
 }
 
 /* Steps a statement that returns no row we need, and resets it (so it holds no lock). */
-static int run_done(sqlite3_stmt *q)
+int store_step_done(sqlite3_stmt *q)
 {
     int rc = sqlite3_step(q);
     sqlite3_reset(q);
@@ -131,7 +131,7 @@ static int run_done(sqlite3_stmt *q)
 }
 
 /* Logs a failed statement; inside a group it poisons the group (see tx_end). Returns -1. */
-static int db_fail(nq_store_t *s, const char *op, int rc)
+int store_fail(nq_store_t *s, const char *op, int rc)
 {
     const char *why = store_db_reason(s->db, rc);
     nq_log(NQ_LOG_ERROR, "store.error", "op=%s err=\"%s\"", op, why);
@@ -528,7 +528,7 @@ int store_begin(nq_store_t *s)
     }
     int rc = store_exec(s->db, "BEGIN IMMEDIATE");
     if (rc != SQLITE_OK)
-        return db_fail(s, "begin", rc);
+        return store_fail(s, "begin", rc);
     s->in_tx = 1;
     s->tx_failed = 0;
     s->tx_err[0] = '\0';
@@ -582,8 +582,6 @@ sqlite3_stmt *store_stmt_cached(nq_store_t *s, sqlite3_stmt **slot, const char *
     return *slot;
 }
 
-int store_fail(nq_store_t *s, const char *op, int rc) { return db_fail(s, op, rc); }
-int store_step_done(sqlite3_stmt *q) { return run_done(q); }
 
 void store_rollback(nq_store_t *s)
 {
@@ -592,20 +590,20 @@ void store_rollback(nq_store_t *s)
 }
 
 /* Joins the open group, or opens a transaction of its own (*own = 1). -1: poisoned group or error. */
-static int tx_enter(nq_store_t *s, int *own)
+int store_tx_enter(nq_store_t *s, int *own)
 {
     *own = 0;
     if (s->in_tx)
         return s->tx_failed ? -1 : 0;
     int rc = store_exec(s->db, "BEGIN IMMEDIATE");
     if (rc != SQLITE_OK)
-        return db_fail(s, "begin", rc);
+        return store_fail(s, "begin", rc);
     *own = 1;
     return 0;
 }
 
-/* Ends what tx_enter started: commits on rc >= 0, else rolls back. Returns rc or -1. */
-static int tx_leave(nq_store_t *s, int own, int rc)
+/* Ends what store_tx_enter started: commits on rc >= 0, else rolls back. Returns rc or -1. */
+int store_tx_leave(nq_store_t *s, int own, int rc)
 {
     if (!own)
         return rc;
@@ -613,7 +611,7 @@ static int tx_leave(nq_store_t *s, int own, int rc)
         int c = store_exec(s->db, "COMMIT");
         if (c == SQLITE_OK)
             return rc;
-        db_fail(s, "commit", c);
+        store_fail(s, "commit", c);
         rc = -1;
     }
     if (!sqlite3_get_autocommit(s->db))
@@ -638,7 +636,7 @@ int store_meta_get(nq_store_t *s, const char *key, char *val, size_t vallen)
         snprintf(val, vallen, "%s", (const char *)sqlite3_column_text(q, 0));
         out = 0;
     } else if (rc != SQLITE_DONE) {
-        out = db_fail(s, "meta.get", rc);
+        out = store_fail(s, "meta.get", rc);
     }
     sqlite3_reset(q);
     return out;
@@ -647,18 +645,16 @@ int store_meta_get(nq_store_t *s, const char *key, char *val, size_t vallen)
 int store_meta_set(nq_store_t *s, const char *key, const char *val)
 {
     int own;
-    if (tx_enter(s, &own) != 0)
+    if (store_tx_enter(s, &own) != 0)
         return -1;
     sqlite3_stmt *q = stmt(s, C_META_SET);
     int rc = -1;
     if (q) {
         sqlite3_bind_text(q, 1, key, -1, SQLITE_STATIC);
         sqlite3_bind_text(q, 2, val, -1, SQLITE_STATIC);
-        int e = run_done(q);
-        rc = e ? db_fail(s, "meta.set", e) : 0;
+        int e = store_step_done(q);
+        rc = e ? store_fail(s, "meta.set", e) : 0;
     }
-    return tx_leave(s, own, rc);
+    return store_tx_leave(s, own, rc);
 }
 
-int store_tx_enter(nq_store_t *s, int *own) { return tx_enter(s, own); }
-int store_tx_leave(nq_store_t *s, int own, int rc) { return tx_leave(s, own, rc); }

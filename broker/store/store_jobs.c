@@ -63,10 +63,6 @@ static sqlite3_stmt *stmt(nq_store_t *s, int id)
     return store_stmt_cached(s, &s->st[STORE_MOD_JOBS][id], sql_text[id]);
 }
 
-static int run_done(sqlite3_stmt *q) { return store_step_done(q); }
-static int db_fail(nq_store_t *s, const char *op, int rc) { return store_fail(s, op, rc); }
-static int tx_enter(nq_store_t *s, int *own) { return store_tx_enter(s, own); }
-static int tx_leave(nq_store_t *s, int own, int rc) { return store_tx_leave(s, own, rc); }
 
 /* What the store writes is what it accepts when it reads the row back (store_check.c). */
 static int check_job_spec(const nq_job_spec_t *j, uint64_t nshards, char *err, size_t errlen)
@@ -107,9 +103,9 @@ static int job_insert(nq_store_t *s, const nq_job_spec_t *j, uint64_t nshards, u
     sqlite3_bind_double(q, 14, nq_wall());
     sqlite3_bind_int64(q, 15, i64(frontier));
     sqlite3_bind_int64(q, 16, j->verify_ppm);
-    int rc = run_done(q);
+    int rc = store_step_done(q);
     if (rc)
-        return db_fail(s, "job.insert", rc);
+        return store_fail(s, "job.insert", rc);
     *id = (uint64_t)sqlite3_last_insert_rowid(s->db);
     return 0;
 }
@@ -130,8 +126,8 @@ static int shard_insert(nq_store_t *s, sqlite3_stmt *q, uint64_t job, uint64_t i
         sqlite3_bind_null(q, 5);
     }
     sqlite3_bind_double(q, 6, sh->cost);
-    int rc = run_done(q);
-    return rc ? db_fail(s, "shard.insert", rc) : 0;
+    int rc = store_step_done(q);
+    return rc ? store_fail(s, "shard.insert", rc) : 0;
 }
 
 /* Inserts the shards one by one with the one prepared statement; 0, or -1 with err. */
@@ -170,23 +166,25 @@ int store_job_create(nq_store_t *s, const nq_job_spec_t *spec, uint64_t nshards,
     int own;
     if (check_job_spec(spec, nshards, err, errlen) != 0)
         return -1;
-    if (tx_enter(s, &own) != 0)
+    if (store_tx_enter(s, &own) != 0)
         return nq_errf(err, errlen, "%s: cannot begin: %s", s->path,
                        s->tx_failed ? s->tx_err : sqlite3_errmsg(s->db));
     uint64_t job = 0;
     int rc = store_exec(s->db, "SAVEPOINT job_create");
     if (rc != SQLITE_OK)
-        rc = (nq_errf(err, errlen, "%s: %s", s->path, store_db_reason(s->db, rc)), db_fail(s, "job.create", rc));
+        rc = (nq_errf(err, errlen, "%s: %s", s->path, store_db_reason(s->db, rc)),
+              store_fail(s, "job.create", rc));
     else if (job_insert(s, spec, nshards, next ? nshards : 0, &job) != 0)
         rc = (nq_errf(err, errlen, "%s: cannot store the job: %s", s->path,
                       store_db_reason(s->db, sqlite3_extended_errcode(s->db))), -1);
     else if (next)
         rc = shards_insert_all(s, spec, job, nshards, next, ud, err, errlen);
     if (rc == 0)
-        rc = store_exec(s->db, "RELEASE job_create") == SQLITE_OK ? 0 : db_fail(s, "job.create", SQLITE_ERROR);
+        rc = store_exec(s->db, "RELEASE job_create") == SQLITE_OK ? 0
+                                                                  : store_fail(s, "job.create", SQLITE_ERROR);
     else if (!sqlite3_get_autocommit(s->db))
         store_exec(s->db, "ROLLBACK TO job_create; RELEASE job_create");
-    int c = tx_leave(s, own, rc);
+    int c = store_tx_leave(s, own, rc);
     if (c != 0 && rc == 0)
         nq_errf(err, errlen, "%s: commit failed: %s", s->path, store_db_reason(s->db, sqlite3_extended_errcode(s->db)));
     if (c == 0)
@@ -206,7 +204,7 @@ static int job_get(nq_store_t *s, uint64_t id, nq_job_row_t *out)
     if (rc == SQLITE_ROW)
         res = store_job_row_read(q, out, s->refused, sizeof s->refused);
     else
-        res = rc == SQLITE_DONE ? 1 : db_fail(s, "job.get", rc);
+        res = rc == SQLITE_DONE ? 1 : store_fail(s, "job.get", rc);
     sqlite3_reset(q);
     return res;
 }
@@ -239,14 +237,14 @@ static int job_conflicts(nq_store_t *s, uint64_t id, sqlite3_int64 *n)
     int rc = sqlite3_step(q);
     *n = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
     sqlite3_reset(q);
-    return rc == SQLITE_ROW ? 0 : db_fail(s, "job.conflicts", rc);
+    return rc == SQLITE_ROW ? 0 : store_fail(s, "job.conflicts", rc);
 }
 
 int store_job_set_state(nq_store_t *s, uint64_t id, nq_job_state_t st)
 {
     if ((unsigned)st > NQ_JOB_CANCELLED)
         return -1;
-    int own, rc = tx_enter(s, &own);
+    int own, rc = store_tx_enter(s, &own);
     if (rc != 0)
         return -1;
     sqlite3_int64 conflicts = 0;
@@ -263,10 +261,10 @@ int store_job_set_state(nq_store_t *s, uint64_t id, nq_job_state_t st)
         sqlite3_bind_int64(q, 1, i64(id));
         sqlite3_bind_text(q, 2, store_job_state_name((nq_job_state_t)st), -1, SQLITE_STATIC);
         sqlite3_bind_double(q, 3, nq_wall());
-        int e = run_done(q);
-        rc = e ? db_fail(s, "job.set_state", e) : (sqlite3_changes(s->db) == 1 ? 0 : 1);
+        int e = store_step_done(q);
+        rc = e ? store_fail(s, "job.set_state", e) : (sqlite3_changes(s->db) == 1 ? 0 : 1);
     }
-    rc = tx_leave(s, own, rc);
+    rc = store_tx_leave(s, own, rc);
     return rc == 0 ? 0 : -1;
 }
 
@@ -292,7 +290,7 @@ int store_jobs_active(nq_store_t *s, int (*fn)(void *ud, const nq_job_row_t *j),
         ids[n++] = col_u64(q, 0);
     }
     sqlite3_reset(q);
-    int res = rc == SQLITE_DONE ? 0 : db_fail(s, "jobs.active", rc);
+    int res = rc == SQLITE_DONE ? 0 : store_fail(s, "jobs.active", rc);
     for (size_t i = 0; res == 0 && i < n; i++) {
         nq_job_row_t row;
         s->refused[0] = '\0';
@@ -327,7 +325,7 @@ int store_job_find_same(nq_store_t *s, const nq_job_spec_t *j, uint64_t *id)
     if (rc == SQLITE_ROW)
         *id = col_u64(q, 0);
     sqlite3_reset(q);
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : db_fail(s, "job.find_same", rc);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : store_fail(s, "job.find_same", rc);
 }
 
 /* One done result into (dir = 1) or out of (dir = -1) its job's aggregates, with the
@@ -351,8 +349,8 @@ int store_job_move(nq_store_t *s, uint64_t job, int dir, const store_sums_t *d, 
     sqlite3_bind_double(q, 11, d->seconds);
     sqlite3_bind_int(q, 12, dconflict);
     sqlite3_bind_int(q, 13, dfailed);
-    int rc = run_done(q);
-    return rc ? db_fail(s, "job.aggregates", rc) : 0;
+    int rc = store_step_done(q);
+    return rc ? store_fail(s, "job.aggregates", rc) : 0;
 }
 
 int store_job_note_error(nq_store_t *s, uint64_t job, uint64_t idx, const char *text)
@@ -360,17 +358,17 @@ int store_job_note_error(nq_store_t *s, uint64_t job, uint64_t idx, const char *
     char note[300];
     snprintf(note, sizeof note, "shard %llu: %s", (unsigned long long)idx, text);
     int own;
-    if (tx_enter(s, &own) != 0)
+    if (store_tx_enter(s, &own) != 0)
         return -1;
     sqlite3_stmt *q = stmt(s, J_JOB_ERROR);
     int rc = -1;
     if (q) {
         sqlite3_bind_int64(q, 1, i64(job));
         sqlite3_bind_text(q, 2, note, -1, SQLITE_TRANSIENT);
-        int e = run_done(q);
-        rc = e ? db_fail(s, "job.error", e) : 0;
+        int e = store_step_done(q);
+        rc = e ? store_fail(s, "job.error", e) : 0;
     }
-    return tx_leave(s, own, rc);
+    return store_tx_leave(s, own, rc);
 }
 
 
@@ -383,7 +381,7 @@ static int count_one(nq_store_t *s, int id, uint64_t job, uint64_t *out)
     int rc = sqlite3_step(q);
     *out = rc == SQLITE_ROW ? col_u64(q, 0) : 0;
     sqlite3_reset(q);
-    return rc == SQLITE_ROW ? 0 : db_fail(s, "job.totals", rc);
+    return rc == SQLITE_ROW ? 0 : store_fail(s, "job.totals", rc);
 }
 
 static int totals_read(nq_store_t *s, uint64_t job, nq_job_totals_t *out)
@@ -393,7 +391,7 @@ static int totals_read(nq_store_t *s, uint64_t job, nq_job_totals_t *out)
         return -1;
     int rc = store_job_sums(s->db, job, out);
     if (rc != SQLITE_DONE)
-        return db_fail(s, "job.totals", rc);
+        return store_fail(s, "job.totals", rc);
     if (count_one(s, J_TOTALS_WORKERS, job, &out->workers) != 0 ||
         count_one(s, J_TOTALS_SOLUTIONS, job, &out->solutions) != 0)
         return -1;
@@ -464,7 +462,7 @@ int store_job_totals(nq_store_t *s, uint64_t job, nq_job_totals_t *out)
     memset(out, 0, sizeof *out);
     int own = !s->in_tx && sqlite3_get_autocommit(s->db);
     if (own && store_exec(s->db, "BEGIN") != SQLITE_OK)
-        return db_fail(s, "job.totals", sqlite3_errcode(s->db));
+        return store_fail(s, "job.totals", sqlite3_errcode(s->db));
     int rc = totals_read(s, job, out);
     if (own)
         store_exec(s->db, "COMMIT");

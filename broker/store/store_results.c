@@ -67,10 +67,6 @@ static sqlite3_stmt *stmt(nq_store_t *s, int id)
     return store_stmt_cached(s, &s->st[STORE_MOD_RESULTS][id], sql_text[id]);
 }
 
-static int run_done(sqlite3_stmt *q) { return store_step_done(q); }
-static int db_fail(nq_store_t *s, const char *op, int rc) { return store_fail(s, op, rc); }
-static int tx_enter(nq_store_t *s, int *own) { return store_tx_enter(s, own); }
-static int tx_leave(nq_store_t *s, int own, int rc) { return store_tx_leave(s, own, rc); }
 
 /* What the store holds about a shard when a result arrives. */
 typedef struct {
@@ -119,7 +115,7 @@ static int put_lookup(nq_store_t *s, const nq_result_t *r, put_ctx_t *c)
     sqlite3_reset(q);
     if (rc == SQLITE_ROW && r->shard >= c->shards_total)
         return 1;
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : db_fail(s, "result.lookup", rc);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : store_fail(s, "result.lookup", rc);
 }
 
 static int bind_run(nq_store_t *s, int id, uint64_t job, uint64_t idx, const char *text, const char *op)
@@ -131,8 +127,8 @@ static int bind_run(nq_store_t *s, int id, uint64_t job, uint64_t idx, const cha
     sqlite3_bind_int64(q, 2, i64(idx));
     if (text)
         sqlite3_bind_text(q, 3, text, -1, SQLITE_STATIC);
-    int rc = run_done(q);
-    return rc ? db_fail(s, op, rc) : 0;
+    int rc = store_step_done(q);
+    return rc ? store_fail(s, op, rc) : 0;
 }
 
 static int job_worker_add(nq_store_t *s, uint64_t job, const char *worker, uint64_t nodes, double seconds)
@@ -144,8 +140,8 @@ static int job_worker_add(nq_store_t *s, uint64_t job, const char *worker, uint6
     sqlite3_bind_text(q, 2, worker, -1, SQLITE_STATIC);
     sqlite3_bind_int64(q, 3, nodes > INT64_MAX ? INT64_MAX : (sqlite3_int64)nodes);
     sqlite3_bind_double(q, 4, seconds);
-    int rc = run_done(q);
-    return rc ? db_fail(s, "job.worker", rc) : 0;
+    int rc = store_step_done(q);
+    return rc ? store_fail(s, "job.worker", rc) : 0;
 }
 
 static int put_enum_payload(nq_store_t *s, const nq_result_t *r)
@@ -158,8 +154,8 @@ static int put_enum_payload(nq_store_t *s, const nq_result_t *r)
     sqlite3_bind_int64(q, 3, i64(r->total));
     /* A zero-length blob, not NULL: a shard may have no solutions. */
     sqlite3_bind_blob(q, 4, r->payload_len ? (const void *)r->payload : "", (int)r->payload_len, SQLITE_STATIC);
-    int rc = run_done(q);
-    return rc ? db_fail(s, "result.enum", rc) : 0;
+    int rc = store_step_done(q);
+    return rc ? store_fail(s, "result.enum", rc) : 0;
 }
 
 /* 1 when the stored enumerate payload equals r's, 0 when not, -1 error. */
@@ -177,7 +173,7 @@ static int enum_payload_equal(nq_store_t *s, const nq_result_t *r)
         eq = len == r->payload_len && (len == 0 || memcmp(data, r->payload, len) == 0);
     }
     sqlite3_reset(q);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? eq : db_fail(s, "result.enum", rc);
+    return rc == SQLITE_ROW || rc == SQLITE_DONE ? eq : store_fail(s, "result.enum", rc);
 }
 
 static int put_solution(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c,
@@ -196,8 +192,8 @@ static int put_solution(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c,
     else
         sqlite3_bind_blob(q, 6, r->payload, (int)r->payload_len, SQLITE_STATIC);
     sqlite3_bind_double(q, 8, nq_wall());
-    int rc = run_done(q);
-    return rc ? db_fail(s, "result.solution", rc) : 0;
+    int rc = store_step_done(q);
+    return rc ? store_fail(s, "result.solution", rc) : 0;
 }
 
 static int put_first(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, const char *worker,
@@ -223,9 +219,9 @@ static int put_first(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
     if (by && by->who > 0)
         sqlite3_bind_int64(q, 13, by->who);   /* for every job: resends are told by identity */
     sqlite3_bind_int(q, 14, by ? by->verify : 0);
-    int rc = run_done(q);
+    int rc = store_step_done(q);
     if (rc)
-        return db_fail(s, "result.first", rc);
+        return store_fail(s, "result.first", rc);
     store_sums_t d = { r->total, r->unique, r->nodes, r->res13, r->res15, secs };
     if (store_job_move(s, r->job, 1, &d, 0, c->shard_state == NQ_SHARD_FAILED ? -1 : 0) != 0)
         return -1;
@@ -273,9 +269,9 @@ static int put_confirm(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, 
         sqlite3_bind_int64(q, 1, i64(r->job));
         sqlite3_bind_int64(q, 2, i64(r->shard));
         sqlite3_bind_int64(q, 3, who);
-        int rc = run_done(q);
+        int rc = store_step_done(q);
         if (rc)
-            return db_fail(s, "result.confirm", rc);
+            return store_fail(s, "result.confirm", rc);
         if (sqlite3_changes(s->db) == 0)
             return NQ_PUT_RESENT;       /* this identity confirmed it before */
     }
@@ -304,16 +300,16 @@ static int put_evidence(nq_store_t *s, const nq_result_t *r, const char *worker,
     sqlite3_bind_int(q, 9, r->res13);
     sqlite3_bind_int(q, 10, r->res15);
     sqlite3_bind_double(q, 11, nq_wall());
-    int rc = run_done(q);
+    int rc = store_step_done(q);
     if (rc)
-        return db_fail(s, "result.evidence", rc);
+        return store_fail(s, "result.evidence", rc);
     if (sqlite3_changes(s->db) == 0)
         return NQ_PUT_EVIDENCE;         /* the same sender on the same shard: counted once */
     if (!(q = stmt(s, R_JOB_EVIDENCE_ADD)))
         return -1;
     sqlite3_bind_int64(q, 1, i64(r->job));
-    if ((rc = run_done(q)))
-        return db_fail(s, "result.evidence", rc);
+    if ((rc = store_step_done(q)))
+        return store_fail(s, "result.evidence", rc);
     if (worker && *worker && store_worker_evidence(s, worker) != 0)
         return -1;
     return NQ_PUT_EVIDENCE;
@@ -409,9 +405,9 @@ int store_result_put_by(nq_store_t *s, const nq_result_t *r, const char *worker,
     if (r->status == NQ_RES_ERROR)
         return NQ_PUT_IGNORED;   /* an error is not a result: the broker releases the shard */
     int own;
-    if (tx_enter(s, &own) != 0)
+    if (store_tx_enter(s, &own) != 0)
         return -1;
-    return tx_leave(s, own, put_result(s, r, worker, sol_hash, sol_path, by));
+    return store_tx_leave(s, own, put_result(s, r, worker, sol_hash, sol_path, by));
 }
 
 int store_result_dispute(nq_store_t *s, const nq_result_t *r, const char *worker, const nq_put_by_t *by,
@@ -420,7 +416,7 @@ int store_result_dispute(nq_store_t *s, const nq_result_t *r, const char *worker
     if (!put_args_ok(r, worker, NULL, NULL) || r->status == NQ_RES_ERROR)
         return -1;
     int own;
-    if (tx_enter(s, &own) != 0)
+    if (store_tx_enter(s, &own) != 0)
         return -1;
     int rc = put_result(s, r, worker, NULL, NULL, by);
     if (rc == NQ_PUT_NEW) {             /* only a first result can be disputed: a decided one stays */
@@ -429,5 +425,5 @@ int store_result_dispute(nq_store_t *s, const nq_result_t *r, const char *worker
         rc = put_lookup(s, r, &c);
         rc = rc == 0 ? put_conflict(s, r, &c, other_worker) : -1;
     }
-    return tx_leave(s, own, rc);
+    return store_tx_leave(s, own, rc);
 }

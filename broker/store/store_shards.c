@@ -82,10 +82,6 @@ static sqlite3_stmt *stmt(nq_store_t *s, int id)
 
 #define EACH_CHUNK 256                  /* shards read per step of store_shards_each */
 
-static int run_done(sqlite3_stmt *q) { return store_step_done(q); }
-static int db_fail(nq_store_t *s, const char *op, int rc) { return store_fail(s, op, rc); }
-static int tx_enter(nq_store_t *s, int *own) { return store_tx_enter(s, own); }
-static int tx_leave(nq_store_t *s, int own, int rc) { return store_tx_leave(s, own, rc); }
 
 /* A shard row, checked (store_check.c): 0, or -1 with the reason logged and kept (store_refusal). */
 static int shard_row_read(nq_store_t *s, sqlite3_stmt *q, nq_shard_row_t *o)
@@ -108,7 +104,7 @@ int store_shard_get(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_row_t *o
     sqlite3_reset(q);
     if (bad)
         return -1;
-    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : db_fail(s, "shard.get", rc);
+    return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? 1 : store_fail(s, "shard.get", rc);
 }
 
 /* Reads up to EACH_CHUNK rows from idx `from` on into rows[]; *n = how many. */
@@ -134,7 +130,7 @@ static int shards_chunk(nq_store_t *s, uint64_t job, unsigned mask, uint64_t fro
     sqlite3_reset(q);
     if (rc == SQLITE_ROW)
         return -2;                      /* a refused row: the job's shards cannot be trusted */
-    return rc == SQLITE_DONE ? 0 : db_fail(s, "shards.each", rc);
+    return rc == SQLITE_DONE ? 0 : store_fail(s, "shards.each", rc);
 }
 
 /*
@@ -171,8 +167,8 @@ static int job_frontier(nq_store_t *s, uint64_t job, uint64_t frontier)
         return -1;
     sqlite3_bind_int64(q, 1, i64(job));
     sqlite3_bind_int64(q, 2, i64(frontier));
-    int e = run_done(q);
-    return e ? db_fail(s, "job.frontier", e) : 0;
+    int e = store_step_done(q);
+    return e ? store_fail(s, "job.frontier", e) : 0;
 }
 
 /* 0 done, 1 not leasable (decided, or cancelled), -1 DB error. frontier > 0: the row is the
@@ -181,7 +177,7 @@ int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease,
                       uint64_t frontier)
 {
     int own;
-    if (tx_enter(s, &own) != 0)
+    if (store_tx_enter(s, &own) != 0)
         return -1;
     sqlite3_stmt *q = stmt(s, S_SHARD_LEASE);
     int rc = -1;
@@ -192,19 +188,19 @@ int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease,
         if (worker)
             sqlite3_bind_text(q, 4, worker, -1, SQLITE_STATIC);
         sqlite3_bind_double(q, 5, nq_wall());
-        int e = run_done(q);
-        rc = e ? db_fail(s, "shard.lease", e) : (sqlite3_changes(s->db) == 1 ? 0 : 1);
+        int e = store_step_done(q);
+        rc = e ? store_fail(s, "shard.lease", e) : (sqlite3_changes(s->db) == 1 ? 0 : 1);
     }
     if (rc == 0 && frontier > 0)
         rc = job_frontier(s, job, frontier);
-    return tx_leave(s, own, rc);
+    return store_tx_leave(s, own, rc);
 }
 
 /* 0 released (*failed says whether it reached max_attempts), 1 not leased, -1 DB error. */
 int store_shard_voted(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease)
 {
     int own;
-    if (tx_enter(s, &own) != 0)
+    if (store_tx_enter(s, &own) != 0)
         return -1;
     sqlite3_stmt *q = stmt(s, S_SHARD_VOTED);
     int rc = -1;
@@ -212,10 +208,10 @@ int store_shard_voted(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease)
         sqlite3_bind_int64(q, 1, i64(job));
         sqlite3_bind_int64(q, 2, i64(idx));
         sqlite3_bind_int64(q, 3, i64(lease));
-        int e = run_done(q);
-        rc = e ? db_fail(s, "shard.voted", e) : 0;
+        int e = store_step_done(q);
+        rc = e ? store_fail(s, "shard.voted", e) : 0;
     }
-    return tx_leave(s, own, rc);
+    return store_tx_leave(s, own, rc);
 }
 
 int store_shard_release(nq_store_t *s, uint64_t job, uint64_t idx, int count_attempt, int *failed)
@@ -223,7 +219,7 @@ int store_shard_release(nq_store_t *s, uint64_t job, uint64_t idx, int count_att
     int own, rc = -1;
     if (failed)
         *failed = 0;
-    if (tx_enter(s, &own) != 0)
+    if (store_tx_enter(s, &own) != 0)
         return -1;
     sqlite3_stmt *q = stmt(s, S_SHARD_RELEASE);
     if (q) {
@@ -239,15 +235,15 @@ int store_shard_release(nq_store_t *s, uint64_t job, uint64_t idx, int count_att
             e = sqlite3_step(q);       /* run RETURNING to completion so the change is made */
         sqlite3_reset(q);
         if (e != SQLITE_DONE)
-            rc = db_fail(s, "shard.release", e);
+            rc = store_fail(s, "shard.release", e);
         else if (now_failed && (q = stmt(s, S_JOB_FAILED_ADD)) != NULL) {
             sqlite3_bind_int64(q, 1, i64(job));
             sqlite3_bind_int(q, 2, 1);
-            if ((e = run_done(q)) != 0)
-                rc = db_fail(s, "shard.release", e);
+            if ((e = store_step_done(q)) != 0)
+                rc = store_fail(s, "shard.release", e);
         }
     }
-    return tx_leave(s, own, rc);
+    return store_tx_leave(s, own, rc);
 }
 
 static int job_stmt(nq_store_t *s, int id, uint64_t job, const char *op)
@@ -256,22 +252,22 @@ static int job_stmt(nq_store_t *s, int id, uint64_t job, const char *op)
     if (!q)
         return -1;
     sqlite3_bind_int64(q, 1, i64(job));
-    int e = run_done(q);
-    return e ? db_fail(s, op, e) : 0;
+    int e = store_step_done(q);
+    return e ? store_fail(s, op, e) : 0;
 }
 
 int store_shards_cancel_pending(nq_store_t *s, uint64_t job)
 {
     int own;
-    if (tx_enter(s, &own) != 0)
+    if (store_tx_enter(s, &own) != 0)
         return -1;
-    return tx_leave(s, own, job_stmt(s, S_SHARDS_CANCEL, job, "shards.cancel"));
+    return store_tx_leave(s, own, job_stmt(s, S_SHARDS_CANCEL, job, "shards.cancel"));
 }
 
 int store_shards_retry(nq_store_t *s, uint64_t job)
 {
     int own;
-    if (tx_enter(s, &own) != 0)
+    if (store_tx_enter(s, &own) != 0)
         return -1;
     int rc = job_stmt(s, S_ENUM_RETRY_DELETE, job, "shards.retry");
     if (rc == 0)
@@ -280,5 +276,5 @@ int store_shards_retry(nq_store_t *s, uint64_t job)
         rc = job_stmt(s, S_SHARDS_RETRY, job, "shards.retry");
     if (rc == 0)
         rc = job_stmt(s, S_JOB_RETRY_COUNTS, job, "shards.retry");
-    return tx_leave(s, own, rc);
+    return store_tx_leave(s, own, rc);
 }

@@ -48,10 +48,6 @@ static sqlite3_stmt *stmt(nq_store_t *s, int id)
     return store_stmt_cached(s, &s->st[STORE_MOD_WORKERS][id], sql_text[id]);
 }
 
-static int run_done(sqlite3_stmt *q) { return store_step_done(q); }
-static int db_fail(nq_store_t *s, const char *op, int rc) { return store_fail(s, op, rc); }
-static int tx_enter(nq_store_t *s, int *own) { return store_tx_enter(s, own); }
-static int tx_leave(nq_store_t *s, int own, int rc) { return store_tx_leave(s, own, rc); }
 
 /* Runs statement `which` on the workers row `id`, inside the open transaction or its own. */
 static int worker_exec(nq_store_t *s, int which, const char *id, const char *op)
@@ -59,16 +55,16 @@ static int worker_exec(nq_store_t *s, int which, const char *id, const char *op)
     if (!id || !*id)
         return -1;
     int own;
-    if (tx_enter(s, &own) != 0)
+    if (store_tx_enter(s, &own) != 0)
         return -1;
     sqlite3_stmt *q = stmt(s, which);
     int rc = -1;
     if (q) {
         sqlite3_bind_text(q, 1, id, -1, SQLITE_STATIC);
-        int e = run_done(q);
-        rc = e ? db_fail(s, op, e) : 0;
+        int e = store_step_done(q);
+        rc = e ? store_fail(s, op, e) : 0;
     }
-    return tx_leave(s, own, rc);
+    return store_tx_leave(s, own, rc);
 }
 
 int store_worker_flag(nq_store_t *s, const char *id)
@@ -81,7 +77,7 @@ int store_worker_seen(nq_store_t *s, const char *id, const char *host, const cha
     if (!id || !*id || strlen(id) >= NQ_STR_MAX)
         return -1;
     int own;
-    if (tx_enter(s, &own) != 0)
+    if (store_tx_enter(s, &own) != 0)
         return -1;
     sqlite3_stmt *q = stmt(s, W_WORKER_SEEN);
     int rc = -1;
@@ -92,10 +88,10 @@ int store_worker_seen(nq_store_t *s, const char *id, const char *host, const cha
             sqlite3_bind_text(q, 3, key, -1, SQLITE_STATIC);
         sqlite3_bind_int64(q, 4, threads);
         sqlite3_bind_double(q, 5, nq_wall());
-        int e = run_done(q);
-        rc = e ? db_fail(s, "worker.seen", e) : 0;
+        int e = store_step_done(q);
+        rc = e ? store_fail(s, "worker.seen", e) : 0;
     }
-    return tx_leave(s, own, rc);
+    return store_tx_leave(s, own, rc);
 }
 
 int store_worker_forget_idle(nq_store_t *s, const char *id)
@@ -127,7 +123,7 @@ int store_worker_credit(nq_store_t *s, const char *worker, uint64_t nodes, doubl
     uint64_t old = rc == SQLITE_ROW ? col_u64(q, 0) : 0;
     sqlite3_reset(q);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-        return db_fail(s, "worker.credit", rc);
+        return store_fail(s, "worker.credit", rc);
     uint64_t sum = old + nodes < old ? UINT64_MAX : old + nodes;
     if (!(q = stmt(s, W_WORKER_CREDIT)))
         return -1;
@@ -135,8 +131,8 @@ int store_worker_credit(nq_store_t *s, const char *worker, uint64_t nodes, doubl
     sqlite3_bind_double(q, 2, nq_wall());
     sqlite3_bind_int64(q, 3, i64(rc == SQLITE_ROW ? sum : nodes));
     sqlite3_bind_double(q, 4, seconds);
-    rc = run_done(q);
-    return rc ? db_fail(s, "worker.credit", rc) : 0;
+    rc = store_step_done(q);
+    return rc ? store_fail(s, "worker.credit", rc) : 0;
 }
 
 int store_worker_conflict(nq_store_t *s, const char *worker)
@@ -146,8 +142,8 @@ int store_worker_conflict(nq_store_t *s, const char *worker)
         return -1;
     sqlite3_bind_text(q, 1, worker, -1, SQLITE_STATIC);
     sqlite3_bind_double(q, 2, nq_wall());
-    int rc = run_done(q);
-    return rc ? db_fail(s, "worker.conflict", rc) : 0;
+    int rc = store_step_done(q);
+    return rc ? store_fail(s, "worker.conflict", rc) : 0;
 }
 
 /* A worker that sent a result against a decided shard: flagged, one more conflict. */
@@ -158,6 +154,6 @@ int store_worker_evidence(nq_store_t *s, const char *worker)
         return -1;
     sqlite3_bind_text(q, 1, worker, -1, SQLITE_STATIC);
     sqlite3_bind_double(q, 2, nq_wall());
-    int rc = run_done(q);
-    return rc ? db_fail(s, "result.evidence", rc) : 0;
+    int rc = store_step_done(q);
+    return rc ? store_fail(s, "result.evidence", rc) : 0;
 }
