@@ -13,12 +13,14 @@
 cd "$T" || exit 1
 need_wire_python
 
-# The wall bound is for what a client sees, and on a shared 2-core machine a sanitizer build also
-# waits for a core and the disk: 1 s there (the old loop took 6-70 s per list on one). What the
-# loop itself spends is checked apart: it logs every round over 0.25 s with its CPU seconds, and
-# no round may spend LOOP_CPU_MAX of CPU, whatever the build.
+# The wall bound is for what a client sees. On a shared 2-core machine a sanitizer build also waits
+# for a core: in a whole sanitizer suite one answer took 852 ms while no round of the loop took
+# over 0.25 s, so the wait was in the client or ZeroMQ's I/O threads, behind the lister and the
+# worker. The bound there is 3 s: the old loop took 6-70 s per list in that build. What the loop
+# itself spends is checked apart: it logs every round over 0.25 s with its CPU seconds, and no
+# round may spend LOOP_CPU_MAX of CPU, whatever the build.
 BOUND_MS=500
-grep -qa __asan_init "$NQ" && BOUND_MS=1000
+grep -qa __asan_init "$NQ" && BOUND_MS=3000
 LOOP_CPU_MAX=0.15
 # busy_rounds LOG: the broker's slow rounds that were its own work, not waiting (none expected)
 busy_rounds() { grep "event=broker.slow_round" "$1" | awk -v m="$LOOP_CPU_MAX" '{ for (i = 1; i <= NF; i++)
