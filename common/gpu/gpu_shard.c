@@ -7,33 +7,27 @@
 
 #include <string.h>
 
-static int host_leaf(void *ud, const uint8_t *cols, int n)
-{
-    nq_count_acc_t *acc = ud;
-    uint8_t board[NQ_SHARD_MAX_N];
-    if (acc->plan->flipped) {   /* back to board orientation, as count_leaf does */
-        for (int r = 0; r < n; r++)
-            board[r] = cols[n - 1 - r];
-        cols = board;
-    }
-    return count_solution(acc->plan, cols, acc);
-}
-
 static void acc_into(nq_gpu_split_t *s, const nq_count_acc_t *acc)
 {
     s->tally = acc->tally;
     s->unique = acc->unique;
 }
 
+/* An accumulator over plan pl that goes on from what s holds (acc_into gives it back). */
+static void acc_from(nq_count_acc_t *acc, const nq_gpu_split_t *s, nq_plan_t *pl)
+{
+    memset(acc, 0, sizeof *acc);
+    acc->tally = s->tally;
+    acc->unique = s->unique;
+    acc->plan = pl;
+}
+
 /* Every solution one by one on the host (count_shard's search_leaves), into s. */
 static int host_leaves(nq_plan_t *pl, nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
 {
     nq_count_acc_t acc;
-    memset(&acc, 0, sizeof acc);
-    acc.tally = s->tally;
-    acc.unique = s->unique;
-    acc.plan = pl;
-    int rc = search_leaves(pl, host_leaf, &acc, ctl, nodes);
+    acc_from(&acc, s, pl);
+    int rc = search_leaves(pl, count_leaf, &acc, ctl, nodes);
     acc_into(s, &acc);
     return rc;
 }
@@ -42,10 +36,7 @@ static int host_leaves(nq_plan_t *pl, nq_gpu_split_t *s, const nq_kernel_ctl_t *
 static int host_fast(nq_plan_t *pl, nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl, uint64_t *nodes)
 {
     nq_count_acc_t acc;
-    memset(&acc, 0, sizeof acc);
-    acc.tally = s->tally;
-    acc.unique = s->unique;
-    acc.plan = pl;
+    acc_from(&acc, s, pl);
     int rc = search_fast(pl, &acc, ctl, nodes);
     acc_into(s, &acc);
     return rc;
@@ -91,11 +82,7 @@ static int split_flipped(const nq_shard_desc_t *d, nq_gpu_split_t *s, const nq_k
         s->nodes += nx;
         return rc;
     }
-    px = p8;
-    p8.block[0] |= ~d->bmask8;
-    p8.leaf8 = p8.full;
-    p8.leafx = 0;
-    px.block[0] |= ~d->bmaskx;
+    plan_split_weight(d, &p8, &px);
     if (d->bmaskx) {
         int rc = host_leaves(&px, s, ctl, &nx);
         s->nodes += nx;

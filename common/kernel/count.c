@@ -208,7 +208,7 @@ int count_solution(const nq_plan_t *pl, const uint8_t *cols, nq_count_acc_t *acc
     return 0;
 }
 
-static int count_leaf(void *ud, const uint8_t *cols, int n)
+int count_leaf(void *ud, const uint8_t *cols, int n)
 {
     nq_count_acc_t *acc = ud;
     uint8_t board[NQ_SHARD_MAX_N];
@@ -218,6 +218,15 @@ static int count_leaf(void *ud, const uint8_t *cols, int n)
         cols = board;
     }
     return count_solution(acc->plan, cols, acc);
+}
+
+void plan_split_weight(const nq_shard_desc_t *d, nq_plan_t *p8, nq_plan_t *px)
+{
+    *px = *p8;
+    p8->block[0] |= ~d->bmask8;
+    p8->leaf8 = p8->full;
+    p8->leafx = 0;
+    px->block[0] |= ~d->bmaskx;
 }
 
 /*
@@ -239,11 +248,7 @@ static int count_flipped(const nq_shard_desc_t *d, nq_count_acc_t *acc, const nq
             return search_fast(&p8, acc, ctl, nodes);
         return search_leaves(&p8, count_leaf, acc, ctl, nodes);
     }
-    px = p8;
-    p8.block[0] |= ~d->bmask8;
-    p8.leaf8 = p8.full;
-    p8.leafx = 0;
-    px.block[0] |= ~d->bmaskx;
+    plan_split_weight(d, &p8, &px);
     if (d->bmaskx) {
         acc->plan = &px;
         rc = search_leaves(&px, count_leaf, acc, ctl, &nx);

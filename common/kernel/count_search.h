@@ -45,6 +45,12 @@ typedef struct {
  */
 void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip);
 
+/* Bottom-up with row n-1 free (its queen is the first level): splits the plan p8 from
+   plan_init(.., 1) by that queen's weight. p8 keeps the weight-8 columns, whose solutions all
+   weigh 8 (counted in bulk); px gets the others (solution by solution). count_flipped and the
+   GPU's split both search exactly these two plans. */
+void plan_split_weight(const nq_shard_desc_t *d, nq_plan_t *p8, nq_plan_t *px);
+
 /* The column test of a shard encoding on pl->n (see nq_levels_t): none before 4; 4, and 5 below
    n = NQ_COVER_WIDE_N: at 3-5 rows left; 5 from there ("wide"): at 3-7 rows left, and every
    row it builds must keep an open cell. */
@@ -114,6 +120,9 @@ typedef struct {
 
 /* Adds one solution (all columns known) with its weight and unique check: 0, -1 overflow. */
 int count_solution(const nq_plan_t *pl, const uint8_t *cols, nq_count_acc_t *acc);
+/* search_leaves' leaf for an nq_count_acc_t (ud): a bottom-up plan's columns are turned back to
+   board orientation for the weight and the D4 check, then count_solution. */
+int count_leaf(void *ud, const uint8_t *cols, int n);
 
 /*
  * count_fast.c, for m >= 2 free rows: adds every completion to *acc (weight 8
