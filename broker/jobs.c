@@ -184,19 +184,8 @@ void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, nq_shards_t **lis
     if (!j || j->list_ticket != ticket)
         return;                         /* it ended, or was reloaded and asked again */
     j->list_ticket = 0;
-    if (!*list || shards_count(*list) != j->shards_total) {
-        char reason[400];
-        const nq_job_spec_t *s = &j->spec;
-        if (*list)                      /* in the words of store_check.h: the column that is wrong */
-            snprintf(reason, sizeof reason, "job %llu: column shards_total holds %llu (allowed %llu: its list "
-                     "of %s N=%llu at depth %u, encoding %u): the DB was changed outside nq",
-                     (unsigned long long)id, (unsigned long long)j->shards_total,
-                     (unsigned long long)shards_count(*list), store_kind_name(s->kind),
-                     (unsigned long long)s->n, s->depth, s->encoding);
-        else
-            snprintf(reason, sizeof reason, "job %llu: its shard list (%s N=%llu, depth %u, encoding %u) cannot "
-                     "be made: %s", (unsigned long long)id, store_kind_name(s->kind), (unsigned long long)s->n,
-                     s->depth, s->encoding, why);
+    char reason[400];
+    if (store_list_matches(id, &j->spec, j->shards_total, *list, why, reason, sizeof reason) != 0) {
         job_refused(id, reason, NULL, 0);
         leases_cancel_job(b, id);       /* re-armed ones: nobody may deliver into a job not served */
         jobs_unlink(b, j);

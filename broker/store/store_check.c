@@ -431,24 +431,28 @@ int store_solve_methods(const char *algos)
     }
 }
 
+int store_list_matches(uint64_t id, const nq_job_spec_t *s, uint64_t shards, const nq_shards_t *list,
+                       const char *why, char *err, size_t errlen)
+{
+    if (!list)
+        return nq_errf(err, errlen, "job %llu: its shard list (%s N=%llu, depth %u, encoding %u) cannot be "
+                       "made: %s", (unsigned long long)id, store_kind_name(s->kind), (unsigned long long)s->n,
+                       s->depth, s->encoding, why);
+    if (shards_count(list) != shards)
+        return nq_errf(err, errlen, "job %llu: column shards_total holds %llu (allowed %llu: its list of %s "
+                       "N=%llu at depth %u, encoding %u): " CHANGED, (unsigned long long)id,
+                       (unsigned long long)shards, (unsigned long long)shards_count(list),
+                       store_kind_name(s->kind), (unsigned long long)s->n, s->depth, s->encoding);
+    return 0;
+}
+
 nq_shards_t *store_job_list(const nq_job_row_t *row, char *err, size_t errlen)
 {
     const nq_job_spec_t *s = &row->spec;
-    char why[200];
+    char why[200] = "";
     nq_shards_t *list = shards_new_bounded(s->kind, (int)s->n, (int)s->depth, (int)s->encoding,
                                            NQ_SHARD_MAX_LIST, NQ_JOB_LIST_STEPS, why, sizeof why);
-    if (!list) {
-        nq_errf(err, errlen, "job %llu: its shard list (%s N=%llu, depth %u, encoding %u) cannot be made: %s",
-                (unsigned long long)row->id, store_kind_name(s->kind), (unsigned long long)s->n, s->depth,
-                s->encoding, why);
-        return NULL;
-    }
-    if (shards_count(list) != row->shards_total) {
-        nq_errf(err, errlen, "job %llu: column shards_total holds %llu (allowed %llu: its list of %s "
-                "N=%llu at depth %u, encoding %u): " CHANGED, (unsigned long long)row->id,
-                (unsigned long long)row->shards_total, (unsigned long long)shards_count(list),
-                store_kind_name(s->kind), (unsigned long long)s->n, s->depth, s->encoding);
+    if (store_list_matches(row->id, s, row->shards_total, list, why, err, errlen) != 0)
         shards_destroy(&list);
-    }
     return list;
 }

@@ -50,5 +50,9 @@ int store_solve_methods(const char *algos);
 /* A count or enumerate job's list, made again from its row (within NQ_JOB_LIST_STEPS), which
    must have the row's number of shards: the list, or NULL with the reason. */
 nq_shards_t *store_job_list(const nq_job_row_t *row, char *err, size_t errlen);
+/* Whether list is job id's (spec s, `shards` shards in its row): 0, or -1 with err naming the
+   column, or (list NULL) saying why it could not be made. Wherever a job's list is made. */
+int store_list_matches(uint64_t id, const nq_job_spec_t *s, uint64_t shards, const nq_shards_t *list,
+                       const char *why, char *err, size_t errlen);
 
 #endif
