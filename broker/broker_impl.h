@@ -279,6 +279,10 @@ nq_job_t *jobs_find(nq_broker_t *b, uint64_t id);
    1 refused, with the reason logged (job.refused) and in why when given; -1 out of memory, a DB
    error, or a stop asked for (list freed either way). */
 int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, struct nq_shards *list, char *why, size_t whylen);
+/* Job id's row read from the store (into *row), then jobs_load_one with `list` (taken, or freed):
+   0, or -1 with why when the row cannot be read or the job not loaded. */
+int jobs_load_id(nq_broker_t *b, uint64_t id, struct nq_shards *list, nq_job_row_t *row, char *why,
+                 size_t whylen);
 /* A job's list has come (listings.c): the job leases from now on. A list that is missing or does
    not have the stored number of shards takes the job out of memory (job.refused). */
 void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, struct nq_shards **list, const char *why,

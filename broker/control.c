@@ -244,14 +244,11 @@ static void write_op(nq_broker_t *b, const void *rid, size_t rid_len, const nq_c
             submit_begin(b, rid, rid_len, &spec, (double)secs);   /* the depth for secs: off the loop */
             return;
         }
-    } else if (strcmp(req->op, "cancel") == 0) {
-        int rc = jobs_cancel(b, id, err, sizeof err);
-        if (rc != 0)
-            code = rc == -2 ? NQ_EXIT_ERROR : NQ_EXIT_NO;
     } else {
-        int rc = jobs_retry(b, id, err, sizeof err);
+        int rc = strcmp(req->op, "cancel") == 0 ? jobs_cancel(b, id, err, sizeof err)
+                                                : jobs_retry(b, id, err, sizeof err);
         if (rc != 0)
-            code = rc == -2 ? NQ_EXIT_ERROR : NQ_EXIT_NO;
+            code = rc == -2 ? NQ_EXIT_ERROR : NQ_EXIT_NO;   /* -2: its row is refused */
     }
     control_answer_job(b, rid, rid_len, code, err, id);
 }

@@ -271,6 +271,15 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, nq_shards_t *list, ch
     return 0;
 }
 
+int jobs_load_id(nq_broker_t *b, uint64_t id, nq_shards_t *list, nq_job_row_t *row, char *why, size_t whylen)
+{
+    if (store_job_load(b->store, id, row, why, whylen) != 0) {
+        shards_destroy(&list);
+        return -1;
+    }
+    return jobs_load_one(b, row, list, why, whylen) == 0 ? 0 : -1;
+}
+
 /* A job refused is left out; the others load. A stop asked for ends the walk between jobs. */
 static int load_cb(void *ud, const nq_job_row_t *row)
 {
@@ -446,10 +455,7 @@ int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
     store_shards_retry(b->store, id);
     store_job_set_state(b->store, id, NQ_JOB_RUNNING);
     char why[320] = "";
-    rc = store_job_load(b->store, id, &row, why, sizeof why);
-    if (rc != 0)
-        shards_destroy(&list);
-    if (rc != 0 || jobs_load_one(b, &row, list, why, sizeof why) != 0)   /* the list goes to the job, or is freed */
+    if (jobs_load_id(b, id, list, &row, why, sizeof why) != 0)
         return nq_errf(err, errlen, "job %llu could not be reloaded%s%s", (unsigned long long)id,
                        why[0] ? ": " : "", why);
     nq_log(NQ_LOG_INFO, "job.retry", "job=%llu", (unsigned long long)id);

@@ -236,12 +236,18 @@ int jobs_create(nq_store_t *st, nq_job_spec_t *spec, uint64_t *id, char *err, si
     return jobs_create_capped(st, spec, &LOCAL_CAPS, id, err, errlen);
 }
 
+/* The broker's caps: its --max-job-shards and --max-store-shards, or the defaults. */
+static nq_shard_caps_t broker_caps(const nq_broker_t *b)
+{
+    return (nq_shard_caps_t){ b->cfg.max_job_shards, b->cfg.max_store_shards, NULL };
+}
+
 /* A checked spec and its list (NULL for solve) become a job in the store and in memory; the list
    goes to the job, or is freed. */
 static int submit_accept(nq_broker_t *b, nq_job_spec_t *spec, nq_shards_t *list, uint64_t *id, char *err,
                          size_t errlen)
 {
-    nq_shard_caps_t caps = { b->cfg.max_job_shards, b->cfg.max_store_shards, NULL };
+    nq_shard_caps_t caps = broker_caps(b);
     if (b->txn_open)
         results_flush(b);               /* job creation is its own transaction */
     if (store_listed(b->store, spec, list, &caps, id, err, errlen) != 0) {
@@ -250,10 +256,7 @@ static int submit_accept(nq_broker_t *b, nq_job_spec_t *spec, nq_shards_t *list,
     }
     nq_job_row_t row;
     char why[320] = "";
-    int rc = store_job_load(b->store, *id, &row, why, sizeof why);
-    if (rc != 0)
-        shards_destroy(&list);
-    if (rc != 0 || jobs_load_one(b, &row, list, why, sizeof why) != 0)   /* the list goes to the job */
+    if (jobs_load_id(b, *id, list, &row, why, sizeof why) != 0)   /* the list goes to the job */
         return nq_errf(err, errlen, "job %llu stored but could not be loaded%s%s", (unsigned long long)*id,
                        why[0] ? ": " : "", why);
     nq_log(NQ_LOG_INFO, "job.submit", "job=%llu kind=%s n=%llu shards=%llu", (unsigned long long)*id,
@@ -264,7 +267,7 @@ static int submit_accept(nq_broker_t *b, nq_job_spec_t *spec, nq_shards_t *list,
 int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec_in, uint64_t *id, char *err, size_t errlen)
 {
     nq_job_spec_t spec = *spec_in;
-    nq_shard_caps_t caps = { b->cfg.max_job_shards, b->cfg.max_store_shards, NULL };
+    nq_shard_caps_t caps = broker_caps(b);
     submit_iter_t it = { .spec = &spec };
     nq_shards_t *list = NULL;
     if (check_request(&spec, &it, err, errlen) != 0 ||
@@ -290,7 +293,7 @@ void submit_begin(nq_broker_t *b, const void *rid, size_t rid_len, const nq_job_
         nq_errf(err, sizeof err, "the broker is busy listing the shards of %d submits: submit again in a "
                 "few seconds", SUBMIT_MAX_WAITING);
     } else {
-        nq_shard_caps_t caps = { b->cfg.max_job_shards, b->cfg.max_store_shards, NULL };
+        nq_shard_caps_t caps = broker_caps(b);
         nq_lister_req_t r;
         nq_listing_t x = { .spec = spec, .rid_len = rid_len < sizeof x.rid ? rid_len : sizeof x.rid };
         memcpy(x.rid, rid, x.rid_len);  /* ZeroMQ's routing ids are at most 255 bytes */
@@ -308,7 +311,7 @@ void submit_listed(nq_broker_t *b, const nq_listing_t *x, nq_shards_t **list, in
 {
     char err[NQ_STR_MAX] = "";
     nq_job_spec_t spec = x->spec;
-    nq_shard_caps_t caps = { b->cfg.max_job_shards, b->cfg.max_store_shards, NULL };
+    nq_shard_caps_t caps = broker_caps(b);
     uint64_t id = 0;
     int code = NQ_EXIT_USAGE;
     if (!*list) {
