@@ -14,18 +14,18 @@
 
 /* ---- result: residues, workers, solutions, study ---- */
 
-static int result_workers(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
+/* An array with one element per row of st, packed by fn; st is finalized. 0, or -2 with err
+   naming what was read. */
+typedef void (*row_pack_fn)(msgpack_packer *pk, sqlite3_stmt *st);
+static int pack_rows(sqlite3 *db, sqlite3_stmt *st, row_pack_fn fn, const char *what, msgpack_packer *pk,
+                     char *err, size_t errlen)
 {
-    sqlite3_stmt *st = query_prep(db, "SELECT worker FROM job_workers WHERE job = ? ORDER BY worker", err, errlen);
-    if (!st)
-        return -2;
-    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
     qbuf_t items;
     uint32_t count = 0;
     int rc;
     query_buf_init(&items);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        query_pack_col_text(&items.pk, st, 0);
+        fn(&items.pk, st);
         count++;
     }
     sqlite3_finalize(st);
@@ -34,7 +34,34 @@ static int result_workers(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *er
         query_buf_append(pk, &items);
     }
     query_buf_destroy(&items);
-    return rc == SQLITE_DONE ? 0 : query_db_fail(db, "workers of job", err, errlen);
+    return rc == SQLITE_DONE ? 0 : query_db_fail(db, what, err, errlen);
+}
+
+static void pk_worker_name(msgpack_packer *pk, sqlite3_stmt *st) { query_pack_col_text(pk, st, 0); }
+
+static int result_workers(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = query_prep(db, "SELECT worker FROM job_workers WHERE job = ? ORDER BY worker", err, errlen);
+    if (!st)
+        return -2;
+    sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
+    return pack_rows(db, st, pk_worker_name, "workers of job", pk, err, errlen);
+}
+
+/* seed, hash, shard, n, steps, seconds, and where its columns are (inline, or a file's path) */
+static void pk_solution(msgpack_packer *pk, sqlite3_stmt *st)
+{
+    static const char *const keys[6] = { "seed", "hash", "shard", "n", "steps", "seconds" };
+    msgpack_pack_map(pk, 7);
+    for (int i = 0; i < 6; i++) {
+        query_pack_str(pk, keys[i]);
+        if (i == 1) query_pack_col_text(pk, st, i);
+        else if (i == 5) query_pack_col_double(pk, st, i);
+        else query_pack_col_u64(pk, st, i);
+    }
+    query_pack_str(pk, "where");
+    if (sqlite3_column_int(st, 6)) query_pack_str(pk, "inline");
+    else query_pack_col_text(pk, st, 7);
 }
 
 static int result_solutions(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
@@ -47,31 +74,7 @@ static int result_solutions(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *
         return -2;
     sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
     sqlite3_bind_int64(st, 2, QUERY_RESULT_MAX_SOLUTIONS);
-    static const char *const keys[6] = { "seed", "hash", "shard", "n", "steps", "seconds" };
-    qbuf_t items;
-    uint32_t count = 0;
-    int rc;
-    query_buf_init(&items);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        msgpack_pack_map(&items.pk, 7);
-        for (int i = 0; i < 6; i++) {
-            query_pack_str(&items.pk, keys[i]);
-            if (i == 1) query_pack_col_text(&items.pk, st, i);
-            else if (i == 5) query_pack_col_double(&items.pk, st, i);
-            else query_pack_col_u64(&items.pk, st, i);
-        }
-        query_pack_str(&items.pk, "where");
-        if (sqlite3_column_int(st, 6)) query_pack_str(&items.pk, "inline");
-        else query_pack_col_text(&items.pk, st, 7);
-        count++;
-    }
-    sqlite3_finalize(st);
-    if (rc == SQLITE_DONE) {
-        msgpack_pack_array(pk, count);
-        query_buf_append(pk, &items);
-    }
-    query_buf_destroy(&items);
-    return rc == SQLITE_DONE ? 0 : query_db_fail(db, "solutions", err, errlen);
+    return pack_rows(db, st, pk_solution, "solutions", pk, err, errlen);
 }
 
 static int cmp_double(const void *a, const void *b)
