@@ -26,7 +26,6 @@
 #include <time.h>
 /* ---- private buffer: records a failed write so OOM cannot go unnoticed ---- */
 
-
 static int qbuf_write(void *data, const char *buf, size_t len)
 {
     qbuf_t *b = data;
@@ -154,7 +153,6 @@ int query_doc_run(sqlite3 *db, doc_fn fn, void *args, msgpack_packer *out, char 
 }
 
 /* ---- the job document ---- */
-
 
 /* The job's row, checked as the store checks every row it reads (store_check.h): a row that
    holds what nq could not have written is refused (-2, j->refused), never shown as a job. */

@@ -45,6 +45,7 @@ int query_doc_run(sqlite3 *db, doc_fn fn, void *args, msgpack_packer *out, char 
 int query_count_rows(sqlite3 *db, const char *sql, uint64_t id, uint64_t *out, char *err, size_t errlen);
 
 /* A job as the documents show it: its row, its shards per state and its sums, in O(1). */
+#define QJOB_FLAGGED_MAX 8                  /* names kept of the flagged workers, and of evidence */
 #define ST_COUNT (NQ_SHARD_CANCELLED + 1)   /* shard states, named by store_shard_state_name */
 
 typedef struct {
@@ -62,16 +63,15 @@ typedef struct {
     /* spot-checks (006_spotcheck.sql): rate, checks compared, disagreeing, not decided, and the
        workers flagged in this job (the first QJOB_FLAGGED_MAX names, and how many in all) */
     uint64_t verify_ppm, checks, disagreed, checks_open, nflagged;
-    char flagged[8][64];
+    char flagged[QJOB_FLAGGED_MAX][64];
     /* results that disagreed with a decided shard (007_decided.sql): how many, and the first
        QJOB_FLAGGED_MAX senders by name */
     uint64_t evidence, nevidence_by;
-    char evidence_by[8][64];
+    char evidence_by[QJOB_FLAGGED_MAX][64];
     char waiting[160];                        /* from the broker (query_live_t), "" when not waiting */
     int refused;                              /* its row holds what nq could not have written */
 } qjob_t;
 
-#define QJOB_FLAGGED_MAX 8
 /* The job's row alone (its parameters, checked), or its row, shard counts and sums: 0; -1 no
    such job; -2 an error or a refused row (j->refused), err says which. */
 int query_job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errlen);

@@ -108,7 +108,6 @@ int store_job_state_parse(const unsigned char *s)
 
 /* ---------------------------------------------------------------- small helpers */
 
-
 /* What an SQLite failure means to an operator: disk full and I/O errors get said plainly. */
 const char *store_db_reason(sqlite3 *db, int rc)
 {
@@ -581,7 +580,6 @@ sqlite3_stmt *store_stmt_cached(nq_store_t *s, sqlite3_stmt **slot, const char *
     sqlite3_clear_bindings(*slot);
     return *slot;
 }
-
 
 void store_rollback(nq_store_t *s)
 {

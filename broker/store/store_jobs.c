@@ -63,7 +63,6 @@ static sqlite3_stmt *stmt(nq_store_t *s, int id)
     return store_stmt_cached(s, &s->st[STORE_MOD_JOBS][id], sql_text[id]);
 }
 
-
 /* What the store writes is what it accepts when it reads the row back (store_check.c). */
 static int check_job_spec(const nq_job_spec_t *j, uint64_t nshards, char *err, size_t errlen)
 {
@@ -370,7 +369,6 @@ int store_job_note_error(nq_store_t *s, uint64_t job, uint64_t idx, const char *
     }
     return store_tx_leave(s, own, rc);
 }
-
 
 static int count_one(nq_store_t *s, int id, uint64_t job, uint64_t *out)
 {

@@ -67,7 +67,6 @@ static sqlite3_stmt *stmt(nq_store_t *s, int id)
     return store_stmt_cached(s, &s->st[STORE_MOD_RESULTS][id], sql_text[id]);
 }
 
-
 /* What the store holds about a shard when a result arrives. */
 typedef struct {
     int shard_state, job_state, kind, has_result;

@@ -82,7 +82,6 @@ static sqlite3_stmt *stmt(nq_store_t *s, int id)
 
 #define EACH_CHUNK 256                  /* shards read per step of store_shards_each */
 
-
 /* A shard row, checked (store_check.c): 0, or -1 with the reason logged and kept (store_refusal). */
 static int shard_row_read(nq_store_t *s, sqlite3_stmt *q, nq_shard_row_t *o)
 {

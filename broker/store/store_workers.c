@@ -48,7 +48,6 @@ static sqlite3_stmt *stmt(nq_store_t *s, int id)
     return store_stmt_cached(s, &s->st[STORE_MOD_WORKERS][id], sql_text[id]);
 }
 
-
 /* Runs statement `which` on the workers row `id`, inside the open transaction or its own. */
 static int worker_exec(nq_store_t *s, int which, const char *id, const char *op)
 {
