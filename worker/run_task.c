@@ -50,17 +50,24 @@ static void set_error(nq_wtask_t *t, const char *msg)
     }
 }
 
+/* A count's outcome, from the CPU kernel or the GPU engine, into the RESULT: its figures, an
+   error (the shard goes to another worker; never a partial count) or a cancel (rc 2). */
+static void count_outcome(nq_wtask_t *t, int rc, const nq_count_result_t *cr, const char *err)
+{
+    if (rc == 2) { t->cancelled = 1; return; }
+    if (rc != 0) { set_error(t, err); return; }
+    t->r.total = cr->total;
+    t->r.unique = cr->unique;
+    t->r.nodes = cr->nodes;
+    t->r.res13 = cr->res13;
+    t->r.res15 = cr->res15;
+}
+
 static void run_count(nq_wtask_t *t, const nq_kernel_ctl_t *ctl, char *err, size_t errlen)
 {
     nq_count_result_t cr;
     int rc = count_shard(t->t.spec, t->t.spec_len, &cr, ctl, err, errlen);
-    if (rc == 2) { t->cancelled = 1; return; }
-    if (rc != 0) { set_error(t, err); return; }
-    t->r.total = cr.total;
-    t->r.unique = cr.unique;
-    t->r.nodes = cr.nodes;
-    t->r.res13 = cr.res13;
-    t->r.res15 = cr.res15;
+    count_outcome(t, rc, &cr, err);
 }
 
 typedef struct { uint8_t *buf; size_t len, cap; uint64_t count; int n; } enum_sink_t;
@@ -158,22 +165,11 @@ void task_run(nq_wtask_t *t)
     task_end(t);
 }
 
-/* The GPU engine's callback: the shard's result, an error (the device failed: the broker
-   hands the shard to another worker; never a partial count) or a cancel. */
+/* The GPU engine's callback: the shard's result, an error (the device failed) or a cancel. */
 static void gpu_task_done(void *ud, int rc, const nq_count_result_t *cr, const char *err)
 {
     nq_wtask_t *t = ud;
-    if (rc == 2) {
-        t->cancelled = 1;
-    } else if (rc != 0) {
-        set_error(t, err);
-    } else {
-        t->r.total = cr->total;
-        t->r.unique = cr->unique;
-        t->r.nodes = cr->nodes;
-        t->r.res13 = cr->res13;
-        t->r.res15 = cr->res15;
-    }
+    count_outcome(t, rc, cr, err);
     task_end(t);
     t->gpu_done(t->gpu_ud, t);
 }
