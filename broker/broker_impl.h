@@ -97,11 +97,6 @@ typedef struct nq_lease {
 #define PAUSED_JOBS 4
 #define PAUSE_MAX_S 600.0
 
-/* A worker's heartbeat lists every lease it holds, queued and unacknowledged ones too, in at most
-   NQ_MAX_HEARTBEAT_ITEMS items: credit beyond half of that is ignored, so the list always fits
-   (a reply held back while the store is down can double what a worker holds). */
-#define NQ_CREDIT_MAX (NQ_MAX_HEARTBEAT_ITEMS / 2)
-
 /* Restarts (a HELLO with a new nonce on the same connection) allowed per window before they
    count as misbehaviour: an honest worker restarts rarely, a hostile one to shed its leases. */
 #define RESTARTS_PER_WINDOW 2

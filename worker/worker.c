@@ -328,9 +328,8 @@ static void drain_socket(nq_worker_t *w)
 /*
  * A GPU counts shards far faster than the threads that feed it, and the engine needs enough of
  * them in flight to fill its launches: the credit follows the measured rate, two seconds of
- * shards on top of the threads and prefetch, within what the broker grants (NQ_CREDIT_CAP).
+ * shards on top of the threads and prefetch, within what the broker grants (NQ_CREDIT_MAX).
  */
-#define NQ_CREDIT_CAP (NQ_MAX_HEARTBEAT_ITEMS / 2)   /* the broker's NQ_CREDIT_MAX */
 #define GPU_CREDIT_SECONDS 2.0
 
 static void gpu_credit(nq_worker_t *w, double now)
@@ -346,7 +345,7 @@ static void gpu_credit(nq_worker_t *w, double now)
     w->rate_at = now;
     w->rate_shards = st.shards;
     double want = w->rate * GPU_CREDIT_SECONDS + w->cfg.threads + w->cfg.prefetch;
-    uint32_t c = want > NQ_CREDIT_CAP ? NQ_CREDIT_CAP : (uint32_t)want;
+    uint32_t c = want > NQ_CREDIT_MAX ? NQ_CREDIT_MAX : (uint32_t)want;
     if (c < w->credit * 4 / 5 || c > w->credit * 5 / 4) {   /* no CREDIT for every wobble */
         w->credit = c;
         nq_msg_t m = { .type = NQ_MSG_CREDIT };

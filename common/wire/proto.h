@@ -23,6 +23,10 @@
 #define NQ_MAX_FRAME          (64u << 20)  /* bytes; also ZMQ_MAXMSGSIZE on every socket */
 #define NQ_MAX_PAYLOAD        (48u << 20)  /* RESULT payload / SOLPART data bytes */
 #define NQ_MAX_HEARTBEAT_ITEMS 4096        /* leases reported in one HEARTBEAT */
+/* A worker's heartbeat lists every lease it holds, queued and unacknowledged ones too: the broker
+   grants credit up to half of NQ_MAX_HEARTBEAT_ITEMS and ignores the rest, so the list always
+   fits (a reply held back while the store is down can double what a worker holds). */
+#define NQ_CREDIT_MAX (NQ_MAX_HEARTBEAT_ITEMS / 2)
 #define NQ_MAX_CTL_PARAMS     32           /* key/value pairs in a control request */
 #define NQ_MAX_DOC_DEPTH      8            /* nesting of a control reply document */
 #define NQ_MAX_DOC_ITEMS      (1u << 20)   /* total objects in a control reply document */
