@@ -102,12 +102,8 @@ static int load_shard(void *ud, const nq_shard_row_t *r)
     load_ctx_t *c = ud;
     if ((c->n & 4095) == 0 && broker_stop_asked(c->b))
         return LOAD_STOPPED;            /* 10^8 pending rows take minutes: SIGTERM must not wait */
-    if (r->idx >= c->j->shards_total) {
-        snprintf(c->why, sizeof c->why, "job %llu shard %llu: column idx holds %llu (allowed 0..%llu): "
-                 "the DB was changed outside nq", (unsigned long long)r->job, (unsigned long long)r->idx,
-                 (unsigned long long)r->idx, (unsigned long long)c->j->shards_total - 1);
+    if (store_shard_in_job(r, c->j->shards_total, c->why, sizeof c->why) != 0)
         return LOAD_REFUSED;
-    }
     if (r->state == NQ_SHARD_LEASED && c->j->spec.quorum < 2) {
         /* Re-armed: the worker that held it may still deliver, so wait a grace window. */
         leases_add(c->b, NULL, r->job, r->idx, r->attempts, r->lease);

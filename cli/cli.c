@@ -32,6 +32,26 @@ int cli_flush_stdout(void)
     return -1;
 }
 
+int cli_temp_beside(const char *path, char **tmp)
+{
+    size_t len = strlen(path);
+    *tmp = malloc(len + 8);
+    if (!*tmp) {
+        errno = ENOMEM;
+        return -1;
+    }
+    memcpy(*tmp, path, len);
+    memcpy(*tmp + len, ".XXXXXX", 8);
+    int fd = mkstemp(*tmp);
+    if (fd < 0) {
+        int why = errno;
+        free(*tmp);
+        *tmp = NULL;
+        errno = why;
+    }
+    return fd;
+}
+
 static void cli_check_stdout(void)
 {
     if (cli_flush_stdout() == 0)

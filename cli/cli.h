@@ -40,6 +40,10 @@ int cli_log_option(const char *cmd, const char *opt, const char *val);
  * command returned. A command that prints in a loop calls it to stop early.
  */
 int cli_flush_stdout(void);
+/* A new file beside path (same folder, so a rename or link into place is atomic), named
+   path.XXXXXX by mkstemp: its descriptor, and *tmp its name (malloc'd; the caller frees it).
+   -1 with errno, *tmp NULL. */
+int cli_temp_beside(const char *path, char **tmp);
 /* Prints the usage text of a command to stdout; returns 0. */
 int cli_help(const char *cmd);
 

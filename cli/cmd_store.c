@@ -61,12 +61,8 @@ static int check_shard_rows(sqlite3 *db, const nq_job_row_t *job, char *err, siz
     int rc, bad = 0;
     nq_shard_row_t r;
     while (!bad && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        bad = store_shard_row_read(q, &r, err, errlen) != 0;
-        if (!bad && r.idx >= job->shards_total)
-            bad = (snprintf(err, errlen, "job %llu shard %llu: column idx holds %llu (allowed 0..%llu): "
-                            "the DB was changed outside nq", (unsigned long long)job->id,
-                            (unsigned long long)r.idx, (unsigned long long)r.idx,
-                            (unsigned long long)job->shards_total - 1), 1);
+        bad = store_shard_row_read(q, &r, err, errlen) != 0 ||
+              store_shard_in_job(&r, job->shards_total, err, errlen) != 0;
     }
     sqlite3_finalize(q);
     return bad ? -1 : rc == SQLITE_DONE ? 0 : -2;
@@ -205,19 +201,11 @@ static int backup_place(const char *tmp, const char *out)
  */
 static int backup_copy(nq_store_t *st, const char *out, char *err, size_t errlen)
 {
-    size_t olen = strlen(out);
-    char *tmp = malloc(olen + 8), why[512];
+    char *tmp, why[512];
     sqlite3_stmt *q = NULL;
-    int fd = -1, rc = -1;
-    if (!tmp)
-        return nq_errf(err, errlen, "out of memory");
-    memcpy(tmp, out, olen);
-    memcpy(tmp + olen, ".XXXXXX", 8);
-    if ((fd = mkstemp(tmp)) < 0) {
-        nq_errf(err, errlen, "%s: %s", out, strerror(errno));
-        free(tmp);
-        return -1;
-    }
+    int rc = -1, fd = cli_temp_beside(out, &tmp);
+    if (fd < 0)
+        return nq_errf(err, errlen, "%s: %s", out, strerror(errno));
     close(fd);
     if (sqlite3_prepare_v2(store_db(st), "VACUUM INTO ?1", -1, &q, NULL) != SQLITE_OK ||
         sqlite3_bind_text(q, 1, tmp, -1, SQLITE_STATIC) != SQLITE_OK || sqlite3_step(q) != SQLITE_DONE)

@@ -30,14 +30,9 @@
 static int write_temp(nq_store_t *st, uint64_t job, const char *path, uint8_t root[NQ_MERKLE_BYTES],
                       uint64_t *shards, char **tmp, char *err, size_t errlen)
 {
-    size_t plen = strlen(path);
-    char *t = malloc(plen + 8);
+    char *t;
+    int fd = cli_temp_beside(path, &t);
     *tmp = NULL;
-    if (!t)
-        return snprintf(err, errlen, "out of memory"), -2;
-    memcpy(t, path, plen);
-    memcpy(t + plen, ".XXXXXX", 8);
-    int fd = mkstemp(t);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
     if (!f) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));

@@ -392,6 +392,15 @@ int store_shard_row_read(sqlite3_stmt *q, nq_shard_row_t *o, char *err, size_t e
     return r.bad ? -1 : 0;
 }
 
+int store_shard_in_job(const nq_shard_row_t *r, uint64_t shards, char *err, size_t errlen)
+{
+    if (r->idx < shards)
+        return 0;
+    return nq_errf(err, errlen, "job %llu shard %llu: column idx holds %llu (allowed 0..%llu): " CHANGED,
+                   (unsigned long long)r->job, (unsigned long long)r->idx, (unsigned long long)r->idx,
+                   (unsigned long long)shards - 1);
+}
+
 /* ---------------------------------------------------------------- lists and methods */
 
 uint64_t store_list_bound(int kind, uint64_t n, uint32_t depth)

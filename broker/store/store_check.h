@@ -36,6 +36,8 @@
 int store_job_row_read(sqlite3_stmt *q, nq_job_row_t *out, char *err, size_t errlen);
 /* The current row of q (selected with STORE_SHARD_COLUMNS) into *out: 0, or -1 with the reason. */
 int store_shard_row_read(sqlite3_stmt *q, nq_shard_row_t *out, char *err, size_t errlen);
+/* A shard row read back is one of its job's `shards`: 0, or -1 with the reason. */
+int store_shard_in_job(const nq_shard_row_t *r, uint64_t shards, char *err, size_t errlen);
 /* Job `id` read and checked on any connection (the broker's, or a client's read-only one):
    0, 1 no such job (err says so), -1 the row is refused (err), -2 a DB error (err). */
 int store_job_read(sqlite3 *db, uint64_t id, nq_job_row_t *out, char *err, size_t errlen);
