@@ -185,6 +185,8 @@ typedef struct nq_solbuf {
 typedef struct {
     uint64_t results_total, results_duplicate, results_conflict, results_rejected;
     uint64_t results_evidence;         /* results that disagreed with a decided shard */
+    uint64_t results_undecidable;      /* first results for jobs not running: kept nowhere */
+    uint64_t results_deferred;         /* not checkable while the job's list was built: resent */
     uint64_t messages_bad, commits;
     uint64_t leases_lost;              /* TASKs a worker's inventory showed it never got */
     double commit_seconds_sum, commit_seconds_max;
@@ -364,6 +366,9 @@ void ident_strike(nq_broker_t *b, nq_ident_t *r, const char *worker, const char 
 /* One of its connections lost its leases (died, or its progress stalled): 1 when that may
    charge the shards an attempt. May quarantine it. */
 int ident_lost(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why);
+/* One of its connections reported an error on a shard (a first one since it paused the job): 1
+   when that may charge the shard an attempt. May quarantine it. */
+int ident_failed(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why);
 int ident_restarted(nq_broker_t *b, nq_ident_t *r);   /* 1: past RESTARTS_PER_WINDOW */
 uint32_t idents_connected(nq_broker_t *b);             /* identities with a connection, not quarantined */
 void idents_tick(nq_broker_t *b, double now);

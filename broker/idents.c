@@ -14,8 +14,13 @@
  *             first charges the shards an attempt (a crash can be the shard's fault, so a
  *             shard that kills every worker still ends FAILED), and at LOSSES_QUARANTINE the
  *             identity is quarantined;
+ *   errors    error RESULTs it sent, in a window, like losses: only the first charges its shard
+ *             an attempt, and at ERRORS_QUARANTINE the identity is quarantined (one key that
+ *             erred from five fresh connections once failed a shard at --max-attempts 5);
  *   restarts  new sessions on a connection (a worker sheds its leases by restarting).
  *
+ * What a shard is charged also counts each identity once per shard (the store's failures
+ * table), so a shard fails only when max-attempts distinct identities have failed it.
  * A quarantined identity gets no work and its frames are dropped unread, on every connection,
  * until the quarantine ends: 10 minutes the first time, doubling up to a day. Records live in
  * memory: a broker restart forgives (the spot-check record in the store does not).
@@ -31,6 +36,8 @@
 #define LOSS_WINDOW_S 3600.0            /* losses are counted over this long */
 #define LOSSES_CHARGED 1                /* losses in the window that charge the shards an attempt */
 #define LOSSES_QUARANTINE 3             /* ... at which the identity is quarantined */
+#define ERRORS_CHARGED 1                /* error results in the window that charge their shard */
+#define ERRORS_QUARANTINE 3             /* ... at which the identity is quarantined */
 #define QUARANTINE_FIRST_S 600.0
 #define QUARANTINE_MAX_S 86400.0
 #define IDENT_IDLE_S 3600.0             /* a record with no connection is kept this long (losses) */
@@ -41,8 +48,8 @@ struct nq_ident {
     char ident[64];
     uint64_t hash;
     uint32_t peers;                     /* connections filed under it now */
-    uint32_t strikes, losses, restarts;
-    double losses_since, restarts_since;
+    uint32_t strikes, losses, errors, restarts;
+    double losses_since, errors_since, restarts_since;
     double quarantined_until, quarantine_s;
     char why[80];                       /* why it was last quarantined */
     double last_seen;
@@ -97,7 +104,8 @@ nq_ident_t *idents_find(nq_broker_t *b, const char *ident)
 static int ident_clean(const nq_ident_t *r, double now)
 {
     return r->strikes == 0 && r->restarts == 0 && now >= r->quarantined_until &&
-           (r->losses == 0 || now - r->losses_since > LOSS_WINDOW_S);
+           (r->losses == 0 || now - r->losses_since > LOSS_WINDOW_S) &&
+           (r->errors == 0 || now - r->errors_since > LOSS_WINDOW_S);
 }
 
 static void ident_free(nq_broker_t *b, nq_ident_t *r)
@@ -176,22 +184,39 @@ void ident_strike(nq_broker_t *b, nq_ident_t *r, const char *worker, const char 
     ident_quarantine(b, r, worker, why);
 }
 
+/* One more event in a window of LOSS_WINDOW_S: 1 when it is among the first `charged`. At
+   `quarantine` events the identity is quarantined, with `what` and why as the reason. */
+static int ident_count(nq_broker_t *b, nq_ident_t *r, uint32_t *n, double *since, uint32_t charged,
+                       uint32_t quarantine, const char *worker, const char *what, const char *why)
+{
+    if (*n == 0 || b->now - *since > LOSS_WINDOW_S) {
+        *n = 0;
+        *since = b->now;
+    }
+    int charge = ++*n <= charged;
+    if (*n >= quarantine && !ident_quarantined(b, r)) {
+        char text[sizeof r->why];
+        snprintf(text, sizeof text, "%s %u times in an hour (%s)", what, *n, why);
+        *n = 0;
+        ident_quarantine(b, r, worker, text);
+    }
+    return charge;
+}
+
 int ident_lost(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why)
 {
     if (!r)
         return 1;
-    if (r->losses == 0 || b->now - r->losses_since > LOSS_WINDOW_S) {
-        r->losses = 0;
-        r->losses_since = b->now;
-    }
-    int charge = ++r->losses <= LOSSES_CHARGED;
-    if (r->losses >= LOSSES_QUARANTINE && !ident_quarantined(b, r)) {
-        char text[sizeof r->why];
-        snprintf(text, sizeof text, "lost its leases %u times in an hour (%s)", r->losses, why);
-        r->losses = 0;
-        ident_quarantine(b, r, worker, text);
-    }
-    return charge;
+    return ident_count(b, r, &r->losses, &r->losses_since, LOSSES_CHARGED, LOSSES_QUARANTINE, worker,
+                       "lost its leases", why);
+}
+
+int ident_failed(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why)
+{
+    if (!r)
+        return 1;
+    return ident_count(b, r, &r->errors, &r->errors_since, ERRORS_CHARGED, ERRORS_QUARANTINE, worker,
+                       "reported errors", why);
 }
 
 int ident_restarted(nq_broker_t *b, nq_ident_t *r)

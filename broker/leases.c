@@ -320,6 +320,7 @@ void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char
 {
     uint64_t job = l->job, shard = l->shard;
     int check = l->check;
+    int64_t who = count_attempt && l->peer ? peers_who(b, l->peer) : 0;   /* charged once per identity */
     leases_remove(b, l);
     if (check) {                        /* a spot-check copy: the shard is done, the copy waits again */
         nq_job_t *j = jobs_find(b, job);
@@ -328,7 +329,7 @@ void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char
         return;
     }
     int failed = 0;
-    store_shard_release(b->store, job, shard, count_attempt, &failed);
+    store_shard_release_by(b->store, job, shard, count_attempt, who, &failed);
     nq_job_t *j = jobs_find(b, job);
     if (why)                            /* NULL: the caller logs one line for many */
         nq_log(NQ_LOG_INFO, "lease.release", "job=%llu shard=%llu reason=\"%s\" failed=%d",

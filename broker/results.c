@@ -10,6 +10,7 @@
  */
 #include "broker_impl.h"
 #include "clock.h"
+#include "count_bounds.h"
 #include "errf.h"
 #include "enumerate.h"
 #include "log.h"
@@ -120,6 +121,39 @@ int results_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t 
     return 0;
 }
 
+/*
+ * A count result against what a count of its shard can give (count_bounds.h, the audit's
+ * per-line check): residues alone let totals of 2^64-1, unique above total and nodes below
+ * total become final. The descriptor comes from the job's list. 0 within them, -1 outside (why),
+ * 1 not known yet: the list is being built after a restart (the caller leaves the result
+ * unacknowledged, and the worker sends it again).
+ */
+static int check_bounds(nq_broker_t *b, const nq_job_t *j, const nq_result_t *r, char *why, size_t whylen)
+{
+    uint8_t spec[NQ_MAX_SPEC];
+    size_t len = 0;
+    uint64_t seed;
+    char algo[32];
+    nq_shard_row_t row;
+    if (j->list_ticket)
+        return 1;
+    if (jobs_shard_task(j, r->shard, spec, &len, &seed, algo, sizeof algo) != 0) {
+        /* a job stored before 004 keeps its descriptors in its rows */
+        if (store_shard_get(b->store, j->id, r->shard, &row) != 0 || row.spec_len == 0)
+            return nq_errf(why, whylen, "no descriptor for the shard");
+        memcpy(spec, row.spec, row.spec_len);
+        len = row.spec_len;
+    }
+    nq_count_bounds_t cb;
+    nq_count_result_t cr = { r->total, r->unique, r->nodes, (uint8_t)r->res13, (uint8_t)r->res15 };
+    char text[200];
+    if (count_bounds(spec, len, &cb, text, sizeof text) != 0)
+        return nq_errf(why, whylen, "the shard's descriptor does not decode: %s", text);
+    if (count_bounds_check(&cb, &cr, text, sizeof text) != 0)
+        return nq_errf(why, whylen, "no count of the shard can give it: %s", text);
+    return 0;
+}
+
 /* The job a result is for: in memory when active (cheap), else from the store. */
 static int result_job(nq_broker_t *b, uint64_t id, nq_job_spec_t *spec, uint64_t *shards_total)
 {
@@ -152,7 +186,8 @@ static int check_result(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol
     if (r->kind == NQ_KIND_COUNT) {
         if (r->total % 13 != r->res13 || r->total % 15 != r->res15)
             return nq_errf(why, whylen, "residues do not match the total");
-        return 0;
+        nq_job_t *j = jobs_find(b, r->job);
+        return j ? check_bounds(b, j, r, why, whylen) : 0;   /* not loaded: it can decide nothing */
     }
     if (r->kind == NQ_KIND_ENUMERATE)
         return results_check_enumerate(r, job.spec.n, why, whylen);
@@ -288,16 +323,20 @@ static int shard_decided(nq_broker_t *b, uint64_t job, uint64_t shard)
            (row.state == NQ_SHARD_DONE || row.state == NQ_SHARD_CONFLICT);
 }
 
-/* A worker that says it failed: the shard is charged an attempt (so a shard that fails on
-   every worker ends FAILED instead of circling for ever) unless the worker was already pausing
-   the job (PAUSED_JOBS: one worker that fails everything must not fail the job), and the job keeps
-   the message. */
+/* A worker that says it failed: the shard may be charged an attempt (so a shard that fails on
+   every worker ends FAILED instead of circling for ever), but only for an error the connection
+   sent before it paused the job (PAUSED_JOBS: one worker that fails everything must not fail the
+   job), only for its identity's first error in an hour, and only once per shard and identity
+   (the store): a shard fails when distinct identities failed it. The job keeps the message. */
 static void result_error(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, nq_lease_t *l)
 {
     char text[200];
     results_error_text(r, text, sizeof text);
     b->stats.results_rejected++;
-    int charged = peer_job_failed(p, r->job, b->now) && l != NULL;
+    uint64_t lease = l ? l->id : 0;
+    int charged = peer_job_failed(p, r->job, b->now) && ident_failed(b, p->rec, p->hello.worker_id, text);
+    l = lease ? leases_find(b, lease) : NULL;   /* a quarantine gave back all it held, uncharged */
+    charged = charged && l != NULL;
     nq_log(NQ_LOG_WARN, "result.error", "job=%llu shard=%llu worker=%s charged=%d error=\"%s\"",
            (unsigned long long)r->job, (unsigned long long)r->shard, p->hello.worker_id, charged, text);
     store_job_note_error(b->store, r->job, r->shard, text);
@@ -333,6 +372,11 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
     nq_solbuf_t *sol = solbuf_take(b, r);
     int ok = check_result(b, e, sol, why, sizeof why);
     solbuf_free(b, sol);
+    if (ok == 1) {                      /* not checkable yet: unacknowledged, the worker resends */
+        free(e->payload);
+        b->stats.results_deferred++;
+        return;
+    }
     if (ok != 0) {
         free(e->payload);
         send_ack(b, p->rid, p->rid_len, r);   /* taken and refused: it must not come back */
@@ -347,6 +391,7 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
     broker_txn(b);
     e->by.who = peers_who(b, p);        /* the store tells a resend from a confirmation by it */
     nq_job_t *j = jobs_find(b, r->job);
+    e->by.unloaded = j == NULL;         /* no quorum or check runs for it: it may decide nothing */
     if (j && j->spec.quorum > 1 && !shard_decided(b, r->job, r->shard) && quorum_gate(b, p, j, e) != 0)
         return;
     broker_txn(b);
@@ -452,6 +497,12 @@ static void group_apply(nq_broker_t *b)
             b->stats.results_duplicate++;
         if (e->outcome == NQ_PUT_EVIDENCE)
             result_evidence(b, e);
+        if (e->outcome == NQ_PUT_UNDECIDABLE) {
+            b->stats.results_undecidable++;
+            nq_log(NQ_LOG_INFO, "result.undecidable", "job=%llu shard=%llu worker=%s reason=\"the job is not "
+                   "running: a result for an undecided shard is not kept\"", (unsigned long long)e->r.job,
+                   (unsigned long long)e->r.shard, e->worker);
+        }
         if (j && j->spec.verify_ppm > 0)
             spotcheck_after_commit(b, j, e);
         if (e->outcome == NQ_PUT_CONFLICT) {

@@ -1,6 +1,7 @@
 /* One task through its kernel: count, enumerate or solve, into a RESULT. */
 #include "clock.h"
 #include "count.h"
+#include "count_bounds.h"
 #include "enumerate.h"
 #include "solve.h"
 #include "verify.h"
@@ -14,8 +15,31 @@
 #ifdef NQ_TEST_FAULTS
 /* Test-only fault switch (compiled in only with -DNQ_TEST_FAULTS=ON; release packages are built
    without it): NQ_FAULT_CORRUPT=P corrupts that share of count results — the total alone, so the
-   residues catch it, or with NQ_FAULT_CORRUPT_MODE=consistent the residues too, so only a quorum
-   can; NQ_FAULT_CRASH_SHARD=I aborts the process on shard I (a poison shard). */
+   residues catch it, or with NQ_FAULT_CORRUPT_MODE=consistent a plausible wrong count with its
+   residues, so only a quorum or a spot-check can; NQ_FAULT_CRASH_SHARD=I aborts the process on
+   shard I (a poison shard). */
+
+/* A wrong count that the broker's per-shard bounds (count_bounds.h) let through, so that only a
+   quorum or a spot-check can catch it: one more solution of the heaviest weight the shard can
+   reach where its rows admit one, else one more node. */
+static void fault_plausible(nq_wtask_t *t)
+{
+    nq_count_bounds_t b;
+    nq_count_result_t lie = { t->r.total, t->r.unique, t->r.nodes + 1, 0, 0 };
+    char err[200];
+    if (count_bounds(t->t.spec, t->t.spec_len, &b, err, sizeof err) != 0)
+        return;
+    lie.total += b.wmax;
+    lie.unique += 1;
+    if (b.wmax == 0 || count_bounds_check(&b, &lie, err, sizeof err) != 0) {
+        lie.total = t->r.total;
+        lie.unique = t->r.unique;
+    }
+    t->r.total = lie.total;
+    t->r.unique = lie.unique;
+    t->r.nodes = lie.nodes;
+}
+
 static void fault_inject(nq_wtask_t *t)
 {
     const char *crash = getenv("NQ_FAULT_CRASH_SHARD");
@@ -25,11 +49,13 @@ static void fault_inject(nq_wtask_t *t)
     if (p && t->r.kind == NQ_KIND_COUNT) {
         uint64_t x = t->t.shard * 0x9e3779b97f4a7c15ull + t->t.lease;
         if ((double)(x >> 11) / 9007199254740992.0 < atof(p)) {
-            t->r.total += 2;            /* a plausible wrong count */
             const char *mode = getenv("NQ_FAULT_CORRUPT_MODE");
             if (mode && strcmp(mode, "consistent") == 0) {
+                fault_plausible(t);
                 t->r.res13 = (uint8_t)(t->r.total % 13);
                 t->r.res15 = (uint8_t)(t->r.total % 15);
+            } else {
+                t->r.total += 2;        /* residues left as they were: caught by them */
             }
         }
     }

@@ -118,6 +118,7 @@ typedef enum {
     NQ_PUT_CHECKED,            /* a spot-check vote, recorded by the broker (store_spotcheck.h) */
     NQ_PUT_RESENT,             /* equal, from the stored sender or an identity that confirmed: nothing */
     NQ_PUT_EVIDENCE,           /* differs from a decided shard's: kept as evidence, nothing else moves */
+    NQ_PUT_UNDECIDABLE,        /* a first result for a job that is not running: it decides nothing */
 } nq_put_t;
 
 /* Open (creating and migrating when !readonly). NULL with a reason in err on refusal. */
@@ -183,6 +184,10 @@ int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease,
 int store_shard_voted(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease);
 /* Back to pending (lease lost); attempts + 1; FAILED when attempts reach max: *failed = 1. */
 int store_shard_release(nq_store_t *s, uint64_t job, uint64_t idx, int count_attempt, int *failed);
+/* The same for a holder known by identity (identities.id, > 0): an identity is charged for a
+   shard once (table failures, 008), so a shard fails only when distinct identities failed it. */
+int store_shard_release_by(nq_store_t *s, uint64_t job, uint64_t idx, int count_attempt, int64_t who,
+                           int *failed);
 int store_shards_cancel_pending(nq_store_t *s, uint64_t job);           /* pending/leased -> cancelled */
 int store_shards_retry(nq_store_t *s, uint64_t job);                    /* failed/conflict/cancelled -> pending, attempts 0 */
 
@@ -198,8 +203,10 @@ int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
    identities row, 006_spotcheck.sql) and whether a check copy is wanted (verify = 1). */
 /* who: the sender's identity (identities.id): stored with a first result, and what tells a
    resend from a confirmation for every job. verify: a check copy is wanted. spot: a job under
-   spot-checks, where the identity's record counts its stored results. */
-typedef struct { int64_t who; int verify, spot; } nq_put_by_t;
+   spot-checks, where the identity's record counts its stored results. unloaded: the broker does
+   not run the job (failed, or its rows refused), so no quorum or check could see the result: it
+   may confirm a decided shard or be evidence against it, and never decides one. */
+typedef struct { int64_t who; int verify, spot, unloaded; } nq_put_by_t;
 int store_result_put_by(nq_store_t *s, const nq_result_t *r, const char *worker,
                         const char *sol_hash, const char *sol_path, const nq_put_by_t *by);
 /* Votes that never agreed (quorum): r becomes the shard's first result and the shard CONFLICT at

@@ -389,8 +389,14 @@ static int put_result(nq_store_t *s, const nq_result_t *r, const char *worker, c
                (unsigned long long)r->shard, r->kind);
         return NQ_PUT_IGNORED;
     }
-    return c.has_result ? put_again(s, r, &c, worker, by ? by->who : 0)
-                        : put_first(s, r, &c, worker, sol_hash, sol_path, by);
+    if (c.has_result)
+        return put_again(s, r, &c, worker, by ? by->who : 0);
+    /* A shard is decided by the broker's rules for its job (quorum, spot-checks), and only a
+       running job has them: a first result for a failed job's shard, stored, was once counted by
+       `nq retry` without a vote or a check (4,684 for the 4 of N=6 at quorum 3). */
+    if ((by && by->unloaded) || (c.job_state != NQ_JOB_PENDING && c.job_state != NQ_JOB_RUNNING))
+        return NQ_PUT_UNDECIDABLE;
+    return put_first(s, r, &c, worker, sol_hash, sol_path, by);
 }
 
 int store_result_put_by(nq_store_t *s, const nq_result_t *r, const char *worker,

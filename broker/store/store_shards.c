@@ -16,7 +16,7 @@
 enum {
     S_SHARD_GET, S_SHARDS_ONE_STATE, S_SHARDS_STATES, S_JOB_FRONTIER, S_SHARD_LEASE, S_SHARD_VOTED,
     S_SHARD_RELEASE, S_JOB_FAILED_ADD, S_SHARDS_CANCEL, S_ENUM_RETRY_DELETE, S_CONFIRM_RETRY_DELETE,
-    S_SHARDS_RETRY, S_JOB_RETRY_COUNTS, S_COUNT
+    S_SHARDS_RETRY, S_JOB_RETRY_COUNTS, S_FAILURE_SEEN, S_FAILURE_ADD, S_FAILURE_RETRY_DELETE, S_COUNT
 };
 
 static const char *const sql_text[S_COUNT] = {
@@ -61,6 +61,12 @@ static const char *const sql_text[S_COUNT] = {
         "DELETE FROM confirmations WHERE job = ?1 AND idx IN"
         " (SELECT idx FROM shards WHERE job = ?1 AND state IN ('failed', 'conflict') AND state <> 'done')",
     /* A retried conflict forgets both results: the next one is a fresh first result. */
+    [S_FAILURE_SEEN] =
+        "SELECT 1 FROM failures WHERE job = ?1 AND idx = ?2 AND who = ?3",
+    [S_FAILURE_ADD] =
+        "INSERT OR IGNORE INTO failures (job, idx, who) VALUES (?1, ?2, ?3)",
+    [S_FAILURE_RETRY_DELETE] =
+        "DELETE FROM failures WHERE job = ?1",
     [S_SHARDS_RETRY] =
         "UPDATE shards SET state = 'pending', attempts = 0, lease = NULL, worker = NULL,"
         " leased_at = NULL, status = NULL, total = NULL, uniq = NULL, nodes = NULL, res13 = NULL,"
@@ -213,13 +219,39 @@ int store_shard_voted(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease)
     return store_tx_leave(s, own, rc);
 }
 
+/* Runs statement id on (job, idx, who): 1 it returned a row, 0 it did not, -1 error. */
+static int failure_stmt(nq_store_t *s, int id, uint64_t job, uint64_t idx, int64_t who)
+{
+    sqlite3_stmt *q = stmt(s, id);
+    if (!q)
+        return -1;
+    sqlite3_bind_int64(q, 1, i64(job));
+    sqlite3_bind_int64(q, 2, i64(idx));
+    sqlite3_bind_int64(q, 3, who);
+    int e = sqlite3_step(q);
+    sqlite3_reset(q);
+    return e == SQLITE_ROW ? 1 : e == SQLITE_DONE ? 0 : store_fail(s, "shard.failure", e);
+}
+
 int store_shard_release(nq_store_t *s, uint64_t job, uint64_t idx, int count_attempt, int *failed)
+{
+    return store_shard_release_by(s, job, idx, count_attempt, 0, failed);
+}
+
+int store_shard_release_by(nq_store_t *s, uint64_t job, uint64_t idx, int count_attempt, int64_t who,
+                           int *failed)
 {
     int own, rc = -1;
     if (failed)
         *failed = 0;
     if (store_tx_enter(s, &own) != 0)
         return -1;
+    if (count_attempt && who > 0) {     /* this identity was charged for the shard before: not again */
+        int seen = failure_stmt(s, S_FAILURE_SEEN, job, idx, who);
+        if (seen < 0)
+            return store_tx_leave(s, own, -1);
+        count_attempt = !seen;
+    }
     sqlite3_stmt *q = stmt(s, S_SHARD_RELEASE);
     if (q) {
         sqlite3_bind_int64(q, 1, i64(job));
@@ -235,6 +267,8 @@ int store_shard_release(nq_store_t *s, uint64_t job, uint64_t idx, int count_att
         sqlite3_reset(q);
         if (e != SQLITE_DONE)
             rc = store_fail(s, "shard.release", e);
+        else if (rc == 0 && count_attempt && who > 0 && failure_stmt(s, S_FAILURE_ADD, job, idx, who) < 0)
+            rc = -1;
         else if (now_failed && (q = stmt(s, S_JOB_FAILED_ADD)) != NULL) {
             sqlite3_bind_int64(q, 1, i64(job));
             sqlite3_bind_int(q, 2, 1);
@@ -271,6 +305,8 @@ int store_shards_retry(nq_store_t *s, uint64_t job)
     int rc = job_stmt(s, S_ENUM_RETRY_DELETE, job, "shards.retry");
     if (rc == 0)
         rc = job_stmt(s, S_CONFIRM_RETRY_DELETE, job, "shards.retry");
+    if (rc == 0)
+        rc = job_stmt(s, S_FAILURE_RETRY_DELETE, job, "shards.retry");
     if (rc == 0)
         rc = job_stmt(s, S_SHARDS_RETRY, job, "shards.retry");
     if (rc == 0)

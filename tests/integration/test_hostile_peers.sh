@@ -55,19 +55,22 @@ if grep -q $'\x1b' "$T/broker.log" || grep -q "^ts=x" "$T/broker.log"; then fail
 ok "erring worker: a shard failed after $n error results, message in nq status, log clean"
 "$NQ" cancel "$id" >/dev/null || fail "cancel"
 # ... but one worker cannot fail a job: its first error pauses the job for it (1 s, doubling)
-# and the errors of tasks already out cost nothing. What this stands for: a worker built before
+# and the errors of tasks already out cost nothing; only its identity's first error in an hour
+# charges a shard, and its third quarantines it. What this stands for: a worker built before
 # the job's shard encoding, which once failed a 261-shard job in half a second (1,305 errors).
 id=$("$NQ" submit count 9) || fail "submit"
 before=$(grep -c "event=result.error.*charged=1" "$T/broker.log")
 $H error_results "$WEP" || fail "error_results script"
 [ "$(job_field "$id" state)" = running ] || fail "one erring worker ended the job: $("$NQ" status "$id" --json)"
 charged=$(( $(grep -c "event=result.error.*charged=1" "$T/broker.log") - before ))
-[ "$charged" -ge 2 ] && [ "$charged" -le 4 ] || fail "$charged errors charged in 6 s (want one per pause: 0, 1, 3 s)"
+[ "$charged" = 1 ] || fail "$charged errors charged in 6 s (want its first only)"
+grep -q "event=worker.quarantined worker=hostile-erring.*reported errors 3 times" "$T/broker.log" \
+    || fail "the erring worker was not quarantined after its third error"
 start_worker h4; h4=$LAST_PID
 wait_for 60 job_done "$id" || fail "a real worker did not finish the job: $("$NQ" status "$id" --json)"
 [ "$(job_field "$id" total)" = "$(oeis_total 9)" ] || fail "wrong total after the erring worker"
 [ "$(job_field "$id" shards_failed)" = 0 ] || fail "shards failed"
-ok "erring worker alone for 6 s: $charged attempts charged, job waited, then exact with a real worker"
+ok "erring worker alone for 6 s: $charged attempt charged, quarantined, then exact with a real worker"
 kill "$h4" "$BROKER_PID"; wait "$h4" "$BROKER_PID" 2>/dev/null
 
 # 3b. Tasks that never arrive: a worker whose TASKs are lost on the wire (here it drops them) says

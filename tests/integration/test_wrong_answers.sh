@@ -37,6 +37,22 @@ wait_for 120 job_done "$id2" || fail "job without quorum did not finish"
 grep -q 'result.rejected.*residues do not match' "$T/broker.log" || fail "no residue rejection logged"
 ok "without quorum: corrupted totals caught by the residues, refused, recomputed; exact"
 
+# Results no count of their shard can give, with residues to match: refused before they count
+# (the bounds `nq audit` checks a manifest's lines with), the sender struck, the answer exact.
+need_wire_python
+pkill -f -- "--connect $WEP" 2>/dev/null
+sleep 0.5
+id4=$("$NQ" submit count 10) || fail "submit"
+out=$("$PY" "$SRC/tests/tools/hostile.py" impossible "$WEP") || fail "impossible: $out"
+start_worker good3 --threads 1 --id good3
+wait_for 120 job_done "$id4" || fail "the job did not finish after impossible results"
+[ "$(job_field "$id4" total)" = "$(oeis_total 10)" ] || fail "an impossible result counted: $("$NQ" status "$id4" --json)"
+n=$(grep -c 'event=result.rejected.*worker=hostile-impossible.*no count of the shard can give it' "$T/broker.log")
+[ "$n" = 3 ] || fail "$n of 3 impossible results refused: $(grep hostile-impossible "$T/broker.log")"
+"$NQ" workers | grep hostile-impossible | grep -q FLAGGED || fail "the sender is not flagged"
+"$NQ" check --db w.db >/dev/null || fail "nq check"
+ok "results no count can give (2^64-1, unique > total, nodes < total): refused, sender flagged; exact"
+
 # A poison shard: every worker that takes shard 3 of the next job crashes.
 pkill -f -- "--connect $WEP" 2>/dev/null
 sleep 0.5

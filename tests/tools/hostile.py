@@ -71,9 +71,9 @@ class Peer:
             elif m[1] == HEARTBEAT:
                 self.sync = m[3]
 
-    def result(self, t, total=0, unique=0, status=RES_OK, payload=b"", proof=None, lease=None):
+    def result(self, t, total=0, unique=0, status=RES_OK, payload=b"", proof=None, lease=None, nodes=1):
         self.send(RESULT, t["job"], t["shard"], t["lease"] if lease is None else lease, t["kind"], status,
-                  total, unique, 1, total % 13, total % 15, 1000, 0,
+                  total, unique, nodes, total % 13, total % 15, 1000, 0,
                   t["proof"] if proof is None else proof, payload)
 
     def take_all(self, quiet=0.7, limit=10):
@@ -150,7 +150,8 @@ def error_results(ctx, ep):
 def quorum_voters(ctx, ep):
     """Quorum 2 with a silent, a duplicate and a late voter, all voting the same values.
     V1 takes shards and goes silent past the liveness window, then delivers late; V2 votes at
-    once and sends each vote twice; V3 votes at once. Every honest schedule must end."""
+    once and sends each vote twice; V3 votes at once. Every honest schedule must end. (They all
+    vote "no solution", which passes the broker's per-shard bounds whatever the shard.)"""
     v1 = Peer(ctx, ep, "voter-late", credit=8)
     v1.pump(2, want_tasks=8)
     late = v1.tasks
@@ -162,14 +163,14 @@ def quorum_voters(ctx, ep):
         for v, dup in ((v2, True), (v3, False)):
             v.pump(0.05)
             for t in v.tasks:
-                v.result(t, total=13 * 15 * t["shard"])
+                v.result(t)
                 if dup:
-                    v.result(t, total=13 * 15 * t["shard"])
+                    v.result(t)
             v.tasks = []
         if late and time.monotonic() > end - 6:
             v1.hello(8)                 # it comes back with the same session
             for t in late:
-                v1.result(t, total=13 * 15 * t["shard"])
+                v1.result(t)
             late = []
         v1.pump(0.05)
     print(f"quorum_voters: acks late={v1.acks} dup={v2.acks} prompt={v3.acks}")
@@ -300,10 +301,51 @@ def lie_first(ctx, ep, path):
     p.close()
 
 
-def resend_saved(ctx, ep, path, total=0):
+def peer_keys(server_pub_file, key_file):
+    """CURVE keys for a Peer from an `nq keygen` key file and the broker's .pub; None without them."""
+    if not key_file:
+        return None
+    server = open(server_pub_file).read().strip().encode()
+    return (*load_keys(key_file), server)
+
+
+def error_rounds(ctx, ep, rounds, path, server_pub_file="", key_file=""):
+    """`rounds` fresh connections (of one CURVE key when given, else each its own session) each take
+    one lease and report an error on it; the first one's session and lease are saved in `path`, for
+    a late result later. Prints the shard each round was given ("-": none)."""
+    keys = peer_keys(server_pub_file, key_file)
+    got = []
+    for r in range(int(rounds)):
+        p = Peer(ctx, ep, f"hostile-erring-{r}", credit=1, keys=keys)
+        p.pump(2, want_tasks=1)
+        for t in p.tasks:
+            p.result(t, status=RES_ERROR, payload=b"it failed here")
+        p.pump(0.3)
+        got.append(",".join(str(t["shard"]) for t in p.tasks) or "-")
+        if r == 0:
+            p.save(path)
+        p.close()
+    print(f"error_rounds: {rounds} rounds, shards {' '.join(got)}")
+
+
+def impossible(ctx, ep):
+    """Results that pass the residues but that no count of their shard can give: the largest
+    total, a unique count above the total, and nodes below the total; one lease each."""
+    p = Peer(ctx, ep, "hostile-impossible", credit=3)
+    p.pump(3, want_tasks=3)
+    lies = [dict(total=2 ** 64 - 1, nodes=2 ** 64 - 1), dict(total=8, unique=9, nodes=10 ** 6),
+            dict(total=8000, unique=1000, nodes=2)]
+    for t, lie in zip(p.tasks, lies):
+        p.result(t, **lie)
+    p.pump(1)
+    print(f"impossible: {min(len(p.tasks), 3)} results sent, {p.acks} acked")
+    p.close()
+
+
+def resend_saved(ctx, ep, path, total=0, server_pub_file="", key_file=""):
     """Comes back as the session saved in `path` and sends `total` for each of its leases, with
     their proofs: a former holder rewriting what it once held."""
-    p = saved_peer(ctx, ep, path)
+    p = saved_peer(ctx, ep, path, keys=peer_keys(server_pub_file, key_file))
     time.sleep(0.2)
     for t in p.tasks:
         p.result(t, total=int(total))
@@ -320,7 +362,7 @@ def one_key_many_ids(ctx, ep, server_pub_file, key_file, path, ids):
     first = Peer(ctx, ep, "liar-1", credit=1000, keys=keys)
     first.take_all()
     for t in first.tasks:
-        first.result(t, total=195 * (t["shard"] + 1))
+        first.result(t, total=0)        # "no solution": within what any shard's count can give
     first.save(path)
     first.pump(1)
     acks = first.acks
@@ -329,7 +371,7 @@ def one_key_many_ids(ctx, ep, server_pub_file, key_file, path, ids):
         p = saved_peer(ctx, ep, path, keys=keys, worker=f"liar-{i}")
         time.sleep(0.2)
         for t in p.tasks:
-            p.result(t, total=195 * (t["shard"] + 1))
+            p.result(t, total=0)
         p.pump(1, heartbeat=False)
         acks += p.acks
         p.close()
@@ -397,7 +439,7 @@ def cross_job(ctx, ep, other_job):
 
 
 SCENARIOS = {f.__name__: f for f in (grab_and_bye, lie_first, resend_saved, one_key_many_ids, hoard,
-                                     outlive_restart, cross_job,
+                                     outlive_restart, cross_job, error_rounds, impossible,
                                      burn_rounds, quorum_bypass, rehello_burn, error_results, quorum_voters, forge_flood,
                                      bad_ids, hello_flood, export_rows0, takeover, drop_tasks)}
 

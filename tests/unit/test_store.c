@@ -750,6 +750,25 @@ T_TEST(test_result_put)
     T_CHECK(store_result_put(s, &late, "wA", NULL, NULL) == NQ_PUT_NEW);
     T_EQ_STR(shard_state(s, job, 2), "done");
 
+    /* ... while its job runs. A job the broker does not run (failed, or not loaded) has no
+       quorum or check to see a result through: a first result decides nothing there, and a
+       later one for a decided shard is still compared. */
+    T_CHECK(store_shard_lease(s, job, 4, 71, "wA", 0) == 0);
+    T_CHECK(store_shard_release(s, job, 4, 1, &failed) == 0 && failed == 1);
+    nq_result_t forged = count_result(job, 4, 71, 4680);
+    nq_put_by_t unloaded = { .unloaded = 1 };
+    T_CHECK(store_result_put_by(s, &forged, "wF", NULL, NULL, &unloaded) == NQ_PUT_UNDECIDABLE);
+    T_EQ_STR(shard_state(s, job, 4), "failed");
+    nq_result_t again2 = late;
+    again2.lease = 72;
+    again2.total++;
+    T_CHECK(store_result_put_by(s, &again2, "wG", NULL, NULL, &unloaded) == NQ_PUT_EVIDENCE);
+    T_CHECK(sqlite3_exec(store_db(s), "UPDATE jobs SET state = 'failed'", NULL, NULL, NULL) == SQLITE_OK);
+    T_CHECK(store_result_put(s, &forged, "wF", NULL, NULL) == NQ_PUT_UNDECIDABLE);
+    T_EQ_STR(shard_state(s, job, 4), "failed");
+    T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_done == 3);
+    T_CHECK(sqlite3_exec(store_db(s), "UPDATE jobs SET state = 'pending'", NULL, NULL, NULL) == SQLITE_OK);
+
     /* Ignored: unknown shard or job, wrong kind, a worker error, cancelled shards. */
     nq_result_t bad = count_result(job, 999, 1, 1);
     T_CHECK(store_result_put(s, &bad, "wA", NULL, NULL) == NQ_PUT_IGNORED);
@@ -1011,7 +1030,7 @@ T_TEST(test_spotcheck_records)
     T_CHECK(a.id != b.id && b.id != c.id && again.id == a.id);    /* one row per identity */
     for (uint64_t i = 0; i < 6; i++) {                            /* A delivers 0..5; 0..2 drawn */
         nq_result_t r = count_result(job, i, 10 + i, 100 + i);
-        nq_put_by_t by = { a.id, i < 3, 1 };
+        nq_put_by_t by = { .who = a.id, .verify = i < 3, .spot = 1 };
         T_CHECK(store_result_put_by(s, &r, "wA", NULL, NULL, &by) == NQ_PUT_NEW);
     }
     T_CHECK(store_identity_get(s, a.id, &again) == 0 && again.results == 6);
