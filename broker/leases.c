@@ -563,10 +563,11 @@ void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb)
 
 /*
  * Stalled: a lease whose progress has not moved for stall_s since it was sent or last moved.
- * A worker's queued shards report no progress until they start, so a worker that is making
- * progress on some leases is excused as many idle ones as it asked for beyond its threads (its
- * prefetch), and no more: one that heartbeats every lease at 0, or moves one lease and sits on a
- * hundred, loses what it does not work on. One stall of a sweep is one loss of its identity.
+ * A worker's queued shards report no progress until they start, and an honest one queues at
+ * most one per thread behind the running ones (its prefetch): so a worker that is making
+ * progress is excused as many unstarted leases as it has threads, and no more, whatever it asked
+ * for. Excusing its whole credit let a worker that says threads=1, asks 2,048 and moves one
+ * lease sit on 48 idle ones for ever. One stall of a sweep is one loss of its identity.
  */
 static void peer_release_stalled(nq_broker_t *b, nq_peer_t *p, double now)
 {
@@ -576,7 +577,7 @@ static void peer_release_stalled(nq_broker_t *b, nq_peer_t *p, double now)
     uint32_t moving = 0, threads = p->hello.threads ? p->hello.threads : 1;
     for (nq_lease_t *l = p->leases; l; l = l->next_in_peer)
         moving += l->progress > 0 && now - l->progress_at <= b->cfg.stall_s;
-    uint32_t excused = moving > 0 && p->credit > threads ? p->credit - threads : 0;
+    uint32_t excused = moving > 0 ? threads : 0;
     for (nq_lease_t *l = p->leases; l && n < BATCH; l = l->next_in_peer) {
         if (now - l->progress_at <= b->cfg.stall_s)
             continue;

@@ -145,4 +145,16 @@ kill -0 "$hoarder" 2>/dev/null || fail "the hoarder ended before the job did: $(
 [ "$(job_field "$id" total)" = "$total8" ] || fail "wrong total after the hoarder"
 grep -q "event=lease.release.*progress stalled" "$T/broker.log" || fail "no lease released as stalled"
 ok "a hoarder heartbeating 31 leases at progress 0 loses them after --stall-timeout 2; total exact"
-kill "$h5" "$hoarder" "$BROKER_PID"; wait "$h5" "$hoarder" "$BROKER_PID" 2>/dev/null
+kill "$h5" "$hoarder"; wait "$h5" "$hoarder" 2>/dev/null
+# ... and one that moves one lease's progress (threads=1, credit 2,048) is excused one idle
+# lease, its thread's prefetch, not its whole credit.
+id=$("$NQ" submit count 8) || fail "submit"
+$H hoard "$WEP" 12 1 >hoard.out 2>&1 &
+hoarder=$!
+sleep 1.5
+start_worker h6; h6=$LAST_PID
+wait_for 9 bash -c "[ \$(\"$NQ\" status $id --json | grep -o '\"shards_done\":[0-9]*' | cut -d: -f2) -ge 29 ]" \
+    || fail "one moving lease excused the hoard: $("$NQ" status "$id" --json)"
+kill -0 "$hoarder" 2>/dev/null || fail "the hoarder ended before the job did: $(cat hoard.out)"
+ok "a hoarder moving one of 31 leases keeps at most 2 past --stall-timeout 2: $(cat hoard.out)"
+kill "$h6" "$hoarder" "$BROKER_PID"; wait "$h6" "$hoarder" "$BROKER_PID" 2>/dev/null

@@ -378,14 +378,22 @@ def one_key_many_ids(ctx, ep, server_pub_file, key_file, path, ids):
     print(f"one_key_many_ids: {len(first.tasks)} leases, {ids} worker ids, {acks} acks")
 
 
-def hoard(ctx, ep, seconds):
-    """Takes every lease it can and heartbeats each with progress 0 for `seconds`: holds work it
-    never does. Prints how many it still held at the end."""
-    p = Peer(ctx, ep, "hostile-hoarder", credit=1000)
+def hoard(ctx, ep, seconds, moving="0"):
+    """Takes every lease it can (it says threads=1 and asks credit 2,048) and heartbeats each with
+    progress 0 for `seconds`: holds work it never does. With moving=1 the first lease's progress
+    moves on every heartbeat, as if one shard were being worked on."""
+    p = Peer(ctx, ep, "hostile-hoarder", credit=2048)
     p.take_all(quiet=0.5, limit=3)
     taken = len(p.tasks)
+    if moving == "1" and p.tasks:
+        first, step = p.tasks[0]["lease"], [0]
+
+        def heartbeat():
+            step[0] += 1
+            p.send(HEARTBEAT, [[t["lease"], step[0] if t["lease"] == first else 0] for t in p.tasks], p.sync)
+        p.heartbeat = heartbeat
     p.pump(float(seconds))
-    print(f"hoard: took {taken}, heartbeat them at 0 for {seconds} s")
+    print(f"hoard: took {taken}, heartbeat them at 0 for {seconds} s" + (" (one moving)" if moving == "1" else ""))
     p.close()
 
 
