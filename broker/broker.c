@@ -57,7 +57,8 @@ static void *socket_router(nq_broker_t *b, const char *ep, int curve, int contro
     zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(s, ZMQ_SNDHWM, &hwm, sizeof hwm);
     zmq_setsockopt(s, ZMQ_RCVHWM, &hwm, sizeof hwm);
-    if (curve && security_server_setup(s, b->cfg.key_file, err, errlen) != 0) {
+    if (curve && security_server_setup(s, b->cfg.key_file, control ? SECURITY_ZAP_CONTROL : SECURITY_ZAP_WORKERS,
+                                       err, errlen) != 0) {
         zmq_close(s);
         return NULL;
     }
@@ -82,6 +83,12 @@ static int broker_check_config(const nq_broker_cfg_t *c, char *err, size_t errle
     if (c->key_file && !c->authorized)
         return nq_errf(err, errlen, "--key needs --authorized-keys (CURVE without an allow-list admits "
                        "any key pair)");
+    if (c->control_keys && !c->key_file)
+        return nq_errf(err, errlen, "--control-keys needs --key (the broker's own key pair)");
+    /* clients have a list of their own: workers' keys must not cancel, submit or retry */
+    if (c->key_file && !c->control_keys && !security_endpoint_is_local(c->control))
+        return nq_errf(err, errlen, "the control endpoint %s is off loopback: give --control-keys with the "
+                       "clients' public keys (never the workers')", c->control);
     if (c->key_file && security_load_key(c->key_file, pub, sec, err, errlen) != 0)
         return -1;
     if (c->key_file && !sec[0])
@@ -178,7 +185,7 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
         goto fail;                      /* refused before the DB is touched: no file appears */
     b->own_ctx = cfg->zmq_ctx == NULL;
     b->ctx = b->own_ctx ? zmq_ctx_new() : cfg->zmq_ctx;
-    if (cfg->key_file && security_zap_start(b->ctx, cfg->authorized, err, errlen) != 0)
+    if (cfg->key_file && security_zap_start(b->ctx, cfg->authorized, cfg->control_keys, err, errlen) != 0)
         goto fail;
     int lock_new;
     if ((b->lock_fd = broker_db_lock(cfg->db_path, &lock_new, err, errlen)) < 0)

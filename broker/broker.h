@@ -32,6 +32,7 @@ typedef struct {
     uint32_t group_ms;           /* a result waits at most this long for its commit */
     const char *key_file;        /* CURVE secret key of the broker (see docs/security.md) */
     const char *authorized;      /* allow-list of worker public keys */
+    const char *control_keys;    /* allow-list of client public keys (a control endpoint off loopback) */
     const char *metrics;         /* host:port for the HTTP listener (/metrics, the web view), or NULL */
     const char *http_token;      /* its token (read from --http-token-file); needed off loopback */
     int insecure;                /* allow a non-loopback bind without keys */

@@ -24,7 +24,8 @@ int cmd_broker(int argc, char **argv)
         { "liveness", required_argument, 0, 'L' }, { "stall-timeout", required_argument, 0, 'S' },
         { "grace", required_argument, 0, 'G' }, { "log-format", required_argument, 0, 'F' },
         { "log-level", required_argument, 0, 'V' }, { "max-job-shards", required_argument, 0, 'J' },
-        { "max-store-shards", required_argument, 0, 'T' }, { 0, 0, 0, 0 },
+        { "max-store-shards", required_argument, 0, 'T' }, { "control-keys", required_argument, 0, 'C' },
+        { 0, 0, 0, 0 },
     };
     uint64_t v;
     int c, rc;
@@ -38,6 +39,7 @@ int cmd_broker(int argc, char **argv)
         case 'd': cfg.db_path = optarg; break;
         case 'k': cfg.key_file = optarg; break;
         case 'a': cfg.authorized = optarg; break;
+        case 'C': cfg.control_keys = optarg; break;
         case 'I': cfg.insecure = 1; break;
         case 'm': cfg.metrics = optarg; http_flag = "--http"; break;
         case 'M': cfg.metrics = optarg; http_flag = "--metrics"; break;   /* the older name */
@@ -63,6 +65,8 @@ int cmd_broker(int argc, char **argv)
         return cli_usage_error("broker", "unexpected argument '%s'", argv[optind]);
     if (cfg.authorized && !cfg.key_file)
         return cli_usage_error("broker", "--authorized-keys needs --key (the broker's own key pair)");
+    if (cfg.control_keys && !cfg.key_file)
+        return cli_usage_error("broker", "--control-keys needs --key (the broker's own key pair)");
     char err[512] = "";
     if ((rc = cli_http_options("broker", http_flag, cfg.metrics, token_file, http_token,
                                sizeof http_token)))

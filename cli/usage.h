@@ -78,7 +78,8 @@
       NQ_JOB_OPTS }, \
     { "broker", cmd_broker, "the long-running broker", \
       "usage: nq broker [--bind EP] [--control EP] [--db PATH] [--key F --authorized-keys F|DIR]\n" \
-      "                 [--insecure] [--http ADDR [--http-token-file F]] [--heartbeat-ms MS]\n" \
+      "                 [--control-keys F|DIR] [--insecure] [--http ADDR [--http-token-file F]]\n" \
+      "                 [--heartbeat-ms MS]\n" \
       "                 [--liveness K]\n" \
       "                 [--stall-timeout S] [--grace S] [--max-job-shards K] [--max-store-shards K]\n" \
       "                 [--log-format text|json] [--log-level L]\n" \
@@ -87,7 +88,9 @@
       "  --control EP       client endpoint (default tcp://127.0.0.1:7556)\n" \
       "  --db PATH          the store (default ./nq.db); restarting on it resumes every job\n" \
       "  --key F            the broker's key pair (nq keygen): CURVE on the worker endpoint\n" \
-      "  --authorized-keys  allow-list: a file of public keys or a folder of *.pub\n" \
+      "  --authorized-keys  the workers' allow-list: a file of public keys or a folder of *.pub\n" \
+      "  --control-keys F   the clients' allow-list, apart from the workers' (no key in both):\n" \
+      "                     needed with --key when --control is off loopback\n" \
       "  --insecure         allow a non-loopback --bind without keys\n" \
       "  --http ADDR        the web view at http://ADDR/ (jobs, workers, /api/...) and Prometheus\n" \
       "                     metrics at /metrics; loopback only, unless a token guards it\n" \

@@ -136,7 +136,7 @@ int security_keygen(const char *name, char *err, size_t errlen)
     return rc;
 }
 
-int security_server_setup(void *sock, const char *key_file, char *err, size_t errlen)
+int security_server_setup(void *sock, const char *key_file, const char *domain, char *err, size_t errlen)
 {
     char pub[41], sec[41];
     int one = 1;
@@ -146,7 +146,7 @@ int security_server_setup(void *sock, const char *key_file, char *err, size_t er
         return nq_errf(err, errlen, "%s has no secret key: give the broker its .key file", key_file);
     zmq_setsockopt(sock, ZMQ_CURVE_SERVER, &one, sizeof one);
     zmq_setsockopt(sock, ZMQ_CURVE_SECRETKEY, sec, 40);
-    zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, "nq", 2);
+    zmq_setsockopt(sock, ZMQ_ZAP_DOMAIN, domain, strlen(domain));
     return 0;
 }
 

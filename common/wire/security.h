@@ -4,8 +4,9 @@
  * Key files (written by `nq keygen NAME`):
  *   NAME.key  mode 0600: two lines "public = <Z85>" and "secret = <Z85>"
  *   NAME.pub  one line: the Z85 public key
- * An allow-list (--authorized-keys) is a file of Z85 public keys, one per
- * line ('#' comments), or a folder of *.pub files.
+ * An allow-list (--authorized-keys for workers, --control-keys for clients)
+ * is a file of Z85 public keys, one per line ('#' comments), or a folder of
+ * *.pub files. Each endpoint has its own ZAP domain and its own list.
  *
  * CURVE alone admits ANY client key pair; the ZAP handler started here is
  * what restricts the broker to the listed keys.
@@ -24,13 +25,17 @@ int security_load_key(const char *path, char pub[41], char sec[41], char *err, s
 /* Writes NAME.key (0600) and NAME.pub; refuses to overwrite. */
 int security_keygen(const char *name, char *err, size_t errlen);
 
-/* Server side: CURVE with the broker's secret key; ZAP domain "nq". */
-int security_server_setup(void *sock, const char *key_file, char *err, size_t errlen);
+#define SECURITY_ZAP_WORKERS "nq"          /* the workers' endpoint: --authorized-keys */
+#define SECURITY_ZAP_CONTROL "nq-control"  /* the control endpoint: --control-keys */
+
+/* Server side: CURVE with the broker's secret key, in ZAP domain `domain` (one of the above). */
+int security_server_setup(void *sock, const char *key_file, const char *domain, char *err, size_t errlen);
 /* Client side (worker or nq client): own key pair + the broker's public key. */
 int security_client_setup(void *sock, const char *key_file, const char *broker_key_file, char *err, size_t errlen);
 
-/* Starts/stops the ZAP handler thread for ctx; the allow-list is loaded once at start. */
-int security_zap_start(void *ctx, const char *authorized, char *err, size_t errlen);
+/* Starts/stops the ZAP handler thread for ctx; the allow-lists are loaded once at start. control
+   (NULL: no client may connect with a key) must share no key with authorized. */
+int security_zap_start(void *ctx, const char *authorized, const char *control, char *err, size_t errlen);
 void security_zap_stop(void *ctx);
 
 /* The Z85 public key that authenticated this message ("" when keys are off). */

@@ -2,6 +2,12 @@
  * The ZAP handler (ZeroMQ RFC 27): libzmq asks it, for every CURVE
  * handshake on a socket with a ZAP domain, whether the client's public key
  * may connect. Without it CURVE admits any key pair.
+ *
+ * Two allow-lists, one per ZAP domain: workers' keys (--authorized-keys) on
+ * the workers' endpoint (SECURITY_ZAP_WORKERS) and clients' keys
+ * (--control-keys) on the control endpoint (SECURITY_ZAP_CONTROL). With one
+ * list for both, a worker's key could cancel jobs, submit priority-10^6 jobs
+ * and retry; no key may be in both lists.
  */
 #include "log.h"
 #include "errf.h"
@@ -17,17 +23,21 @@
 #define ZAP_MAX_KEYS 100000
 
 typedef struct {
+    char (*keys)[41];           /* sorted once loaded: a handshake is a binary search */
+    size_t nkeys;
+} keylist_t;
+
+typedef struct {
     void *ctx;
     pthread_t thread;
     atomic_int stop;
     void *ready_sock;           /* bound before the thread starts, so no handshake is ever unanswered */
-    char (*keys)[41];
-    size_t nkeys;
+    keylist_t workers, clients;
 } zap_t;
 
 static zap_t *zap_running;      /* one broker per process */
 
-static int keys_add(zap_t *z, const char *k)
+static int keys_add(keylist_t *z, const char *k)
 {
     uint8_t raw[32];
     if (strlen(k) != 40 || !zmq_z85_decode(raw, k) || z->nkeys == ZAP_MAX_KEYS)
@@ -40,7 +50,7 @@ static int keys_add(zap_t *z, const char *k)
     return 0;
 }
 
-static int keys_load_file(zap_t *z, const char *path, char *err, size_t errlen)
+static int keys_load_file(keylist_t *z, const char *path, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -69,7 +79,7 @@ static int keys_load_file(zap_t *z, const char *path, char *err, size_t errlen)
     return rc;
 }
 
-static int keys_load(zap_t *z, const char *path, char *err, size_t errlen)
+static int keys_load(keylist_t *z, const char *path, char *err, size_t errlen)
 {
     DIR *d = opendir(path);
     if (!d)
@@ -88,12 +98,26 @@ static int keys_load(zap_t *z, const char *path, char *err, size_t errlen)
     return rc;
 }
 
-static int key_allowed(const zap_t *z, const char *k)
+static int key_cmp(const void *a, const void *b)
 {
-    for (size_t i = 0; i < z->nkeys; i++)
-        if (strcmp(z->keys[i], k) == 0)
-            return 1;
-    return 0;
+    return strcmp(a, b);
+}
+
+static int key_allowed(const keylist_t *z, const char *k)
+{
+    return z->nkeys && bsearch(k, z->keys, z->nkeys, sizeof *z->keys, key_cmp) != NULL;
+}
+
+/* The list for a handshake's ZAP domain; NULL for a domain nq never sets. */
+static const keylist_t *domain_list(const zap_t *z, zmq_msg_t *domain)
+{
+    size_t n = zmq_msg_size(domain);
+    const char *d = zmq_msg_data(domain);
+    if (n == strlen(SECURITY_ZAP_WORKERS) && memcmp(d, SECURITY_ZAP_WORKERS, n) == 0)
+        return &z->workers;
+    if (n == strlen(SECURITY_ZAP_CONTROL) && memcmp(d, SECURITY_ZAP_CONTROL, n) == 0)
+        return &z->clients;
+    return NULL;
 }
 
 static void zap_answer(zap_t *z, void *sock)
@@ -110,16 +134,18 @@ static void zap_answer(zap_t *z, void *sock)
     if (n < 6)
         goto out;
     char key[41] = "", status[4] = "400", *text = "key not allowed";
+    const keylist_t *list = domain_list(z, &f[2]);
     if (n == 7 && zmq_msg_size(&f[5]) == 5 && memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0 &&
         zmq_msg_size(&f[6]) == 32) {
         zmq_z85_encode(key, zmq_msg_data(&f[6]), 32);
-        if (key_allowed(z, key)) {
+        if (list && key_allowed(list, key)) {
             snprintf(status, sizeof status, "200");
             text = "OK";
         }
     }
     if (status[0] != '2')
-        nq_log(NQ_LOG_WARN, "auth.refused", "key=%s", key[0] ? key : "(none)");
+        nq_log(NQ_LOG_WARN, "auth.refused", "key=%s endpoint=%s", key[0] ? key : "(none)",
+               list == &z->clients ? "control" : "workers");
     zmq_send(sock, "1.0", 3, ZMQ_SNDMORE);
     zmq_send(sock, zmq_msg_data(&f[1]), zmq_msg_size(&f[1]), ZMQ_SNDMORE);
     zmq_send(sock, status, 3, ZMQ_SNDMORE);
@@ -142,7 +168,35 @@ static void *zap_main(void *arg)
     return NULL;
 }
 
-int security_zap_start(void *ctx, const char *authorized, char *err, size_t errlen)
+/* Loads one allow-list, sorted; -1 with err when it cannot be read or lists no key. */
+static int list_load(keylist_t *l, const char *path, const char *who, char *err, size_t errlen)
+{
+    if (keys_load(l, path, err, errlen) != 0)
+        return -1;
+    if (l->nkeys == 0)
+        return nq_errf(err, errlen, "%s lists no public keys: no %s could connect", path, who);
+    qsort(l->keys, l->nkeys, sizeof *l->keys, key_cmp);
+    return 0;
+}
+
+/* A key in both lists would let a worker's machine control the broker: refused. */
+static int lists_apart(const zap_t *z, const char *authorized, const char *control, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < z->clients.nkeys; i++)
+        if (key_allowed(&z->workers, z->clients.keys[i]))
+            return nq_errf(err, errlen, "key %s is in both %s (workers) and %s (clients): give clients keys of"
+                           " their own", z->clients.keys[i], authorized, control);
+    return 0;
+}
+
+static void zap_free(zap_t *z)
+{
+    free(z->workers.keys);
+    free(z->clients.keys);
+    free(z);
+}
+
+int security_zap_start(void *ctx, const char *authorized, const char *control, char *err, size_t errlen)
 {
     if (!authorized)
         return nq_errf(err, errlen, "--key needs --authorized-keys (CURVE without an allow-list admits "
@@ -151,12 +205,10 @@ int security_zap_start(void *ctx, const char *authorized, char *err, size_t errl
     if (!z)
         return nq_errf(err, errlen, "out of memory");
     z->ctx = ctx;
-    if (keys_load(z, authorized, err, errlen) != 0)
+    if (list_load(&z->workers, authorized, "worker", err, errlen) != 0 ||
+        (control && (list_load(&z->clients, control, "client", err, errlen) != 0 ||
+                     lists_apart(z, authorized, control, err, errlen) != 0)))
         goto fail;
-    if (z->nkeys == 0) {
-        snprintf(err, errlen, "%s lists no public keys: no worker could join", authorized);
-        goto fail;
-    }
     z->ready_sock = zmq_socket(ctx, ZMQ_REP);
     int linger = 0;
     zmq_setsockopt(z->ready_sock, ZMQ_LINGER, &linger, sizeof linger);
@@ -170,12 +222,12 @@ int security_zap_start(void *ctx, const char *authorized, char *err, size_t errl
         snprintf(err, errlen, "cannot start the ZAP thread");
         goto fail;
     }
-    nq_log(NQ_LOG_INFO, "auth.start", "keys=%zu from=%s", z->nkeys, authorized);
+    nq_log(NQ_LOG_INFO, "auth.start", "worker_keys=%zu from=%s client_keys=%zu from=%s", z->workers.nkeys,
+           authorized, z->clients.nkeys, control ? control : "-");
     zap_running = z;
     return 0;
 fail:
-    free(z->keys);
-    free(z);
+    zap_free(z);
     return -1;
 }
 
@@ -187,7 +239,6 @@ void security_zap_stop(void *ctx)
     atomic_store(&z->stop, 1);
     pthread_join(z->thread, NULL);
     zmq_close(z->ready_sock);
-    free(z->keys);
-    free(z);
+    zap_free(z);
     zap_running = NULL;
 }

@@ -4,13 +4,13 @@
 # child of tini, gets SIGTERM directly and exits 0 after a clean shutdown).
 #
 #   entrypoint.sh broker [EXTRA NQ OPTIONS...]   NQ_BIND NQ_DB NQ_CONTROL (ipc://NQ_DB.ctl) NQ_METRICS
-#                                                NQ_KEY_FILE NQ_AUTHORIZED_KEYS NQ_INSECURE=1
+#                                                NQ_KEY_FILE NQ_AUTHORIZED_KEYS NQ_CONTROL_KEYS NQ_INSECURE=1
 #   entrypoint.sh worker [EXTRA NQ OPTIONS...]   NQ_CONNECT (required) NQ_THREADS
 #                                                NQ_KEY_FILE NQ_BROKER_KEY_FILE
 #   entrypoint.sh COMMAND [ARGS...]              any other nq command (submit, status, keygen...)
 # Both roles: NQ_LOG_FORMAT (default json), NQ_LOG_LEVEL (default info).
 # Keys come from files (container secrets); by default the ones under
-# /run/secrets are used when present: nq.key, broker.pub, authorized_keys.
+# /run/secrets are used when present: nq.key, broker.pub, authorized_keys, control_keys.
 set -eu
 
 NQ_BIN=${NQ_BIN:-nq}
@@ -45,6 +45,8 @@ broker() {
         --control "${NQ_CONTROL:-ipc://$db.ctl}" "$@"
     [ -n "${NQ_METRICS:-}" ] && set -- "$@" --metrics "$NQ_METRICS"
     [ -n "$key" ] && set -- "$@" --key "$key" --authorized-keys "$auth"
+    ctl=$(key_path NQ_CONTROL_KEYS "${NQ_CONTROL_KEYS:-}" "$SECRETS/control_keys")
+    [ -n "$ctl" ] && set -- "$@" --control-keys "$ctl"
     case ${NQ_INSECURE:-0} in
         1|yes|true) set -- "$@" --insecure ;;
         0|no|false|'') ;;

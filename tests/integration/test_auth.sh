@@ -2,7 +2,9 @@
 # Only authorised machines join: nq keygen, a CURVE broker with a ZAP
 # allow-list, workers with the right key, a key not on the list, the wrong
 # broker key, no key; the refusal to bind a public address without keys; the
-# client commands over CURVE when the control endpoint is not loopback.
+# client commands over CURVE when the control endpoint is not loopback, with an
+# allow-list of their own: a worker's key cannot control the broker, nor a
+# client's key join as a worker.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_faults.sh"
 cd "$T" || exit 1
@@ -30,8 +32,8 @@ for i in $(seq 100); do
     if grep -q = "b$i.pub"; then cp "b$i.key" b.key; cp "b$i.pub" b.pub; break; fi
 done
 [ -f b.pub ] || fail "no key with '=' in 100 tries"
-for k in w2 ops other; do "$NQ" keygen $k >/dev/null || fail "keygen $k"; done
-mkdir allowed && cp w1.pub ops.pub allowed/
+for k in w2 ops other att; do "$NQ" keygen $k >/dev/null || fail "keygen $k"; done
+mkdir allowed clients && cp w1.pub att.pub allowed/ && cp ops.pub clients/
 
 # ---- refusals at start ----
 P=$(free_port); C=$(free_port)
@@ -51,6 +53,16 @@ echo "not a key" >bad.list
     --control tcp://127.0.0.1:$C >/dev/null 2>err.txt; rc=$?
 [ "$rc" = 3 ] && grep -qi "secret" err.txt || fail "broker given a .pub as --key: exit $rc: $(cat err.txt)"
 ok "--authorized-keys without --key (exit 2), --key without a list, a bad list line, a .pub as --key: all refused"
+"$NQ" broker --db x.db --key b.key --authorized-keys allowed --bind tcp://127.0.0.1:$P \
+    --control tcp://0.0.0.0:$C >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 3 ] && grep -q -- "--control-keys" err.txt || fail "control off loopback without --control-keys: exit $rc: $(cat err.txt)"
+mkdir both && cp ops.pub w1.pub both/
+"$NQ" broker --db x.db --key b.key --authorized-keys allowed --control-keys both --bind tcp://127.0.0.1:$P \
+    --control tcp://0.0.0.0:$C >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 3 ] && grep -qF "key $(cat w1.pub) is in both" err.txt || fail "a key in both lists: exit $rc: $(cat err.txt)"
+"$NQ" broker --db x.db --control-keys clients >/dev/null 2>err.txt; rc=$?
+[ "$rc" = 2 ] || fail "--control-keys without --key: exit $rc, expected 2"
+ok "control off loopback without --control-keys, a key in both lists, --control-keys without --key: refused"
 # A refused start must change nothing: no database file left behind.
 if [ -e x.db ]; then
     BUG_DB="a refused broker start (bad bind/keys) still created its --db file x.db ($(stat -c %s x.db) bytes)"
@@ -75,7 +87,7 @@ for try in 1 2 3 4 5; do                # new ports if a parallel test took ours
     CP=$(free_port)
     export NQ_BROKER=tcp://127.0.0.1:$CP
     spawn broker "$NQ" broker --db a.db --bind "$WEP" --control "tcp://0.0.0.0:$CP" --key b.key \
-        --authorized-keys allowed --heartbeat-ms 200 --liveness 3
+        --authorized-keys allowed --control-keys clients --heartbeat-ms 200 --liveness 3
     BROKER_PID=$LAST
     wait_for 30 bash -c "kill -0 $BROKER_PID 2>/dev/null || exit 0; $NQ list --timeout 1 ${CLIENT_KEYS[*]}" || true
     grep -q "already in use" "$T/broker.log" 2>/dev/null || break
@@ -95,6 +107,18 @@ wait_for 60 bash -c "$NQ status $id --json ${CLIENT_KEYS[*]} | grep -q '\"state\
 js=$("$NQ" status "$id" --json "${CLIENT_KEYS[@]}")
 [ "$(echo "$js" | json_get total)" = "$(oeis_total 10)" ] || fail "count 10 over CURVE: $js"
 ok "worker with an allowed key joins; submit/status over CURVE control; count 10 exact"
+
+# A worker's key on the control endpoint: refused, whatever it asks (it once cancelled jobs,
+# submitted priority-10^6 jobs and retried).
+for op in list "submit count 10 --priority 1000000" "cancel $id" "retry $id"; do
+    # shellcheck disable=SC2086
+    "$NQ" $op --timeout 3 --key w1.key --broker-key b.pub >out.txt 2>err.txt; rc=$?
+    [ "$rc" = 3 ] || fail "a worker's key: nq $op exited $rc: $(cat out.txt err.txt)"
+done
+grep -qF "auth.refused key=$(cat w1.pub) endpoint=control" broker.log || fail "no auth.refused for the worker's key on control"
+[ "$("$NQ" list --json "${CLIENT_KEYS[@]}" | grep -o '"id":' | wc -l)" = 1 ] || fail "a worker's key submitted a job"
+[ "$("$NQ" status "$id" --json "${CLIENT_KEYS[@]}" | json_get state)" = done ] || fail "a worker's key changed job $id"
+ok "a worker's key on the control endpoint: list, submit, cancel, retry all refused (exit 3)"
 "$NQ" workers --json "${CLIENT_KEYS[@]}" | grep -qF "$(cat w1.pub)" || fail "nq workers does not show w1's public key"
 ok "nq workers shows the public key that delivered ($(cat w1.pub))"
 
@@ -110,6 +134,8 @@ expect_refused_worker "worker with a key not on the list" "authorized-keys|not a
     --key w2.key --broker-key b.pub
 grep -qF "auth.refused key=$(cat w2.pub)" broker.log || fail "broker did not log auth.refused for w2"
 expect_refused_worker "worker with the wrong broker key" "broker-key|handshake" --key w1.key --broker-key other.pub
+expect_refused_worker "a client's key as a worker" "authorized-keys|not allowed|refused our key" \
+    --key ops.key --broker-key b.pub
 
 # No keys at all: CURVE never starts, so there is no refusal to see; it must not join and must say so.
 t0=$SECONDS
@@ -122,7 +148,7 @@ ok "worker without keys: not admitted; exit $rc after $((SECONDS - t0)) s, says:
 # Session takeover: another allowed key on the victim's routing id, and on the victim's worker id.
 need_wire_python
 id=$("$NQ" submit count 13 --depth 2 "${CLIENT_KEYS[@]}") || fail "submit"
-out=$($PY "$SRC/tests/tools/hostile.py" takeover "$WEP" b.pub w1.key ops.key) || fail "takeover script: $out"
+out=$($PY "$SRC/tests/tools/hostile.py" takeover "$WEP" b.pub w1.key att.key) || fail "takeover script: $out"
 echo "$out"
 grep -q "victim held 2, attacker got 0 tasks and 0 acks" <<<"$out" || fail "takeover: $out"
 grep -q 'event=message.refused worker=victim-w reason="sent with another key"' broker.log ||

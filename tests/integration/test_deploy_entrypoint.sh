@@ -19,7 +19,7 @@ cleanup() {
 }
 trap cleanup EXIT
 export NQ_BIN=$NQ NQ_SECRETS_DIR=$tmp/no-secrets
-unset NQ_ROLE NQ_CONNECT NQ_KEY_FILE NQ_BROKER_KEY_FILE NQ_AUTHORIZED_KEYS NQ_INSECURE
+unset NQ_ROLE NQ_CONNECT NQ_KEY_FILE NQ_BROKER_KEY_FILE NQ_AUTHORIZED_KEYS NQ_CONTROL_KEYS NQ_INSECURE
 
 # Waits (30 s at most) until the broker PID answers on $NQ_BROKER.
 wait_broker() {
@@ -46,6 +46,7 @@ expect 2 "does not exist"     -- NQ_CONNECT=tcp://127.0.0.1:1 NQ_KEY_FILE="$tmp/
 expect 2 "or neither"         -- NQ_CONNECT=tcp://127.0.0.1:1 NQ_KEY_FILE="$tmp/some.key" sh "$EP" worker
 expect 2 "no NQ_AUTHORIZED_KEYS" -- NQ_KEY_FILE="$tmp/some.key" sh "$EP" broker
 expect 2 "NQ_INSECURE must be" -- NQ_INSECURE=maybe NQ_DB="$tmp/x.db" sh "$EP" broker
+expect 2 "NQ_CONTROL_KEYS '$tmp/none' does not exist" -- NQ_CONTROL_KEYS="$tmp/none" NQ_DB="$tmp/x.db" sh "$EP" broker
 [[ ! -e $tmp/x.db ]] || fail "a refused broker created its database"
 ver=$("$NQ" --version)
 [[ $(sh "$EP" --version) == "$ver" ]] || fail "entrypoint --version does not reach nq"
