@@ -378,6 +378,11 @@ void idents_free_all(nq_broker_t *b);
 void broker_txn(nq_broker_t *b);                   /* opens the group transaction if needed */
 int broker_txn_dirty(nq_broker_t *b);
 void broker_txn_end_idle(nq_broker_t *b);         /* closes an open group that wrote nothing */
+/* A client's write in a transaction of its own, durable before it is answered: begin (commits the
+   group first; -1 with err when the store cannot commit now), then end (commits on rc 0, else rolls
+   back; -1 with err when it is not durable). Memory changes only after end returned 0. */
+int broker_write_begin(nq_broker_t *b, char *err, size_t errlen);
+int broker_write_end(nq_broker_t *b, int rc, char *err, size_t errlen);
 void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r);
 void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s);
 void results_flush(nq_broker_t *b);                /* group commit, then ACKs */

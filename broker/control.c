@@ -248,7 +248,7 @@ static void write_op(nq_broker_t *b, const void *rid, size_t rid_len, const nq_c
         int rc = strcmp(req->op, "cancel") == 0 ? jobs_cancel(b, id, err, sizeof err)
                                                 : jobs_retry(b, id, err, sizeof err);
         if (rc != 0)
-            code = rc == -2 ? NQ_EXIT_ERROR : NQ_EXIT_NO;   /* -2: its row is refused */
+            code = rc == -2 ? NQ_EXIT_ERROR : NQ_EXIT_NO;   /* -2: its row is refused, or not durable */
     }
     control_answer_job(b, rid, rid_len, code, err, id);
 }

@@ -419,14 +419,16 @@ int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
     if (row.state == NQ_JOB_DONE || row.state == NQ_JOB_CANCELLED)
         return nq_errf(err, errlen, "job %llu is already %s", (unsigned long long)id,
                        store_job_state_name(row.state));
-    if (b->txn_open)
-        results_flush(b);
+    if (broker_write_begin(b, err, errlen) != 0)
+        return -2;
+    rc = store_shards_cancel_pending(b->store, id) == 0 && store_job_set_state(b->store, id, NQ_JOB_CANCELLED) == 0
+         ? 0 : -1;
+    if (broker_write_end(b, rc, err, errlen) != 0)
+        return -2;                      /* not durable: memory and workers untouched */
     leases_cancel_job(b, id);
-    store_shards_cancel_pending(b->store, id);
     nq_job_t *j = jobs_find(b, id);
     if (j)
         jobs_unlink(b, j);
-    store_job_set_state(b->store, id, NQ_JOB_CANCELLED);
     nq_log(NQ_LOG_INFO, "job.cancel", "job=%llu", (unsigned long long)id);
     return 0;
 }
@@ -439,17 +441,18 @@ int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
         return rc == 1 ? -1 : -2;
     if (row.state == NQ_JOB_DONE)
         return nq_errf(err, errlen, "job %llu is done: nothing to retry", (unsigned long long)id);
-    if (b->txn_open)
-        results_flush(b);
+    if (broker_write_begin(b, err, errlen) != 0)
+        return -2;
+    rc = store_shards_retry(b->store, id) == 0 && store_job_set_state(b->store, id, NQ_JOB_RUNNING) == 0 ? 0 : -1;
+    if (broker_write_end(b, rc, err, errlen) != 0)
+        return -2;
     nq_job_t *j = jobs_find(b, id);
     nq_shards_t *list = j ? j->list : NULL;   /* the same job, the same list: not built again */
     if (j) {
         j->list = NULL;
         jobs_unlink(b, j);
     }
-    leases_cancel_job(b, id);
-    store_shards_retry(b->store, id);
-    store_job_set_state(b->store, id, NQ_JOB_RUNNING);
+    leases_cancel_job(b, id);           /* the reloaded job re-arms nothing: every copy is asked anew */
     char why[320] = "";
     if (jobs_load_id(b, id, list, &row, why, sizeof why) != 0)
         return nq_errf(err, errlen, "job %llu could not be reloaded%s%s", (unsigned long long)id,

@@ -46,6 +46,35 @@ void broker_txn_end_idle(nq_broker_t *b)
     b->txn_open = 0;
 }
 
+/* A client's write (cancel, retry) in a transaction of its own, committed before the client hears
+   it was done: the open group is committed first (its results were taken in order before it),
+   and a store that cannot commit now refuses the write. A cancel once answered "cancelled" while
+   its commit failed on a full disk, and the job ran again after a restart. */
+int broker_write_begin(nq_broker_t *b, char *err, size_t errlen)
+{
+    if (b->txn_open || !b->store_ok)
+        results_flush(b);
+    if (!b->store_ok || b->txn_open)
+        return nq_errf(err, errlen, "the store cannot commit now (see the broker's log: store.commit_failed); "
+                       "nothing was changed, try again later");
+    if (store_begin(b->store) != 0)
+        return nq_errf(err, errlen, "the store cannot begin a transaction; nothing was changed");
+    return 0;
+}
+
+/* Commits what broker_write_begin began when rc is 0, else rolls it back: 0 durable, -1 not. */
+int broker_write_end(nq_broker_t *b, int rc, char *err, size_t errlen)
+{
+    char why[300];
+    if (rc != 0) {
+        store_rollback(b->store);
+        return nq_errf(err, errlen, "the store refused the change; nothing was changed");
+    }
+    if (store_commit(b->store, why, sizeof why) != 0)
+        return nq_errf(err, errlen, "%s", why);
+    return 0;
+}
+
 /* Has the open group written anything? An idle broker then sleeps instead of committing nothing. */
 int broker_txn_dirty(nq_broker_t *b)
 {

@@ -2,7 +2,9 @@
 # Disk full under a running job: the DB lives on a small tmpfs; while a count
 # runs, a filler file takes every free byte. The broker must log
 # store.commit_failed, stop leasing, stay up and keep answering `nq status`;
-# once the filler is removed the held results commit and the count is exact.
+# a cancel it cannot commit is refused (exit 3), never answered "cancelled" and
+# lost; once the filler is removed the held results commit, the count is exact
+# and a cancel sticks across a restart.
 # Needs root (mount); otherwise skipped.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_faults.sh"
@@ -22,7 +24,8 @@ done_now() { job_field "$1" shards_done; }
 
 broker_up broker $DB
 worker_up w1 --threads 1
-id=$("$NQ" submit count $N) || fail "submit"
+id=$("$NQ" submit count $N --priority 5) || fail "submit"
+other=$("$NQ" submit count $N) || fail "submit"          # waits behind it: to be cancelled
 total=$(job_field "$id" shards_total)
 wait_for 120 bash -c "[ \$($NQ status $id --json | grep -o '\"shards_done\":[0-9]*' | cut -d: -f2) -ge 20 ]" \
     || fail "no progress before filling the disk"
@@ -42,10 +45,20 @@ kill -0 "$BROKER_PID" 2>/dev/null || fail "the broker died with the disk full"
 [ "$(done_now "$id")" = "$d1" ] || fail "shards_done moved ($d1 -> $(done_now "$id")) with nothing committed"
 grep -q 'store.retry' broker.log || fail "the broker does not retry the commit"
 ok "disk full: no leases out, broker alive, nq status answers (done stays $d1 of $total), retrying"
+"$NQ" cancel "$other" >out.txt 2>err.txt; rc=$?
+[ "$rc" = 3 ] || fail "a cancel on a full disk exited $rc: $(cat out.txt err.txt)"
+grep -q "cannot commit" err.txt || fail "the refused cancel does not say why: $(cat err.txt)"
+[ "$(job_field "$other" state)" != cancelled ] || fail "the refused cancel shows the job cancelled"
+ok "disk full: nq cancel refused with exit 3 ($(head -1 err.txt | cut -c1-100))"
 
 rm -f disk/filler
 wait_for 180 job_done "$id" || fail "count $N did not finish after freeing space: $("$NQ" status "$id" --json)"
 exact "$id" $N || fail "count $N not exact after the disk-full episode: $("$NQ" status "$id" --json)"
+"$NQ" cancel "$other" >/dev/null || fail "cancel after freeing space"
 stop_pid "$BROKER_PID"
 shards_done_once $DB "$id" || fail "not every shard done exactly once"
 ok "space freed: the held results committed, count $N exact, every shard done once"
+broker_up broker2 $DB
+[ "$(job_field "$other" state)" = cancelled ] || fail "the cancel was lost across a restart: $("$NQ" status "$other" --json)"
+stop_pid "$BROKER_PID"
+ok "a cancel answered after the disk had room is durable: still cancelled after a restart"
