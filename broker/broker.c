@@ -525,6 +525,10 @@ int broker_round(nq_broker_t *b, long timeout_ms)
     broker_metrics_tick(b, b->now);
     if (b->txn_open && !broker_txn_dirty(b))
         broker_txn_end_idle(b);         /* nothing to write: the lock goes before the poll waits */
+    if (b->now - b->db_checked_at >= 0.25) {   /* an idle broker notices too (a stat: ~1 us) */
+        b->db_checked_at = b->now;
+        broker_db_check(b);
+    }
     t[PH_N] = nq_mono();
     round_report(t, cpu0);
     return 0;
@@ -535,21 +539,47 @@ int broker_stop_asked(const nq_broker_t *b)
     return b->stop && atomic_load(b->stop);
 }
 
+/*
+ * A DB file removed (or replaced by a restore) under a running broker keeps taking its commits:
+ * the unlinked inode accepts them, the broker acknowledges, workers drop their results, and
+ * after a restart the jobs are gone. So before every commit, and every quarter second, the path
+ * must still name the file opened; when it does not, the broker acknowledges nothing more and
+ * stops with exit 3, and the workers keep what was not acknowledged.
+ */
+int broker_db_check(nq_broker_t *b)
+{
+    if (b->db_lost)
+        return -1;
+    if (store_file_check(b->store, b->db_lost_why, sizeof b->db_lost_why) == 0)
+        return 0;
+    b->db_lost = 1;
+    char q[NQ_LOG_QLEN];
+    nq_log(NQ_LOG_ERROR, "store.lost", "reason=%s action=\"nothing more is acknowledged; stopping, exit 3\"",
+           nq_log_qs(q, sizeof q, b->db_lost_why));
+    return -1;
+}
+
+const char *broker_error(const nq_broker_t *b)
+{
+    return b->db_lost ? b->db_lost_why : "";
+}
+
 int broker_run(nq_broker_t *b, const atomic_int *stop)
 {
     b->stop = stop;
-    while (!atomic_load(stop)) {
+    while (!atomic_load(stop) && !b->db_lost) {
         b->now = b->clock();
         if (broker_round(b, poll_timeout_ms(b, b->now)) != 0)
             break;
     }
     b->stopping = 1;
     listings_stop(b);                   /* a list being built gives up; its client hears so */
-    results_flush(b);
+    if (!b->db_lost)
+        results_flush(b);
     nq_log(NQ_LOG_INFO, "broker.stop", "results=%llu commits=%llu commit_seconds=%.3f bad_messages=%llu",
            (unsigned long long)b->stats.results_total, (unsigned long long)b->stats.commits,
            b->stats.commit_seconds_sum, (unsigned long long)b->stats.messages_bad);
-    return 0;
+    return b->db_lost ? -1 : 0;
 }
 
 void broker_destroy(nq_broker_t **bp)

@@ -52,8 +52,12 @@ void broker_wake(nq_broker_t *b);
 /* Opens the store (resuming every job) and binds. NULL with a reason in err (also when cfg->stop
    was set while the jobs loaded). */
 nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen);
-/* Serves until *stop becomes non-zero; then stops leasing, flushes results, returns 0. */
+/* Serves until *stop becomes non-zero; then stops leasing, flushes results, returns 0. -1 when it
+   stopped because its DB file was removed or replaced (broker_error says how): nothing was
+   acknowledged after that, so workers keep those results for the next broker. */
 int broker_run(nq_broker_t *b, const atomic_int *stop);
+/* Why broker_run returned -1. */
+const char *broker_error(const nq_broker_t *b);
 void broker_destroy(nq_broker_t **b);
 /* Takes the DB's lock file (<db>.lock): returns its fd, or -1 with err. *created says the file
    did not exist before, so a caller that then gives up on the DB can take it away again. */

@@ -246,6 +246,9 @@ struct nq_broker {
     void *metrics;
     double last_metrics;
     double last_round;                 /* when the loop last came round: to excuse our own stalls */
+    int db_lost;                       /* the DB file was removed or replaced: no commit, no ACK, exit */
+    char db_lost_why[400];
+    double db_checked_at;
     /* The clock, read once per loop round (as Redis keeps server.unixtime): every timer of the
        round (liveness, grace, stalls, rates) sees the same `now`, and tests replace `clock`
        with a fake one to drive expiry and grace without sleeping. */
@@ -259,6 +262,10 @@ double broker_now(void);                           /* monotonic seconds: the rea
    poll failed. */
 int broker_round(nq_broker_t *b, long timeout_ms);
 double broker_wall(void);                          /* unix seconds */
+
+/* broker.c: 0 while the DB file is the one opened; else (once) logs it, marks the broker to stop
+   with an error, and -1: nothing may be committed or acknowledged any more. */
+int broker_db_check(nq_broker_t *b);
 
 /* broker.c: sending */
 int broker_send(nq_broker_t *b, nq_peer_t *p, const nq_msg_t *m);

@@ -54,6 +54,8 @@ int broker_write_begin(nq_broker_t *b, char *err, size_t errlen)
 {
     if (b->txn_open || !b->store_ok)
         results_flush(b);
+    if (broker_db_check(b) != 0)
+        return nq_errf(err, errlen, "%s; nothing was changed", b->db_lost_why);
     if (!b->store_ok || b->txn_open)
         return nq_errf(err, errlen, "the store cannot commit now (see the broker's log: store.commit_failed); "
                        "nothing was changed, try again later");
@@ -69,6 +71,10 @@ int broker_write_end(nq_broker_t *b, int rc, char *err, size_t errlen)
     if (rc != 0) {
         store_rollback(b->store);
         return nq_errf(err, errlen, "the store refused the change; nothing was changed");
+    }
+    if (broker_db_check(b) != 0) {
+        store_rollback(b->store);
+        return nq_errf(err, errlen, "%s; nothing was changed", b->db_lost_why);
     }
     if (store_commit(b->store, why, sizeof why) != 0)
         return nq_errf(err, errlen, "%s", why);
@@ -575,6 +581,11 @@ void results_flush(nq_broker_t *b)
     if (!b->txn_open) {
         b->store_ok = b->ngroup == 0;
         b->store_retry_at = b->now + 1;
+        return;
+    }
+    if (broker_db_check(b) != 0) {      /* its file is gone: a commit would go nowhere, an ACK lie */
+        store_rollback(b->store);
+        b->txn_open = 0;
         return;
     }
     double t0 = nq_mono();                 /* commit latency: the real clock, not the round's */

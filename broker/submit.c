@@ -250,6 +250,10 @@ static int submit_accept(nq_broker_t *b, nq_job_spec_t *spec, nq_shards_t *list,
     nq_shard_caps_t caps = broker_caps(b);
     if (b->txn_open)
         results_flush(b);               /* job creation is its own transaction */
+    if (broker_db_check(b) != 0) {
+        shards_destroy(&list);
+        return nq_errf(err, errlen, "%s; no job was created", b->db_lost_why);
+    }
     if (store_listed(b->store, spec, list, &caps, id, err, errlen) != 0) {
         shards_destroy(&list);
         return -1;

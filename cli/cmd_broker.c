@@ -81,7 +81,7 @@ int cmd_broker(int argc, char **argv)
     }
     if (!b)
         return cli_error("broker", "%s", err);
-    broker_run(b, &nq_stop);
+    rc = broker_run(b, &nq_stop) == 0 ? NQ_EXIT_OK : cli_error("broker", "%s", broker_error(b));
     broker_destroy(&b);
-    return NQ_EXIT_OK;
+    return rc;
 }

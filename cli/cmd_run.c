@@ -30,13 +30,14 @@
 #define RUN_WORKERS_EP "inproc://nq-run-workers"
 #define RUN_CONTROL_EP "inproc://nq-run-control"
 
-typedef struct { nq_broker_t *b; atomic_int stop; } broker_thread_t;
+typedef struct { nq_broker_t *b; atomic_int stop, ended; int rc; } broker_thread_t;
 typedef struct { nq_worker_t *w; atomic_int stop, ended; int rc; char err[512]; } worker_thread_t;
 
 static void *broker_main(void *arg)
 {
     broker_thread_t *t = arg;
-    broker_run(t->b, &t->stop);
+    t->rc = broker_run(t->b, &t->stop);
+    atomic_store(&t->ended, 1);         /* before being told to: its DB file went away */
     return NULL;
 }
 
@@ -168,9 +169,9 @@ static useconds_t poll_interval_us(const msgpack_object *job, double started)
     return us < 5000 ? 5000 : us > 200000 ? 200000 : (useconds_t)us;
 }
 
-/* Waits for the job to end (or a signal, or the worker's end); returns its final state name, or ""
-   when interrupted. */
-static const char *run_wait(void *ctx, uint64_t id, const atomic_int *worker_ended)
+/* Waits for the job to end (or a signal, or the worker's or the broker's end); returns its final
+   state name, or "" when interrupted. */
+static const char *run_wait(void *ctx, uint64_t id, const atomic_int *worker_ended, const atomic_int *broker_ended)
 {
     nq_client_opts_t co = { .broker = RUN_CONTROL_EP, .zmq_ctx = ctx, .timeout_ms = 30000 };
     nq_ctl_req_t req = { .job = id };
@@ -178,7 +179,7 @@ static const char *run_wait(void *ctx, uint64_t id, const atomic_int *worker_end
     int tty = isatty(STDERR_FILENO);
     double started = nq_mono();
     static char state[32];
-    while (!nq_stop && !atomic_load(worker_ended)) {
+    while (!nq_stop && !atomic_load(worker_ended) && !atomic_load(broker_ended)) {
         nq_client_reply_t rep;
         useconds_t wait = 20000;
         client_call(&co, &req, &rep);
@@ -197,7 +198,7 @@ static const char *run_wait(void *ctx, uint64_t id, const atomic_int *worker_end
     }
     if (tty)
         fputc('\n', stderr);
-    return nq_stop || atomic_load(worker_ended) ? "" : state;
+    return nq_stop || atomic_load(worker_ended) || atomic_load(broker_ended) ? "" : state;
 }
 
 /* The stored answer, through the same offline path as `nq result --db`. */
@@ -276,7 +277,7 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
         print_url(bt.b, a->http, id);
     pthread_create(&bth, NULL, broker_main, &bt);
     pthread_create(&wth, NULL, worker_main, &wt);
-    *state = run_wait(ctx, id, &wt.ended);
+    *state = run_wait(ctx, id, &wt.ended, &bt.ended);
     atomic_store(&wt.stop, 1);          /* workers first: they hand back and say BYE */
     worker_wake(wt.w);
     pthread_join(wth, NULL);
@@ -284,10 +285,12 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
     broker_wake(bt.b);
     pthread_join(bth, NULL);
     worker_destroy(&wt.w);
+    if (bt.rc != 0)                     /* its DB went away: what was not acknowledged is not stored */
+        rc = cli_error("run", "%s", broker_error(bt.b));
+    else if (wt.rc != 0)                /* its GPU failed: the job is left to resume */
+        rc = cli_error("run", "%s", wt.err);
     broker_destroy(&bt.b);
     zmq_ctx_term(ctx);
-    if (wt.rc != 0)                     /* its GPU failed: the job is left to resume */
-        rc = cli_error("run", "%s", wt.err);
     return rc;
 }
 

@@ -459,7 +459,23 @@ nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen)
         store_destroy(&s);
         return NULL;
     }
+    if (stat(path, &sb) == 0) {
+        s->dev = sb.st_dev;
+        s->ino = sb.st_ino;
+    }
     return s;
+}
+
+int store_file_check(nq_store_t *s, char *err, size_t errlen)
+{
+    struct stat sb;
+    if (stat(s->path, &sb) != 0)
+        return nq_errf(err, errlen, "%s was removed (%s) while the broker had it open: what it commits now "
+                       "would be lost", s->path, strerror(errno));
+    if (sb.st_dev != s->dev || sb.st_ino != s->ino)
+        return nq_errf(err, errlen, "%s was replaced by another file while the broker had it open: what it "
+                       "commits now would go to the old one", s->path);
+    return 0;
 }
 
 uint64_t store_solve_seed(uint64_t seed0, uint64_t restarts, uint64_t idx)

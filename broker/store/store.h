@@ -128,6 +128,9 @@ void store_destroy(nq_store_t **s);
    size, without writing a byte: 0 ok, -1 with the first complaint in err. */
 int store_check_file(const char *path, char *err, size_t errlen);
 sqlite3 *store_db(nq_store_t *s);
+/* 0 while the path still names the file that was opened; -1 with err when it was removed or
+   replaced (an unlinked DB takes commits that no restart will see). */
+int store_file_check(nq_store_t *s, char *err, size_t errlen);
 const char *store_path(nq_store_t *s);
 int store_schema_version(nq_store_t *s);
 

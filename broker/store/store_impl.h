@@ -10,6 +10,8 @@
 
 #include "store.h"
 
+#include <sys/types.h>
+
 /* Each file of the store keeps its statements beside the code that runs it, in a table of its
    own, cached in its own row of the open store's slots. */
 typedef enum {
@@ -29,6 +31,8 @@ struct nq_store {
     int tx_failed;             /* a statement of the open group failed: the group must roll back */
     char tx_err[256];          /* why, for store_commit */
     char refused[320];         /* why the last row read was refused (store_refusal) */
+    dev_t dev;                 /* the file opened, to notice it removed or replaced (store_file_check) */
+    ino_t ino;
     sqlite3_stmt *st[STORE_MODS][STORE_MOD_STMTS];
 };
 
