@@ -4,14 +4,20 @@
 
 #include "count.h"
 #include "manifest.h"
+#include "rng.h"
 #include "shard.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
+/* Why a shard is counted again: drawn at random, or suspect (refuted by the checks, or with
+   evidence against a late result), on top of the draw. */
+typedef enum { AUDIT_DRAWN = 0, AUDIT_REFUTED, AUDIT_EVIDENCE } audit_why_t;
+
 typedef struct {
     uint64_t idx;
     uint64_t rank;                /* its place in the draw (audit_sample): the first are taken first */
+    audit_why_t why;
     int claimed;                  /* the manifest's line for it was read */
     nq_count_result_t claim;      /* what the manifest says */
     nq_count_result_t got;        /* what the kernel says */
@@ -26,6 +32,21 @@ audit_pick_t *audit_sample(uint64_t shards, uint64_t k, uint64_t seed);
 audit_pick_t *audit_find(audit_pick_t *p, size_t n, uint64_t idx);
 /* Sorts picks by their rank in the draw. */
 void audit_by_rank(audit_pick_t *p, size_t n);
+
+/* Up to cap suspect lines of one kind, chosen evenly at random among however many there are
+   (a reservoir, with its own draws from the audit's seed): a file marked suspect everywhere costs
+   an audit no more than cap recounts of that kind. */
+typedef struct {
+    audit_pick_t *p;
+    size_t n, cap;
+    uint64_t seen;
+    nq_rng_t rng;
+} audit_reservoir_t;
+
+int audit_reservoir_init(audit_reservoir_t *r, size_t cap, uint64_t seed, uint64_t stream);
+/* Offers one line; returns the slot it takes (to fill in), or NULL when it is not kept. */
+audit_pick_t *audit_reservoir_offer(audit_reservoir_t *r);
+void audit_reservoir_free(audit_reservoir_t *r);
 /* Counts every pick's descriptor from the list with `threads` threads (in the caller's when
    none can start). */
 void audit_recount(const nq_shards_t *list, audit_pick_t *p, size_t n, unsigned threads);

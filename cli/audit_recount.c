@@ -62,6 +62,30 @@ void audit_by_rank(audit_pick_t *p, size_t n)
         qsort(p, n, sizeof *p, cmp_rank);
 }
 
+int audit_reservoir_init(audit_reservoir_t *r, size_t cap, uint64_t seed, uint64_t stream)
+{
+    *r = (audit_reservoir_t){ .cap = cap };
+    rng_init(&r->rng, seed, stream);
+    r->p = calloc(cap ? cap : 1, sizeof *r->p);
+    return r->p ? 0 : -1;
+}
+
+/* Algorithm R: the m-th line replaces a random one of the cap kept with probability cap/m. */
+audit_pick_t *audit_reservoir_offer(audit_reservoir_t *r)
+{
+    r->seen++;
+    if (r->n < r->cap)
+        return &r->p[r->n++];
+    uint64_t j = rng_below(&r->rng, r->seen);
+    return j < r->cap ? &r->p[j] : NULL;
+}
+
+void audit_reservoir_free(audit_reservoir_t *r)
+{
+    free(r->p);
+    r->p = NULL;
+}
+
 typedef struct {
     const nq_shards_t *list;
     audit_pick_t *p;

@@ -4,9 +4,9 @@
  * no DB. One pass checks the format, the hash tree against the root line, each line's residues
  * against its total and its numbers against what a count of its shard can give
  * (count_bounds.h), the sums against the header; then each descriptor against the job's list;
- * then shards are counted again with the kernel: first those the checks refuted, then a
- * sample drawn with a seed from the system's secure random source, printed so that the audit
- * can be repeated (--seed S). A forger who knew the seed would know which shards are safe to
+ * then shards are counted again with the kernel: a sample drawn with a seed from the system's
+ * secure random source, printed so that the audit can be repeated (--seed S), and on top of it
+ * the lines the checks refuted and those with evidence against a late result. A forger who knew the seed would know which shards are safe to
  * change: the sample was once always drawn with seed 1.
  * Exit 0 everything agrees, 1 a disagreement or a malformed file (each named by line),
  * 2 usage, 3 the file cannot be read.
@@ -92,17 +92,23 @@ static int audit_args(int argc, char **argv, audit_args_t *o)
 }
 
 /*
- * The shards to count again. Sample: the draw, made when the header gives the shard count,
- * and the shards the checks refuted, which go first and take the draw's place (want in all,
- * so an audit costs the same whatever the file says). Range: the lines in it, kept as they
- * are read, so a header's claim allocates nothing.
+ * The shards to count again. Sample: the draw, made when the header gives the shard count (want
+ * shards, whatever the file says), and ON TOP of it the suspect lines: refuted by the checks, or
+ * marked with evidence against a late result, up to want of each kind, chosen at random among
+ * them. Suspect lines once took the draw's places: a forger who marked evidence on ten honest
+ * lines passed every default audit, its wrong lines never drawn. Range: the lines in it, kept as
+ * they are read, so a header's claim allocates nothing.
  */
+#define RNG_STREAM_REFUTED 0x726566u      /* "ref": the reservoirs' draws are their own */
+#define RNG_STREAM_EVIDENCE 0x657669u     /* "evi" */
+
 typedef struct {
     const audit_args_t *o;
-    audit_pick_t *p;                  /* sorted by index */
+    audit_pick_t *p;                  /* the draw, sorted by index; at the end everything counted */
     size_t n, cap;
-    audit_pick_t *refuted;            /* in line order, at most want: refuted, or with evidence */
-    size_t nrefuted, nevidence, want;
+    size_t want;
+    audit_reservoir_t refuted, evidence;
+    size_t drawn_refuted, drawn_evidence;   /* suspect lines the draw took anyway */
 } picks_t;
 
 static void on_problem(void *ud, uint64_t line, const char *what)
@@ -149,12 +155,19 @@ static int on_line(void *ud, const nq_manifest_line_t *l, int refuted, char *err
     if (p)
         pick_claim(p, l);
     /* a shard whose decided result a later sender disputed (evidence, manifest version 2) is
-       the next most suspect: the store kept the first answer, a recount says which was right */
-    if ((refuted || l->evidence > 0) && k->nrefuted < k->want) {   /* room for want was allocated */
-        k->nevidence += !refuted;
-        p = &k->refuted[k->nrefuted++];
-        *p = (audit_pick_t){ .idx = l->idx };
-        pick_claim(p, l);
+       suspect: the store kept the first answer, a recount says which was right */
+    if (!refuted && l->evidence == 0)
+        return 0;
+    if (p) {                          /* drawn anyway: counted once, as drawn */
+        k->drawn_refuted += refuted != 0;
+        k->drawn_evidence += !refuted;
+        return 0;
+    }
+    audit_reservoir_t *r = refuted ? &k->refuted : &k->evidence;
+    audit_pick_t *slot = audit_reservoir_offer(r);
+    if (slot) {
+        *slot = (audit_pick_t){ .idx = l->idx, .why = refuted ? AUDIT_REFUTED : AUDIT_EVIDENCE };
+        pick_claim(slot, l);
     }
     return 0;
 }
@@ -170,70 +183,84 @@ static int choose(const audit_args_t *o, const nq_manifest_head_t *h, picks_t *k
     k->want = (size_t)(o->sample < h->shards ? o->sample : h->shards);
     k->n = k->want;
     k->p = audit_sample(h->shards, k->want, o->seed);
-    k->refuted = calloc(k->want ? k->want : 1, sizeof *k->refuted);
-    if (!k->p || !k->refuted)
+    if (!k->p || audit_reservoir_init(&k->refuted, k->want, o->seed, RNG_STREAM_REFUTED) != 0 ||
+        audit_reservoir_init(&k->evidence, k->want, o->seed, RNG_STREAM_EVIDENCE) != 0)
         return cli_error("audit", "out of memory for %zu shards", k->want);
     return 0;
 }
 
-/* Sample: the refuted shards first, then the draw in its order, want in all; the seed is
-   printed before any is counted, so an audit cut short can be repeated. */
-static void finish_sample(picks_t *k)
+/* Sample: the draw in its order, then the suspect lines on top of it; the seed is printed before
+   any is counted, so an audit cut short can be repeated. */
+static int finish_sample(picks_t *k)
 {
-    size_t n = k->nrefuted;
     unsigned long long seed = (unsigned long long)k->o->seed;
-    if (k->want)
-        printf("audit: counting %zu shard(s) again: %zu refuted by the checks, %zu with evidence against a"
-               " late result, the rest drawn with seed %llu (--seed %llu draws the same)\n", k->want,
-               k->nrefuted - k->nevidence, k->nevidence, seed, seed);
+    size_t n = k->n + k->refuted.n + k->evidence.n;
+    audit_pick_t *all = realloc(k->p, (n ? n : 1) * sizeof *all);
+    if (!all)
+        return cli_error("audit", "out of memory for %zu shards", n);
+    k->p = all;
     audit_by_rank(k->p, k->n);
-    for (size_t i = 0; i < k->n && n < k->want; i++)
-        if (!audit_find(k->refuted, k->nrefuted, k->p[i].idx))
-            k->refuted[n++] = k->p[i];
-    free(k->p);
-    k->p = k->refuted;
+    memcpy(k->p + k->n, k->refuted.p, k->refuted.n * sizeof *k->p);
+    memcpy(k->p + k->n + k->refuted.n, k->evidence.p, k->evidence.n * sizeof *k->p);
+    if (n)
+        printf("audit: counting %zu shard(s) again: %zu of %llu line(s) refuted by the checks and %zu of %llu"
+               " with evidence against a late result, on top of %zu drawn with seed %llu (--seed %llu draws"
+               " the same)\n", n, k->refuted.n, (unsigned long long)(k->refuted.seen + k->drawn_refuted),
+               k->evidence.n, (unsigned long long)(k->evidence.seen + k->drawn_evidence), k->n, seed, seed);
     k->n = n;
-    k->refuted = NULL;
+    return 0;
 }
 
 /* One line per shard counted again; the number that disagree. Shard i is on line i + 2. */
 static uint64_t report_recount(const picks_t *k)
 {
+    static const char *const why[] = { [AUDIT_DRAWN] = "", [AUDIT_REFUTED] = " (refuted by the checks)",
+                                       [AUDIT_EVIDENCE] = " (with evidence)" };
     uint64_t bad = 0;
     for (size_t i = 0; i < k->n; i++) {
         const audit_pick_t *p = &k->p[i];
         const nq_count_result_t *c = &p->claim, *g = &p->got;
         unsigned long long line = (unsigned long long)p->idx + 2, idx = (unsigned long long)p->idx;
+        const char *w = why[p->why];
         if (p->rc != 0) {
-            printf("line %llu: shard %llu: the kernel could not count it: %s\n", line, idx, p->err);
+            printf("line %llu: shard %llu: the kernel could not count it: %s%s\n", line, idx, p->err, w);
             bad++;
         } else if (c->total != g->total || c->unique != g->unique || c->nodes != g->nodes ||
                    c->res13 != g->res13 || c->res15 != g->res15) {
             printf("line %llu: shard %llu: DISAGREES: the manifest says total %llu, unique %llu, nodes %llu;"
-                   " counted again: total %llu, unique %llu, nodes %llu\n", line, idx,
+                   " counted again: total %llu, unique %llu, nodes %llu%s\n", line, idx,
                    (unsigned long long)c->total, (unsigned long long)c->unique, (unsigned long long)c->nodes,
-                   (unsigned long long)g->total, (unsigned long long)g->unique, (unsigned long long)g->nodes);
+                   (unsigned long long)g->total, (unsigned long long)g->unique, (unsigned long long)g->nodes, w);
             bad++;
         } else {
-            printf("shard %llu: agrees (total %llu, unique %llu, nodes %llu)\n", idx,
-                   (unsigned long long)g->total, (unsigned long long)g->unique, (unsigned long long)g->nodes);
+            printf("shard %llu: agrees (total %llu, unique %llu, nodes %llu)%s\n", idx,
+                   (unsigned long long)g->total, (unsigned long long)g->unique, (unsigned long long)g->nodes, w);
         }
     }
     return bad;
+}
+
+/* What was counted again, each kind apart. */
+static void describe(const audit_args_t *o, const picks_t *k, char *how, size_t len)
+{
+    if (o->range) {
+        snprintf(how, len, "shards %llu-%llu", (unsigned long long)o->a, (unsigned long long)o->b);
+        return;
+    }
+    size_t drawn = k->n - k->refuted.n - k->evidence.n;
+    int w = snprintf(how, len, "%zu drawn with seed %llu", drawn, (unsigned long long)o->seed);
+    if (k->refuted.n && w > 0 && (size_t)w < len)
+        w += snprintf(how + w, len - (size_t)w, ", %zu refuted by the checks", k->refuted.n);
+    if (k->evidence.n && w > 0 && (size_t)w < len)
+        snprintf(how + w, len - (size_t)w, ", %zu with evidence", k->evidence.n);
 }
 
 static int summary(const nq_manifest_scan_t *s, const audit_args_t *o, const picks_t *k, uint64_t bad)
 {
     char t[40], u[40], hex[NQ_MERKLE_HEX + 1];
     merkle_hex(s->root, hex);
-    char how[120];
-    if (o->range)
-        snprintf(how, sizeof how, "shards %llu-%llu", (unsigned long long)o->a, (unsigned long long)o->b);
-    else if (k->nrefuted)
-        snprintf(how, sizeof how, "%zu refuted by the checks, the rest sampled with seed %llu", k->nrefuted,
-                 (unsigned long long)o->seed);
-    else
-        snprintf(how, sizeof how, "sampled with seed %llu", (unsigned long long)o->seed);
+    char how[200];
+    describe(o, k, how, sizeof how);
     if (s->problems + bad == 0) {
         printf("audit: OK: N=%d, %llu shards, total %s, unique %s, root %s; %zu shard(s) (%s) counted"
                " again, all agree\n", s->head.n, (unsigned long long)s->head.shards, u128_to_str(s->head.total, t),
@@ -265,9 +292,9 @@ int cmd_audit(int argc, char **argv)
         rc = rc == NQ_EXIT_USAGE ? -3 : -4;
     if (rc == 0)
         rc = manifest_scan_rest(s, err, sizeof err);
+    if (rc == 0 && !o.range && finish_sample(&k) != 0)
+        rc = -4;
     if (rc == 0) {
-        if (!o.range)
-            finish_sample(&k);
         audit_recount(s->list, k.p, k.n, o.threads);
         rc = summary(s, &o, &k, report_recount(&k));
     } else if (rc == -1) {
@@ -279,7 +306,8 @@ int cmd_audit(int argc, char **argv)
     manifest_scan_free(s);
     free(s);
     free(k.p);
-    free(k.refuted);
+    audit_reservoir_free(&k.refuted);
+    audit_reservoir_free(&k.evidence);
     fclose(f);
     return rc;
 }

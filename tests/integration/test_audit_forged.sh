@@ -53,6 +53,37 @@ s2=$(sed -n 's/.* drawn with seed \([0-9]*\) (--seed \1 draws the same)$/\1/p' o
 [ "$(grep agrees o1)" = "$(grep agrees o3)" ] && [ "$(grep -c agrees o1)" = 10 ] || fail "--seed $s1 drew other shards"
 ok "two audits drew seeds $s1 and $s2, printed; --seed $s1 draws the same 10 shards again"
 
+# Evidence marks do not buy a forger the draw's places. Seed 7 draws some shards of the true
+# manifest; one of them is forged within every bound (one more solution of weight 8, the sums and
+# the root made to match), and five lines the draw does not take are marked with evidence. The
+# marked lines are counted on top of the draw, never instead of it: the forgery is found. (The
+# code before counted the five marked lines in the draw's five places, and the audit passed.)
+"$NQ" audit m.txt --seed 7 --sample 5 >o 2>&1 || fail "audit of a true manifest: $(cat o)"
+drawn=$(sed -n 's/^shard \([0-9]*\): agrees.*/\1/p' o | sort -n)
+[ "$(wc -l <<<"$drawn")" = 5 ] || fail "seed 7 did not draw 5 shards: $(cat o)"
+x=
+for d in $drawn; do
+    line=$(sed -n "$((d + 2))p" m.txt)
+    read -r _ _ t u n _ <<<"$line"
+    $ED edit m.txt f5.txt "$d" total $((t + 8)) unique $((u + 1)) nodes $((n + 9)) --residues --header --reroot
+    "$NQ" audit f5.txt --sample 0 >out 2>&1 && { x=$d; break; }
+done
+[ -n "$x" ] || fail "no drawn shard could be forged within its bounds"
+marked=0
+for i in $(seq 0 $((shards - 1))); do
+    grep -qx "$i" <<<"$drawn" && continue
+    $ED edit f5.txt f6.txt "$i" evidence 1 --reroot && mv f6.txt f5.txt
+    marked=$((marked + 1))
+    [ $marked = 5 ] && break
+done
+"$NQ" audit f5.txt --seed 7 --sample 5 >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "^line $((x + 2)): shard $x: DISAGREES" out || fail "evidence marks hid the forgery: exit $rc: $(cat out)"
+grep -q "0 of 0 line(s) refuted by the checks and 5 of 5 with evidence against a late result, on top of 5 drawn with seed 7" out \
+    || fail "the audit does not count the kinds apart: $(cat out)"
+[ "$(grep -c 'agrees (.*) (with evidence)$' out)" = 5 ] || fail "the marked lines were not counted on top: $(cat out)"
+grep -q "(5 drawn with seed 7, 5 with evidence) counted again" out || fail "summary: $(tail -1 out)"
+ok "a forged line among the drawn and evidence on 5 others: found, the marked lines counted on top of the draw"
+
 # A header that claims 2^28 shards costs nothing until lines back it: a file's size refuses it at
 # once; a pipe is read to its end first. (`timeout`: the code before took 44 s here.)
 echo "nq-manifest 1 count n=18 depth=12 encoding=5 shards=268435456 total=0 unique=0 nodes=0" >h.txt
