@@ -5,6 +5,7 @@
 #include "log.h"
 #include "http.h"
 #include "security.h"
+#include "shard.h"
 #include "wake.h"
 
 #include <errno.h>
@@ -221,21 +222,6 @@ int broker_endpoint(nq_broker_t *b, int which, char *buf, size_t len)
     return zmq_getsockopt(which ? b->control_sock : b->workers_sock, ZMQ_LAST_ENDPOINT, buf, &len);
 }
 
-int broker_send(nq_broker_t *b, nq_peer_t *p, const nq_msg_t *m)
-{
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    int rc = -1;
-    if (proto_encode(m, &sb) == 0 &&
-        zmq_send(b->workers_sock, p->rid, p->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0 &&
-        zmq_send(b->workers_sock, sb.data, sb.size, ZMQ_DONTWAIT) >= 0) {
-        p->last_sent = b->now;
-        rc = 0;
-    }
-    msgpack_sbuffer_destroy(&sb);
-    return rc;
-}
-
 /* Reads one [routing id][frame] pair; -1 when nothing is waiting. */
 static int recv_routed(void *sock, zmq_msg_t *rid, zmq_msg_t *frame)
 {
@@ -262,37 +248,18 @@ static int recv_routed(void *sock, zmq_msg_t *rid, zmq_msg_t *frame)
     return extra;
 }
 
-int broker_log_allowed(nq_broker_t *b)
-{
-    double now = b->now;
-    if (now >= b->log_quiet_until) {
-        if (b->log_suppressed)
-            nq_log(NQ_LOG_WARN, "log.suppressed", "lines=%llu reason=\"hostile frames past 10 lines a "
-                   "second\"", (unsigned long long)b->log_suppressed);
-        b->log_quiet_until = now + 1;
-        b->log_burst = 0;
-        b->log_suppressed = 0;
-    }
-    if (b->log_burst < 10) {
-        b->log_burst++;
-        return 1;
-    }
-    b->log_suppressed++;
-    return 0;
-}
-
 /* A well-formed message refused for who sent it: counted, logged within the hostile-frame rate. */
 static void refuse(nq_broker_t *b, const char *event, const char *worker, const char *why)
 {
     b->stats.messages_bad++;
-    if (broker_log_allowed(b))
+    if (ratelog_allow(b))
         nq_log(NQ_LOG_WARN, event, "worker=%s reason=\"%s\"", worker, why);
 }
 
 static void bad_message(nq_broker_t *b, const char *from, const char *why)
 {
     b->stats.messages_bad++;
-    if (broker_log_allowed(b))
+    if (ratelog_allow(b))
         nq_log(NQ_LOG_WARN, "message.bad", "from=%s reason=\"%s\" bad_total=%llu", from, why,
                (unsigned long long)b->stats.messages_bad);
 }
@@ -342,23 +309,17 @@ welcome:;
     w.u.welcome.heartbeat_ms = b->cfg.heartbeat_ms;
     w.u.welcome.liveness = b->cfg.liveness;
     w.u.welcome.broker_nonce = b->nonce;
-    broker_send(b, p, &w);
+    outbox_send(b, p, &w);
 }
 
 /* A message from a routing id we do not know: ask it to introduce itself. */
 static void ask_hello(nq_broker_t *b, const void *rid, size_t len)
 {
-    nq_peer_t tmp;
-    memset(&tmp, 0, sizeof tmp);
-    if (len > sizeof tmp.rid)
-        return;
-    memcpy(tmp.rid, rid, len);
-    tmp.rid_len = len;
     nq_msg_t w = { .type = NQ_MSG_WELCOME };
     w.u.welcome.heartbeat_ms = b->cfg.heartbeat_ms;
     w.u.welcome.liveness = b->cfg.liveness;
     w.u.welcome.broker_nonce = b->nonce;
-    broker_send(b, &tmp, &w);
+    outbox_send_rid(b, rid, len, &w);
 }
 
 static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const nq_msg_t *m, const char *key)
@@ -447,12 +408,27 @@ static void drain(nq_broker_t *b, void *sock, int max, const char *from, on_msg_
     }
 }
 
+/* The lists the lister has built: each to the job or the client it is for. */
+static void lists_collect(nq_broker_t *b)
+{
+    nq_lister_done_t d;
+    nq_listing_t *x;
+    while (listings_take(b, &x, &d)) {
+        if (x && x->job)
+            jobs_listed(b, x->job, d.ticket, &d.list, d.err, d.seconds);
+        else if (x)
+            submit_listed(b, x, &d.list, d.why, d.err);
+        shards_destroy(&d.list);        /* not taken: its job ended meanwhile, or it was refused */
+        free(x);
+    }
+}
+
 static long poll_timeout_ms(nq_broker_t *b, double now)
 {
     double t = b->cfg.heartbeat_ms / 4000.0;
     if (t > 0.05)
         t = 0.05;                       /* a stop flag is noticed within 50 ms (broker_wake: at once) */
-    if (broker_txn_dirty(b)) {
+    if (txn_dirty(b)) {
         double due = b->txn_since + b->cfg.group_ms / 1000.0 - now;
         if (due < t)
             t = due;
@@ -500,13 +476,13 @@ int broker_round(nq_broker_t *b, long timeout_ms)
     b->now = b->clock();
     t[PH_DRAIN] = nq_mono();
     cpu0 = thread_cpu();
-    broker_txn(b);                      /* every write of this round rides the group commit */
+    txn_begin(b);                      /* every write of this round rides the group commit */
     if (items[0].revents & ZMQ_POLLIN)
         drain(b, b->workers_sock, 10000, "worker", on_worker_frame);
     if (items[1].revents & ZMQ_POLLIN)
         drain(b, b->control_sock, 100, "client", on_control_frame);
     t[PH_LISTS] = nq_mono();
-    listings_collect(b);                /* lists built off the loop: submits answered, jobs served */
+    lists_collect(b);                   /* lists built off the loop: submits answered, jobs served */
     b->now = b->clock();                /* draining 10,000 frames takes time: timers see after it */
     t[PH_COMMIT] = nq_mono();
     if (results_due(b, b->now))
@@ -515,48 +491,27 @@ int broker_round(nq_broker_t *b, long timeout_ms)
     /* dispatch and the timers below must not write in autocommit: a control request (status
        answers from committed data) or the flush above closed the group; an fsync per lease
        took the broker from 48,500 to 2,250 results/s under a `nq status` loop */
-    broker_txn(b);
+    txn_begin(b);
     leases_tick(b, b->now);
-    idents_tick(b, b->now);
+    if (idents_tick(b, b->now))
+        peers_wake(b);                  /* a quarantine ended */
     jobs_tick(b, b->now);
     results_tick(b, b->now);
     spotcheck_tick(b, b->now);
-    leases_dispatch(b);
+    jobs_settle_due(b);                 /* jobs whose counters moved: done, failed, or not yet */
+    dispatch_run(b);
+    jobs_settle_due(b);
     broker_metrics_tick(b, b->now);
-    if (b->txn_open && !broker_txn_dirty(b))
-        broker_txn_end_idle(b);         /* nothing to write: the lock goes before the poll waits */
+    if (b->txn_open && !txn_dirty(b))
+        txn_end_idle(b);         /* nothing to write: the lock goes before the poll waits */
     if (b->now - b->db_checked_at >= 0.25) {   /* an idle broker notices too (a stat: ~1 us) */
         b->db_checked_at = b->now;
-        broker_db_check(b);
+        txn_db_check(b);
     }
+    outbox_flush(b);
     t[PH_N] = nq_mono();
     round_report(t, cpu0);
     return 0;
-}
-
-int broker_stop_asked(const nq_broker_t *b)
-{
-    return b->stop && atomic_load(b->stop);
-}
-
-/*
- * A DB file removed (or replaced by a restore) under a running broker keeps taking its commits:
- * the unlinked inode accepts them, the broker acknowledges, workers drop their results, and
- * after a restart the jobs are gone. So before every commit, and every quarter second, the path
- * must still name the file opened; when it does not, the broker acknowledges nothing more and
- * stops with exit 3, and the workers keep what was not acknowledged.
- */
-int broker_db_check(nq_broker_t *b)
-{
-    if (b->db_lost)
-        return -1;
-    if (store_file_check(b->store, b->db_lost_why, sizeof b->db_lost_why) == 0)
-        return 0;
-    b->db_lost = 1;
-    char q[NQ_LOG_QLEN];
-    nq_log(NQ_LOG_ERROR, "store.lost", "reason=%s action=\"nothing more is acknowledged; stopping, exit 3\"",
-           nq_log_qs(q, sizeof q, b->db_lost_why));
-    return -1;
 }
 
 const char *broker_error(const nq_broker_t *b)
@@ -576,6 +531,7 @@ int broker_run(nq_broker_t *b, const atomic_int *stop)
     listings_stop(b);                   /* a list being built gives up; its client hears so */
     if (!b->db_lost)
         results_flush(b);
+    outbox_flush(b);                    /* the last ACKs and replies (LINGER gives them time) */
     nq_log(NQ_LOG_INFO, "broker.stop", "results=%llu commits=%llu commit_seconds=%.3f bad_messages=%llu",
            (unsigned long long)b->stats.results_total, (unsigned long long)b->stats.commits,
            b->stats.commit_seconds_sum, (unsigned long long)b->stats.messages_bad);
@@ -589,8 +545,10 @@ void broker_destroy(nq_broker_t **bp)
         return;
     broker_metrics_stop(b);
     listings_stop(b);                   /* before the sockets it answers on and pokes */
+    outbox_flush(b);                    /* ... and its answers go out */
     lister_destroy(&b->lister);
     results_free_all(b);
+    outbox_free(b);
     quorum_free_all(b);
     spotcheck_free_all(b);
     leases_free_all(b);

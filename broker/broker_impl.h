@@ -1,19 +1,29 @@
 /*
- * The broker's private state, shared by its files:
- *   broker.c          the loop, sockets, message dispatch, who a peer is
- *   jobs.c            jobs in memory: which shards are pending, in which order
- *   job_wait.c        why a job waits, when no connected worker may take its shards
- *   leases.c          who holds which shard, heartbeats, expiry
- *   idents.c          what is held against an identity across its connections: quarantine
- *   lease_id.c        lease ids and proofs that only this broker can make
- *   results.c         checking results, group commit, then ACK
- *   quorum.c          votes of independent workers under --quorum
- *   spotcheck.c       adaptive spot-checks under --verify-rate: the rate rule, disputes, flags
- *   submit.c          turning a submit request into a job and its shards
- *   lister.c          shard lists built on a thread of their own (lister.h): the loop never waits
- *   listings.c        the lists the loop has asked the lister for, and whom each one is for
+ * The broker's private state, shared by its files. Each file calls only files above it in this
+ * list (the loop on top), so the scheduler reads one way (`shared/tools/calls.py broker`):
+ *
+ *   broker.c          the loop: sockets, message dispatch, who a peer is, the timers' order
  *   control.c         the client endpoint's operations
+ *   submit.c          turning a submit request into a job and its shards
+ *   results.c         checking results, group commit, then ACK
+ *   dispatch.c        the scheduler: which shard each worker with credit gets next
  *   broker_metrics.c  the snapshot it hands the HTTP listener (broker/http/) once a second
+ *   jobs.c            a job's life: load, list, settle (done or failed), cancel, retry, grace
+ *   job_wait.c        why a job waits, when no connected worker may take its shards
+ *   spotcheck.c       adaptive spot-checks under --verify-rate: the rate rule, disputes, flags
+ *   quorum.c          votes of independent workers under --quorum
+ *   leases.c          who holds which shard: peers, leases, heartbeats, expiry, quarantine's effect
+ *   idents.c          what is held against an identity across its connections
+ *   jobq.c            jobs in memory as queues: what goes out next, and which jobs are due to settle
+ *   listings.c        the lists the loop has asked the lister for, and whom each one is for
+ *   lister.c          shard lists built on a thread of their own (lister.h): the loop never waits
+ *   lease_id.c        lease ids and proofs that only this broker can make
+ *   txn.c             the group transaction, a client's write of its own, the DB file's check
+ *   outbox.c          every message out, queued and sent when the loop drains it
+ *   ratelog.c         log lines for hostile frames at a bounded rate
+ *
+ * What the files below the job lifecycle change never ends a job there and then: they mark it
+ * due (jobq_due), and the loop settles due jobs (jobs_settle_due) before it waits.
  */
 #ifndef NQ_BROKER_IMPL_H
 #define NQ_BROKER_IMPL_H
@@ -66,6 +76,8 @@ typedef struct nq_job {
     uint64_t checks_open;
     uint32_t sweeps;
     struct nq_job *next;               /* in priority order */
+    int due;                           /* its counters moved: the loop settles it (jobq_due) */
+    struct nq_job *due_next;
 } nq_job_t;
 
 /* A shard out on a worker. */
@@ -187,6 +199,7 @@ typedef struct {
     uint64_t results_evidence;         /* results that disagreed with a decided shard */
     uint64_t results_undecidable;      /* first results for jobs not running: kept nowhere */
     uint64_t results_deferred;         /* not checkable while the job's list was built: resent */
+    uint64_t sends_dropped;            /* messages the outbox could not deliver (outbox.c) */
     uint64_t messages_bad, commits;
     uint64_t leases_lost;              /* TASKs a worker's inventory showed it never got */
     double commit_seconds_sum, commit_seconds_max;
@@ -246,6 +259,8 @@ struct nq_broker {
     void *metrics;
     double last_metrics;
     double last_round;                 /* when the loop last came round: to excuse our own stalls */
+    struct nq_outbox *outbox;          /* messages queued until the loop drains them (outbox.c) */
+    nq_job_t *due;                     /* jobs to settle (jobq.c) */
     int db_lost;                       /* the DB file was removed or replaced: no commit, no ACK, exit */
     char db_lost_why[400];
     double db_checked_at;
@@ -256,140 +271,34 @@ struct nq_broker {
     double (*clock)(void);             /* monotonic seconds; broker_now unless a test sets it */
 };
 
+/* ---- broker.c: the loop ---- */
 double broker_now(void);                           /* monotonic seconds: the real clock */
 /* One round of the loop: waits up to timeout_ms for messages, handles them, runs the timers
    at b->clock(). broker_run calls it until told to stop; tests call it directly. -1: the
    poll failed. */
 int broker_round(nq_broker_t *b, long timeout_ms);
 double broker_wall(void);                          /* unix seconds */
-
-/* broker.c: 0 while the DB file is the one opened; else (once) logs it, marks the broker to stop
-   with an error, and -1: nothing may be committed or acknowledged any more. */
-int broker_db_check(nq_broker_t *b);
-
-/* broker.c: sending */
-int broker_send(nq_broker_t *b, nq_peer_t *p, const nq_msg_t *m);
-
 /* A stop was asked for (SIGTERM): a loop that can run long checks it and gives up. */
-int broker_stop_asked(const nq_broker_t *b);
+static inline int broker_stop_asked(const nq_broker_t *b)
+{
+    return b->stop && atomic_load(b->stop);
+}
 
-/* jobs.c */
-/* Every active job; a job whose rows are refused (store_check.h) is logged and left out, the
-   others load. 0, or -1 with err (a DB error, or a stop asked for meanwhile). */
-int jobs_load(nq_broker_t *b, char *err, size_t errlen);
-nq_job_t *jobs_find(nq_broker_t *b, uint64_t id);
-/* Job row into memory. A count or enumerate job takes `list` (the one a submit just built), or
-   asks the lister when it is NULL and leases nothing until jobs_listed gives it one. 0 loaded;
-   1 refused, with the reason logged (job.refused) and in why when given; -1 out of memory, a DB
-   error, or a stop asked for (list freed either way). */
-int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, struct nq_shards *list, char *why, size_t whylen);
-/* Job id's row read from the store (into *row), then jobs_load_one with `list` (taken, or freed):
-   0, or -1 with why when the row cannot be read or the job not loaded. */
-int jobs_load_id(nq_broker_t *b, uint64_t id, struct nq_shards *list, nq_job_row_t *row, char *why,
-                 size_t whylen);
-/* A job's list has come (listings.c): the job leases from now on. A list that is missing or does
-   not have the stored number of shards takes the job out of memory (job.refused). */
-void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, struct nq_shards **list, const char *why,
-                 double seconds);
+/* ---- control.c ---- */
+void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const nq_ctl_req_t *req);
+
+/* ---- submit.c: a client's submit, answered now (a solve job, a refusal, busy) or once the
+   lister has built its list (submit_listed); seconds > 0: --shard-seconds, whose depth the
+   lister chooses. ---- */
+void submit_begin(nq_broker_t *b, const void *rid, size_t rid_len, const nq_job_spec_t *spec, double seconds);
+/* A submit's list has come: the job is created and its client answered. *list is taken when the
+   job is; why says what refused a missing list (NQ_SHARDS_*), err how. */
+void submit_listed(nq_broker_t *b, const nq_listing_t *x, struct nq_shards **list, int why, const char *err);
 /* Creates a job from a spec and loads it, building its list on this thread: for tests and for
    callers outside the loop. The control endpoint uses submit_begin, which never waits for a list. */
 int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen);
-/* 0; -1 with err (no such job, already finished, ...); -2 with err when its row is refused. */
-int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
-int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
-void jobs_push_pending(nq_job_t *j, uint64_t shard);
-/* The next shard to lease to for_peer (none of a job it pauses, PAUSED_JOBS), and *frontier > 0
-   when it is the first lease of its order position (the position to persist with the lease);
-   check->nvoters >= -1 for a spot-check copy (taken first, when allow_checks), -2 for an
-   ordinary shard. -1: nothing pending for it anywhere. */
-int jobs_next_shard(nq_broker_t *b, const nq_peer_t *for_peer, nq_job_t **job, uint64_t *shard,
-                    uint64_t *frontier, nq_check_copy_t *check, int allow_checks);
-int jobs_any_pending(const nq_broker_t *b);
-/* Shards still to hand out: returned ones plus the never-leased (times the quorum). */
-uint64_t jobs_pending_count(const nq_job_t *j);
-/* Shard idx of job j as a worker gets it: count/enumerate descriptor, solve seed and method. */
-int jobs_shard_task(const nq_job_t *j, uint64_t idx, uint8_t *spec, size_t *spec_len, uint64_t *seed,
-                    char *algo, size_t algolen);
-void jobs_check_done(nq_broker_t *b, nq_job_t *j);
-/* job_wait.c: why j has pending work that no connected worker may take, "" when it does not */
-void jobs_waiting(nq_broker_t *b, const nq_job_t *j, char *buf, size_t len);
-void jobs_tick(nq_broker_t *b, double now);
-void jobs_free_all(nq_broker_t *b);
 
-/* lease_id.c: lease ids = counter (32 bits) | MAC(job, shard, counter) (32 bits), and a 64-bit
-   proof = MAC(job, shard, lease, holder identity) that the holder echoes with its RESULT */
-int lease_id_init(nq_broker_t *b, char *err, size_t errlen);
-uint64_t lease_id_new(nq_broker_t *b, uint64_t job, uint64_t shard);
-uint64_t lease_id_ident_hash(const nq_broker_t *b, const char *ident);
-uint64_t lease_id_proof(const nq_broker_t *b, uint64_t job, uint64_t shard, uint64_t lease, uint64_t ident_hash);
-/* 1 when this broker issued `lease` for (job, shard) to the identity whose hash is ident_hash */
-int lease_id_authentic(const nq_broker_t *b, uint64_t job, uint64_t shard, uint64_t lease, uint64_t proof,
-                       uint64_t ident_hash);
-
-/* broker.c: one log line per hostile frame would let a flood fill the disk: this says whether
-   to log now (at most 10 lines a second, then one line with the number left out) */
-int broker_log_allowed(nq_broker_t *b);
-
-/* leases.c */
-nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len);
-nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h);
-void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why);
-/* Puts p in the hungry list or takes it out, after its credit or outstanding count moved. */
-void peer_hunger(nq_broker_t *b, nq_peer_t *p);
-void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why);
-int peer_quarantined(const nq_broker_t *b, const nq_peer_t *p);
-/* p's identities row in the store (made on first use): a result's sender as the store records
-   it. 0 when the store failed. */
-int64_t peers_who(nq_broker_t *b, nq_peer_t *p);
-int peer_pauses_job(const nq_peer_t *p, uint64_t job, double now);
-int peer_job_failed(nq_peer_t *p, uint64_t job, double now);
-/* Sets who p is (from its HELLO and the key it came with) and files it under that identity. */
-void peers_identify(nq_broker_t *b, nq_peer_t *p, const nq_hello_t *h, const char *key);
-void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p);   /* counts it; logs a rate every 10 s */
-nq_lease_t *leases_find(nq_broker_t *b, uint64_t id);
-nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id);
-void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p);
-/* A worker's heartbeat: progress, re-armed leases, and the leases it never received. */
-void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb);
-void leases_remove(nq_broker_t *b, nq_lease_t *l);
-void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char *why);
-void leases_dispatch(nq_broker_t *b);              /* hand out work while credit allows */
-void leases_tick(nq_broker_t *b, double now);      /* heartbeats, dead peers, stalled leases */
-void leases_cancel_job(nq_broker_t *b, uint64_t job);
-void leases_free_all(nq_broker_t *b);
-
-/* idents.c: records by identity. take: the record of ident (made on first use), one more
-   connection filed under it; release: one fewer. */
-nq_ident_t *idents_take(nq_broker_t *b, const char *ident, uint64_t hash);
-void idents_release(nq_broker_t *b, nq_ident_t *r);
-nq_ident_t *idents_find(nq_broker_t *b, const char *ident);   /* NULL: none kept */
-/* A new session on the same connection (keys off: a new identity) keeps what was held against
-   the old one: a connection cannot shed its record by saying it restarted. */
-void idents_inherit(nq_ident_t *to, const nq_ident_t *from);
-int ident_quarantined(const nq_broker_t *b, const nq_ident_t *r);
-double ident_quarantine_left(const nq_broker_t *b, const nq_ident_t *r);
-const char *ident_why(const nq_ident_t *r);
-void ident_strike(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why);   /* may quarantine */
-/* One of its connections lost its leases (died, or its progress stalled): 1 when that may
-   charge the shards an attempt. May quarantine it. */
-int ident_lost(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why);
-/* One of its connections reported an error on a shard (a first one since it paused the job): 1
-   when that may charge the shard an attempt. May quarantine it. */
-int ident_failed(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why);
-int ident_restarted(nq_broker_t *b, nq_ident_t *r);   /* 1: past RESTARTS_PER_WINDOW */
-uint32_t idents_connected(nq_broker_t *b);             /* identities with a connection, not quarantined */
-void idents_tick(nq_broker_t *b, double now);
-void idents_free_all(nq_broker_t *b);
-
-/* results.c */
-void broker_txn(nq_broker_t *b);                   /* opens the group transaction if needed */
-int broker_txn_dirty(nq_broker_t *b);
-void broker_txn_end_idle(nq_broker_t *b);         /* closes an open group that wrote nothing */
-/* A client's write in a transaction of its own, durable before it is answered: begin (commits the
-   group first; -1 with err when the store cannot commit now), then end (commits on rc 0, else rolls
-   back; -1 with err when it is not durable). Memory changes only after end returned 0. */
-int broker_write_begin(nq_broker_t *b, char *err, size_t errlen);
-int broker_write_end(nq_broker_t *b, int rc, char *err, size_t errlen);
+/* ---- results.c ---- */
 void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r);
 void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s);
 void results_flush(nq_broker_t *b);                /* group commit, then ACKs */
@@ -400,17 +309,45 @@ void results_free_all(nq_broker_t *b);
 int results_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t whylen);
 const char *results_error_text(const nq_result_t *r, char *buf, size_t len);
 
-/* broker_metrics.c: the HTTP listener (/metrics, the web view) and its snapshot, once a second */
+/* ---- dispatch.c ---- */
+void dispatch_run(nq_broker_t *b);                 /* hand out work while credit allows */
+
+/* ---- broker_metrics.c: the HTTP listener (/metrics, the web view) and its snapshot ---- */
 int broker_metrics_start(nq_broker_t *b, char *err, size_t errlen);
 void broker_metrics_tick(nq_broker_t *b, double now);
 void broker_metrics_stop(nq_broker_t *b);
 
-/* quorum.c */
-int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e, nq_result_t *other);
-int quorum_voted(nq_broker_t *b, uint64_t job, uint64_t shard, const char *ident);
-void quorum_free_all(nq_broker_t *b);
+/* ---- jobs.c: a job's life ---- */
+/* Every active job; a job whose rows are refused (store_check.h) is logged and left out, the
+   others load. 0, or -1 with err (a DB error, or a stop asked for meanwhile). */
+int jobs_load(nq_broker_t *b, char *err, size_t errlen);
+/* Job row into memory. A count or enumerate job takes `list` (the one a submit just built), or
+   asks the lister when it is NULL and leases nothing until jobs_listed gives it one. 0 loaded;
+   1 refused, with the reason logged (job.refused) and in why when given; -1 out of memory, a DB
+   error, or a stop asked for (list freed either way). */
+int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, struct nq_shards *list, char *why, size_t whylen);
+/* Job id's row read from the store (into *row), then jobs_load_one with `list` (taken, or freed):
+   0, or -1 with why when the row cannot be read or the job not loaded. */
+int jobs_load_id(nq_broker_t *b, uint64_t id, struct nq_shards *list, nq_job_row_t *row, char *why,
+                 size_t whylen);
+/* A job's list has come: the job leases from now on. A list that is missing or does not have the
+   stored number of shards takes the job out of memory (job.refused). */
+void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, struct nq_shards **list, const char *why,
+                 double seconds);
+/* Cancel and retry, each durable before it returns 0 (txn_write_*: the caller has committed the
+   group first); -1 with err (no such job, already finished, ...); -2 with err when its row is
+   refused or the change could not be committed. */
+int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
+int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
+void jobs_check_done(nq_broker_t *b, nq_job_t *j); /* settles j now; may free it */
+void jobs_settle_due(nq_broker_t *b);              /* every job marked due since the last call */
+void jobs_tick(nq_broker_t *b, double now);
+void jobs_free_all(nq_broker_t *b);
 
-/* spotcheck.c: adaptive spot-checks (--verify-rate P), the rule and its flow */
+/* ---- job_wait.c: why j has pending work that no connected worker may take, "" when it does not ---- */
+void jobs_waiting(nq_broker_t *b, const nq_job_t *j, char *buf, size_t len);
+
+/* ---- spotcheck.c: adaptive spot-checks (--verify-rate P), the rule and its flow ---- */
 /* A result for job j (verify on) before it is stored: 0 a first result (e->by set: store it),
    1 a check vote (e->spot_vote: group_put stages it), -1 a resend of a vote (ACK, drop). */
 int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_result_t *e);
@@ -424,32 +361,145 @@ int spotcheck_holds(nq_broker_t *b, nq_job_t *j, int idle);
 void spotcheck_tick(nq_broker_t *b, double now);
 void spotcheck_forget_job(nq_broker_t *b, uint64_t job);
 void spotcheck_free_all(nq_broker_t *b);
-void jobs_push_check(nq_job_t *j, uint64_t shard);
-void jobs_push_check_copy(nq_job_t *j, const nq_check_copy_t *c);   /* one taken and not sent */
-/* leases.c: 1 when some connection of p's identity holds a lease of (job, shard) */
+
+/* ---- quorum.c ---- */
+int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e, nq_result_t *other);
+int quorum_voted(nq_broker_t *b, uint64_t job, uint64_t shard, const char *ident);
+void quorum_free_all(nq_broker_t *b);
+
+/* ---- leases.c: peers ---- */
+nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len);
+nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h);
+void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why);
+/* Sets who p is (from its HELLO and the key it came with) and files it under that identity. */
+void peers_identify(nq_broker_t *b, nq_peer_t *p, const nq_hello_t *h, const char *key);
+/* p's identities row in the store (made on first use): a result's sender as the store records
+   it. 0 when the store failed. */
+int64_t peers_who(nq_broker_t *b, nq_peer_t *p);
+/* Identity r was just quarantined (an ident_* call said so): every connection of it gives back
+   what it holds, uncharged. */
+void peers_quarantine(nq_broker_t *b, nq_ident_t *r);
+void peers_wake(nq_broker_t *b);                   /* quarantines ended: peers may want work again */
+/* Puts p in the hungry list or takes it out, after its credit or outstanding count moved. */
+void peer_hunger(nq_broker_t *b, nq_peer_t *p);
+void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why);
+int peer_quarantined(const nq_broker_t *b, const nq_peer_t *p);
+int peer_job_failed(nq_peer_t *p, uint64_t job, double now);
+void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p);   /* counts it; logs a rate every 10 s */
+
+/* ---- leases.c: leases ---- */
+nq_lease_t *leases_find(nq_broker_t *b, uint64_t id);
+nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id);
+void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p);
+/* A worker's heartbeat: progress, re-armed leases, and the leases it never received. */
+void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb);
+void leases_remove(nq_broker_t *b, nq_lease_t *l);
+/* The shard goes back to pending (or FAILED when it used up its attempts); its job is due. */
+void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char *why);
+void leases_tick(nq_broker_t *b, double now);      /* heartbeats, dead peers, stalled leases */
+void leases_cancel_job(nq_broker_t *b, uint64_t job);
+/* 1 when some connection of p's identity holds a lease of (job, shard) */
 int leases_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_t shard);
+void leases_free_all(nq_broker_t *b);
 
-/* control.c */
-void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const nq_ctl_req_t *req);
-/* The answer to a write op: code 0 and the job's id, or code and err. */
-void control_answer_job(nq_broker_t *b, const void *rid, size_t rid_len, int code, const char *err,
-                        uint64_t id);
+/* ---- idents.c: records by identity. take: the record of ident (made on first use), one more
+   connection filed under it; release: one fewer. ---- */
+nq_ident_t *idents_take(nq_broker_t *b, const char *ident, uint64_t hash);
+void idents_release(nq_broker_t *b, nq_ident_t *r);
+nq_ident_t *idents_find(nq_broker_t *b, const char *ident);   /* NULL: none kept */
+/* A new session on the same connection (keys off: a new identity) keeps what was held against
+   the old one: a connection cannot shed its record by saying it restarted. */
+void idents_inherit(nq_ident_t *to, const nq_ident_t *from);
+int ident_quarantined(const nq_broker_t *b, const nq_ident_t *r);
+double ident_quarantine_left(const nq_broker_t *b, const nq_ident_t *r);
+const char *ident_name(const nq_ident_t *r);
+const char *ident_why(const nq_ident_t *r);
+/* One strike: 1 when that quarantined it (the caller then calls peers_quarantine). */
+int ident_strike(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why);
+/* One of its connections lost its leases (died, or its progress stalled): 1 when that may
+   charge the shards an attempt; *quarantined = 1 when it quarantined the identity. */
+int ident_lost(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why, int *quarantined);
+/* One of its connections reported an error on a shard (a first one since it paused the job): 1
+   when that may charge the shard an attempt; *quarantined as for ident_lost. */
+int ident_failed(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why, int *quarantined);
+int ident_restarted(nq_broker_t *b, nq_ident_t *r);   /* 1: past RESTARTS_PER_WINDOW */
+uint32_t idents_connected(nq_broker_t *b);             /* identities with a connection, not quarantined */
+int idents_tick(nq_broker_t *b, double now);           /* 1: a quarantine ended */
+void idents_free_all(nq_broker_t *b);
 
-/* submit.c: a client's submit, answered now (a solve job, a refusal, busy) or once the lister has
-   built its list (submit_listed); seconds > 0: --shard-seconds, whose depth the lister chooses. */
-void submit_begin(nq_broker_t *b, const void *rid, size_t rid_len, const nq_job_spec_t *spec, double seconds);
-/* A submit's list has come (listings.c): the job is created and its client answered. *list is
-   taken when the job is; why says what refused a missing list (NQ_SHARDS_*), err how. */
-void submit_listed(nq_broker_t *b, const nq_listing_t *x, struct nq_shards **list, int why, const char *err);
+/* ---- jobq.c: jobs in memory as queues ---- */
+nq_job_t *jobq_find(nq_broker_t *b, uint64_t id);
+void jobq_insert(nq_broker_t *b, nq_job_t *j);      /* priority desc, then id asc */
+void jobq_unlink(nq_broker_t *b, nq_job_t *j);      /* out of the list (and of the due list) */
+void jobq_push(nq_job_t *j, uint64_t shard);        /* a returned shard, leased before the frontier */
+void jobq_push_check(nq_job_t *j, uint64_t shard);
+void jobq_push_check_copy(nq_job_t *j, const nq_check_copy_t *c);   /* one taken and not sent */
+/* Whether p gets none of the job's shards now (PAUSED_JOBS). */
+int jobq_paused_for(const nq_peer_t *p, uint64_t job, double now);
+/* The next shard to lease to for_peer (none of a job it pauses), and *frontier > 0 when it is
+   the first lease of its order position (the position to persist with the lease);
+   check->nvoters >= -1 for a spot-check copy (taken first, when allow_checks), -2 for an
+   ordinary shard. -1: nothing pending for it anywhere. */
+int jobq_next(nq_broker_t *b, const nq_peer_t *for_peer, nq_job_t **job, uint64_t *shard,
+              uint64_t *frontier, nq_check_copy_t *check, int allow_checks);
+int jobq_any_pending(const nq_broker_t *b);
+/* Shards still to hand out: returned ones plus the never-leased (times the quorum). */
+uint64_t jobq_pending(const nq_job_t *j);
+/* Shard idx of job j as a worker gets it: count/enumerate descriptor, solve seed and method. */
+int jobq_shard_task(const nq_job_t *j, uint64_t idx, uint8_t *spec, size_t *spec_len, uint64_t *seed,
+                    char *algo, size_t algolen);
+void jobq_due(nq_broker_t *b, nq_job_t *j);         /* its counters moved: settle it this round */
+nq_job_t *jobq_take_due(nq_broker_t *b);
 
-/* listings.c */
+/* ---- listings.c ---- */
 int listings_start(nq_broker_t *b, const char *wake_ep, char *err, size_t errlen);
 /* Asks the lister for a list (r->ticket is set here): for job `job` in memory, or (job 0) for the
    submit x->spec of client x->rid. The ticket, or 0 when it could not ask (out of memory, stopped). */
 uint64_t listings_ask(nq_broker_t *b, nq_lister_req_t *r, const nq_listing_t *x);
-void listings_collect(nq_broker_t *b);             /* each round: the lists that have come */
+/* A list that has come: 1 with it in *d and whom it is for in *x (taken; NULL when nobody waits
+   for it any more), 0 when none has. */
+int listings_take(nq_broker_t *b, nq_listing_t **x, nq_lister_done_t *d);
 /* Stops the lister (a list being built gives up at once) and tells the clients still waiting
    that nothing was created. broker_run's end; broker_destroy again. */
 void listings_stop(nq_broker_t *b);
+
+/* ---- lease_id.c: lease ids = counter (32 bits) | MAC(job, shard, counter) (32 bits), and a
+   64-bit proof = MAC(job, shard, lease, holder identity) that the holder echoes with its
+   RESULT ---- */
+int lease_id_init(nq_broker_t *b, char *err, size_t errlen);
+uint64_t lease_id_new(nq_broker_t *b, uint64_t job, uint64_t shard);
+uint64_t lease_id_ident_hash(const nq_broker_t *b, const char *ident);
+uint64_t lease_id_proof(const nq_broker_t *b, uint64_t job, uint64_t shard, uint64_t lease, uint64_t ident_hash);
+/* 1 when this broker issued `lease` for (job, shard) to the identity whose hash is ident_hash */
+int lease_id_authentic(const nq_broker_t *b, uint64_t job, uint64_t shard, uint64_t lease, uint64_t proof,
+                       uint64_t ident_hash);
+
+/* ---- txn.c ---- */
+void txn_begin(nq_broker_t *b);                    /* opens the group transaction if needed */
+int txn_dirty(nq_broker_t *b);
+void txn_end_idle(nq_broker_t *b);                 /* closes an open group that wrote nothing */
+/* 0 while the DB file is the one opened; else (once) logs it, marks the broker to stop with an
+   error, and -1: nothing may be committed or acknowledged any more. */
+int txn_db_check(nq_broker_t *b);
+/* A client's write in a transaction of its own, durable before it is answered: begin (-1 with
+   err when the store cannot commit now; the caller committed the group first), then end (commits
+   on rc 0, else rolls back; -1 with err when it is not durable). Memory changes only after end. */
+int txn_write_begin(nq_broker_t *b, char *err, size_t errlen);
+int txn_write_end(nq_broker_t *b, int rc, char *err, size_t errlen);
+
+/* ---- outbox.c: queued, sent when the loop calls outbox_flush ---- */
+int outbox_send(nq_broker_t *b, nq_peer_t *p, const nq_msg_t *m);
+int outbox_send_rid(nq_broker_t *b, const void *rid, size_t rid_len, const nq_msg_t *m);
+/* A reply to a client: code and error, or code 0 and the document. */
+void outbox_reply(nq_broker_t *b, const void *rid, size_t rid_len, int code, const char *error,
+                  const msgpack_sbuffer *doc);
+/* The answer to a write op: code 0 and the job's id, or code and err. */
+void outbox_answer_job(nq_broker_t *b, const void *rid, size_t rid_len, int code, const char *err, uint64_t id);
+void outbox_flush(nq_broker_t *b);
+void outbox_free(nq_broker_t *b);
+
+/* ---- ratelog.c: whether to log a hostile frame now (at most 10 lines a second, then one line
+   with the number left out) ---- */
+int ratelog_allow(nq_broker_t *b);
 
 #endif

@@ -50,7 +50,7 @@ static nq_metrics_job_t *snapshot_jobs(nq_broker_t *b, nq_metrics_snapshot_t *s)
         m->shards_failed = j->shards_failed;
         m->shards_conflict = j->shards_conflict;
         m->shards_leased = j->shards_leased;
-        m->shards_pending = jobs_pending_count(j);
+        m->shards_pending = jobq_pending(j);
         jobs_waiting(b, j, m->waiting, sizeof m->waiting);
     }
     s->jobs = out;
@@ -81,7 +81,7 @@ static nq_metrics_worker_t *snapshot_workers(nq_broker_t *b, nq_metrics_snapshot
 static void snapshot_shards(nq_broker_t *b, nq_metrics_snapshot_t *s)
 {
     for (nq_job_t *j = b->jobs; j; j = j->next) {
-        s->shards_by_state[NQ_SHARD_PENDING] += jobs_pending_count(j);
+        s->shards_by_state[NQ_SHARD_PENDING] += jobq_pending(j);
         s->shards_by_state[NQ_SHARD_LEASED] += j->shards_leased;
         s->shards_by_state[NQ_SHARD_DONE] += j->shards_done;
         s->shards_by_state[NQ_SHARD_FAILED] += j->shards_failed;

@@ -157,32 +157,6 @@ int control_query(sqlite3 *db, const char *db_path, const query_live_t *live, co
     return rc == 0 ? NQ_EXIT_OK : rc == -1 ? NQ_EXIT_NO : rc == QUERY_REFUSED ? NQ_EXIT_USAGE : NQ_EXIT_ERROR;
 }
 
-static void reply(nq_broker_t *b, const void *rid, size_t rid_len, int code, const char *error,
-                  const msgpack_sbuffer *doc)
-{
-    nq_msg_t m = { .type = NQ_MSG_CTL_REP };
-    m.u.ctl_rep.code = code;
-    snprintf(m.u.ctl_rep.error, sizeof m.u.ctl_rep.error, "%s", error ? error : "");
-    for (char *p = m.u.ctl_rep.error; *p; p++)
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
-            *p = ' ';                   /* the protocol refuses control bytes in strings */
-    m.u.ctl_rep.doc_bytes = doc ? doc->data : NULL;
-    m.u.ctl_rep.doc_len = doc ? doc->size : 0;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    if (proto_encode(&m, &sb) != 0) {   /* too big or too deep to send: say so, never go silent */
-        nq_msg_t fb = { .type = NQ_MSG_CTL_REP };
-        fb.u.ctl_rep.code = NQ_EXIT_ERROR;
-        snprintf(fb.u.ctl_rep.error, sizeof fb.u.ctl_rep.error,
-                 "the reply does not fit in one message; use --db PATH to read the DB directly");
-        msgpack_sbuffer_clear(&sb);
-        proto_encode(&fb, &sb);
-    }
-    if (sb.size > 0 && zmq_send(b->control_sock, rid, rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
-        zmq_send(b->control_sock, sb.data, sb.size, ZMQ_DONTWAIT);
-    msgpack_sbuffer_destroy(&sb);
-}
-
 /* Live figures for `nq workers`: who is connected right now and what it holds. */
 static int live_lookup(void *ud, const char *worker_id, int *alive, double *nodes_per_s, uint32_t *leases,
                        char kernel[QUERY_KERNEL_MAX])
@@ -206,29 +180,13 @@ static int live_lookup(void *ud, const char *worker_id, int *alive, double *node
 static int live_job(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, char *waiting, size_t len)
 {
     nq_broker_t *b = ud;
-    nq_job_t *j = jobs_find(b, id);
+    nq_job_t *j = jobq_find(b, id);
     if (!j)
         return -1;
-    *pending = jobs_pending_count(j);
+    *pending = jobq_pending(j);
     *leased = j->shards_leased;
     jobs_waiting(b, j, waiting, len);
     return 0;
-}
-
-void control_answer_job(nq_broker_t *b, const void *rid, size_t rid_len, int code, const char *err,
-                        uint64_t id)
-{
-    msgpack_sbuffer doc;
-    msgpack_sbuffer_init(&doc);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &doc, msgpack_sbuffer_write);
-    if (code == NQ_EXIT_OK) {
-        msgpack_pack_map(&pk, 1);
-        msgpack_pack_str_with_body(&pk, "id", 2);
-        msgpack_pack_uint64(&pk, id);
-    }
-    reply(b, rid, rid_len, code, code ? err : NULL, code ? NULL : &doc);
-    msgpack_sbuffer_destroy(&doc);
 }
 
 /* submit, cancel, retry. A submit is answered by submit.c: at once, or when its list is built. */
@@ -245,19 +203,21 @@ static void write_op(nq_broker_t *b, const void *rid, size_t rid_len, const nq_c
             return;
         }
     } else {
+        if (b->txn_open || !b->store_ok)
+            results_flush(b);           /* the group first: its results came before the write */
         int rc = strcmp(req->op, "cancel") == 0 ? jobs_cancel(b, id, err, sizeof err)
                                                 : jobs_retry(b, id, err, sizeof err);
         if (rc != 0)
             code = rc == -2 ? NQ_EXIT_ERROR : NQ_EXIT_NO;   /* -2: its row is refused, or not durable */
     }
-    control_answer_job(b, rid, rid_len, code, err, id);
+    outbox_answer_job(b, rid, rid_len, code, err, id);
 }
 
 /* A job's progress from memory: no DB scan and no forced commit, so it can be asked often. */
 static int progress_op(nq_broker_t *b, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
 {
     nq_job_row_t row;
-    nq_job_t *j = jobs_find(b, id);
+    nq_job_t *j = jobq_find(b, id);
     const char *state;
     uint64_t done, total;
     int rc;
@@ -311,6 +271,6 @@ void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const n
         query_live_t live = { live_lookup, b, live_job };
         code = control_query(db, store_path(b->store), &live, req, &pk, err, sizeof err);
     }
-    reply(b, rid, rid_len, code, code ? err : NULL, code ? NULL : &doc);
+    outbox_reply(b, rid, rid_len, code, code ? err : NULL, code ? NULL : &doc);
     msgpack_sbuffer_destroy(&doc);
 }

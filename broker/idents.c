@@ -153,41 +153,33 @@ double ident_quarantine_left(const nq_broker_t *b, const nq_ident_t *r)
     return ident_quarantined(b, r) ? r->quarantined_until - b->now : 0;
 }
 
-/* Every connection of the identity gives back what it holds, uncharged: the identity is the
-   suspect, not its shards. */
+/* Starts or doubles r's quarantine. What its connections hold is given back by the caller
+   (peers_quarantine in leases.c: records do not know connections). */
 static void ident_quarantine(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why)
 {
     double len = r->quarantine_s > 0 ? r->quarantine_s * 2 : QUARANTINE_FIRST_S;
     r->quarantine_s = len < QUARANTINE_MAX_S ? len : QUARANTINE_MAX_S;
     r->quarantined_until = b->now + r->quarantine_s;
     snprintf(r->why, sizeof r->why, "%s", why);
-    uint32_t leases = 0;
-    for (nq_peer_t *p = b->peers; p; p = p->next)   /* rare: a walk of the peers is fine */
-        if (p->rec == r) {
-            leases += p->outstanding;
-            p->dropped_logged = b->now;
-            while (p->leases)
-                leases_release(b, p->leases, 0, "holder quarantined");
-            peer_hunger(b, p);
-        }
-    nq_log(NQ_LOG_WARN, "worker.quarantined", "worker=%s identity=%s last=\"%s\" leases=%u seconds=%.0f",
-           worker, r->ident, why, leases, r->quarantine_s);
+    nq_log(NQ_LOG_WARN, "worker.quarantined", "worker=%s identity=%s last=\"%s\" seconds=%.0f", worker, r->ident,
+           why, r->quarantine_s);
 }
 
-void ident_strike(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why)
+int ident_strike(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why)
 {
     if (!r || ident_quarantined(b, r))
-        return;
+        return 0;
     if (++r->strikes < QUARANTINE_AFTER)
-        return;
+        return 0;
     r->strikes = 0;
     ident_quarantine(b, r, worker, why);
+    return 1;
 }
 
 /* One more event in a window of LOSS_WINDOW_S: 1 when it is among the first `charged`. At
    `quarantine` events the identity is quarantined, with `what` and why as the reason. */
 static int ident_count(nq_broker_t *b, nq_ident_t *r, uint32_t *n, double *since, uint32_t charged,
-                       uint32_t quarantine, const char *worker, const char *what, const char *why)
+                       uint32_t quarantine, const char *worker, const char *what, const char *why, int *quarantined)
 {
     if (*n == 0 || b->now - *since > LOSS_WINDOW_S) {
         *n = 0;
@@ -199,24 +191,27 @@ static int ident_count(nq_broker_t *b, nq_ident_t *r, uint32_t *n, double *since
         snprintf(text, sizeof text, "%s %u times in an hour (%s)", what, *n, why);
         *n = 0;
         ident_quarantine(b, r, worker, text);
+        *quarantined = 1;
     }
     return charge;
 }
 
-int ident_lost(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why)
+int ident_lost(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why, int *quarantined)
 {
+    *quarantined = 0;
     if (!r)
         return 1;
     return ident_count(b, r, &r->losses, &r->losses_since, LOSSES_CHARGED, LOSSES_QUARANTINE, worker,
-                       "lost its leases", why);
+                       "lost its leases", why, quarantined);
 }
 
-int ident_failed(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why)
+int ident_failed(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why, int *quarantined)
 {
+    *quarantined = 0;
     if (!r)
         return 1;
     return ident_count(b, r, &r->errors, &r->errors_since, ERRORS_CHARGED, ERRORS_QUARANTINE, worker,
-                       "reported errors", why);
+                       "reported errors", why, quarantined);
 }
 
 int ident_restarted(nq_broker_t *b, nq_ident_t *r)
@@ -242,23 +237,24 @@ static void idents_forget(nq_broker_t *b, double horizon)
         }
 }
 
-/* Quarantines that ended give their connections work again, and idle records are forgotten.
-   Every few seconds: O(records), and a record is ~200 bytes per worker. */
-void idents_tick(nq_broker_t *b, double now)
+/* Quarantines that ended are lifted, and idle records are forgotten. Every few seconds:
+   O(records), and a record is ~200 bytes per worker. 1 when a quarantine ended (its connections
+   may want work again: the caller wakes them). */
+int idents_tick(nq_broker_t *b, double now)
 {
+    int lifted = 0;
     if (!b->idents || now - b->idents_at < IDENT_TICK_S)
-        return;
+        return 0;
     b->idents_at = now;
     for (size_t h = 0; h < IDENT_BUCKETS; h++)
         for (nq_ident_t *r = b->idents[h]; r; r = r->next)
             if (r->quarantined_until > 0 && now >= r->quarantined_until) {
                 r->quarantined_until = 0;
                 nq_log(NQ_LOG_INFO, "worker.released", "identity=%s", r->ident);
-                for (nq_peer_t *p = b->peers; p; p = p->next)
-                    if (p->rec == r)
-                        peer_hunger(b, p);
+                lifted = 1;
             }
     idents_forget(b, now);
+    return lifted;
 }
 
 uint32_t idents_connected(nq_broker_t *b)
@@ -270,6 +266,11 @@ uint32_t idents_connected(nq_broker_t *b)
             n++;
         }
     return n;
+}
+
+const char *ident_name(const nq_ident_t *r)
+{
+    return r ? r->ident : "";
 }
 
 const char *ident_why(const nq_ident_t *r)

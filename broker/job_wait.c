@@ -18,7 +18,7 @@ static uint32_t takers(const nq_broker_t *b, const nq_job_t *j, uint32_t *connec
     *connected = 0;
     for (const nq_peer_t *p = b->peers; p; p = p->next) {
         (*connected)++;
-        n += !peer_quarantined(b, p) && !peer_pauses_job(p, j->id, b->now);
+        n += !peer_quarantined(b, p) && !jobq_paused_for(p, j->id, b->now);
     }
     return n;
 }
@@ -26,7 +26,7 @@ static uint32_t takers(const nq_broker_t *b, const nq_job_t *j, uint32_t *connec
 void jobs_waiting(nq_broker_t *b, const nq_job_t *j, char *buf, size_t len)
 {
     buf[0] = '\0';
-    if ((j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING) || jobs_pending_count(j) == 0)
+    if ((j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING) || jobq_pending(j) == 0)
         return;
     uint32_t connected, ready = takers(b, j, &connected);
     uint32_t idents = idents_connected(b);

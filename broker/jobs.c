@@ -17,71 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-nq_job_t *jobs_find(nq_broker_t *b, uint64_t id)
-{
-    for (nq_job_t *j = b->jobs; j; j = j->next)
-        if (j->id == id)
-            return j;
-    return NULL;
-}
-
-void jobs_push_pending(nq_job_t *j, uint64_t shard)
-{
-    if (j->npending == j->cap) {
-        size_t cap = j->cap ? j->cap * 2 : 64;
-        uint64_t *p = realloc(j->pending, cap * sizeof *p);
-        if (!p)
-            abort();                    /* 8 bytes a shard: failing here means the machine is gone */
-        j->pending = p;
-        j->cap = cap;
-    }
-    j->pending[j->npending++] = shard;
-}
-
-/* Priority desc, then id asc (older first). */
-static void jobs_insert(nq_broker_t *b, nq_job_t *j)
-{
-    nq_job_t **pp = &b->jobs;
-    while (*pp && ((*pp)->spec.priority > j->spec.priority ||
-                   ((*pp)->spec.priority == j->spec.priority && (*pp)->id < j->id)))
-        pp = &(*pp)->next;
-    j->next = *pp;
-    *pp = j;
-}
-
 static void job_free(nq_job_t *j);
 
+/* Out of memory for good: its sweeps end, nothing of it stays queued or due. */
 static void jobs_unlink(nq_broker_t *b, nq_job_t *j)
 {
-    for (nq_job_t **pp = &b->jobs; *pp; pp = &(*pp)->next)
-        if (*pp == j) {
-            *pp = j->next;
-            break;
-        }
+    jobq_unlink(b, j);
     spotcheck_forget_job(b, j->id);
     job_free(j);
-}
-
-uint64_t jobs_pending_count(const nq_job_t *j)
-{
-    uint64_t fresh = j->shards_total > j->frontier ? j->shards_total - j->frontier : 0;
-    return j->npending + j->nchecks + fresh * (j->spec.quorum > 1 ? j->spec.quorum : 1);
-}
-
-int jobs_shard_task(const nq_job_t *j, uint64_t idx, uint8_t *spec, size_t *spec_len, uint64_t *seed,
-                    char *algo, size_t algolen)
-{
-    *spec_len = 0;
-    *seed = 0;
-    algo[0] = '\0';
-    if (idx >= j->shards_total)
-        return -1;
-    if (j->spec.kind == NQ_KIND_SOLVE) {
-        *seed = store_solve_seed(j->spec.seed0, j->spec.restarts, idx);
-        store_solve_method(j->spec.algo, j->spec.restarts, idx, algo, algolen);
-        return 0;
-    }
-    return j->list && (*spec_len = shards_get(j->list, idx, spec)) > 0 ? 0 : -1;
 }
 
 typedef struct { uint64_t idx; double cost; } cost_idx_t;
@@ -176,7 +119,7 @@ static int job_list(nq_broker_t *b, nq_job_t *j, const nq_job_row_t *row, nq_sha
 void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, nq_shards_t **list, const char *why,
                  double seconds)
 {
-    nq_job_t *j = jobs_find(b, id);
+    nq_job_t *j = jobq_find(b, id);
     if (!j || j->list_ticket != ticket)
         return;                         /* it ended, or was reloaded and asked again */
     j->list_ticket = 0;
@@ -223,7 +166,7 @@ static int job_rows(nq_broker_t *b, nq_job_t *j, char *why, size_t whylen)
         qsort(c.v, c.n, sizeof *c.v, cost_cmp);
     for (size_t i = 0; i < c.n; i++)
         for (uint32_t q = 0; q < (j->spec.quorum > 1 ? j->spec.quorum : 1); q++)
-            jobs_push_pending(j, c.v[i].idx);   /* under quorum: one copy per vote needed */
+            jobq_push(j, c.v[i].idx);   /* under quorum: one copy per vote needed */
     free(c.v);
     return 0;
 }
@@ -258,7 +201,7 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, nq_shards_t *list, ch
     nq_job_totals_t t;
     if (row->spec.kind == NQ_KIND_SOLVE && store_job_totals(b->store, j->id, &t) == 0)
         j->solutions_found = t.solutions;
-    jobs_insert(b, j);
+    jobq_insert(b, j);
     nq_log(NQ_LOG_INFO, "job.loaded", "job=%llu kind=%s n=%llu returned=%zu frontier=%llu regrace=%zu done=%llu/%llu",
            (unsigned long long)j->id, store_kind_name(j->spec.kind), (unsigned long long)j->spec.n,
            j->npending, (unsigned long long)j->frontier, j->ngrace, (unsigned long long)j->shards_done,
@@ -303,50 +246,6 @@ int jobs_load(nq_broker_t *b, char *err, size_t errlen)
     return 0;
 }
 
-int jobs_any_pending(const nq_broker_t *b)
-{
-    for (const nq_job_t *j = b->jobs; j; j = j->next)
-        if ((j->state == NQ_JOB_PENDING || j->state == NQ_JOB_RUNNING) && !j->list_ticket &&
-            jobs_pending_count(j) > 0)
-            return 1;
-    return 0;
-}
-
-int jobs_next_shard(nq_broker_t *b, const nq_peer_t *for_peer, nq_job_t **job, uint64_t *shard,
-                    uint64_t *frontier, nq_check_copy_t *check, int allow_checks)
-{
-    for (nq_job_t *j = b->jobs; j; j = j->next) {
-        int checks = allow_checks && j->nchecks > 0;
-        if ((!checks && j->npending == 0 && j->frontier >= j->shards_total) || j->list_ticket ||
-            (j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING) ||
-            peer_pauses_job(for_peer, j->id, b->now))
-            continue;
-        if (j->state == NQ_JOB_PENDING) {
-            j->state = NQ_JOB_RUNNING;
-            store_job_set_state(b->store, j->id, NQ_JOB_RUNNING);
-        }
-        *job = j;
-        *frontier = 0;
-        check->nvoters = -2;
-        if (checks) {                    /* spot-check copies first: a job ends when they do */
-            *check = j->checks[--j->nchecks];
-            *shard = check->shard;
-            return 0;
-        }
-        if (j->npending > 0) {           /* returned shards first: they are the oldest work */
-            *shard = j->pending[--j->npending];
-            return 0;
-        }
-        uint64_t pos = j->frontier++;
-        *shard = j->list ? shards_at(j->list, pos) : pos;
-        *frontier = j->frontier;
-        for (uint32_t q = 1; q < j->spec.quorum; q++)
-            jobs_push_pending(j, *shard);   /* under quorum: one copy per vote needed */
-        return 0;
-    }
-    return -1;
-}
-
 static void job_finish(nq_broker_t *b, nq_job_t *j, nq_job_state_t st)
 {
     j->state = st;
@@ -383,6 +282,14 @@ static void job_settle(nq_broker_t *b, nq_job_t *j)
     j->ngrace = 0;
 }
 
+/* The jobs marked due (jobq_due) since the last call, settled: each may end and be freed. */
+void jobs_settle_due(nq_broker_t *b)
+{
+    nq_job_t *j;
+    while ((j = jobq_take_due(b)) != NULL)
+        jobs_check_done(b, j);
+}
+
 /* Called whenever a job's counters move. May free j. */
 void jobs_check_done(nq_broker_t *b, nq_job_t *j)
 {
@@ -395,12 +302,12 @@ void jobs_check_done(nq_broker_t *b, nq_job_t *j)
         return;
     }
     int settled = j->shards_done + j->shards_failed + j->shards_conflict >= j->shards_total;
-    int idle = jobs_pending_count(j) == 0 && j->shards_leased == 0 && j->ngrace == 0;
+    int idle = jobq_pending(j) == 0 && j->shards_leased == 0 && j->ngrace == 0;
     if (settled && spotcheck_holds(b, j, idle))
         return;                         /* spot-checks not decided: not done, and no copy is moot */
     if (settled && !idle)
         job_settle(b, j);
-    if (jobs_pending_count(j) > 0 || j->shards_leased > 0 || j->ngrace > 0)
+    if (jobq_pending(j) > 0 || j->shards_leased > 0 || j->ngrace > 0)
         return;
     if (j->shards_done == j->shards_total)
         job_finish(b, j, NQ_JOB_DONE);
@@ -419,14 +326,14 @@ int jobs_cancel(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
     if (row.state == NQ_JOB_DONE || row.state == NQ_JOB_CANCELLED)
         return nq_errf(err, errlen, "job %llu is already %s", (unsigned long long)id,
                        store_job_state_name(row.state));
-    if (broker_write_begin(b, err, errlen) != 0)
+    if (txn_write_begin(b, err, errlen) != 0)
         return -2;
     rc = store_shards_cancel_pending(b->store, id) == 0 && store_job_set_state(b->store, id, NQ_JOB_CANCELLED) == 0
          ? 0 : -1;
-    if (broker_write_end(b, rc, err, errlen) != 0)
+    if (txn_write_end(b, rc, err, errlen) != 0)
         return -2;                      /* not durable: memory and workers untouched */
     leases_cancel_job(b, id);
-    nq_job_t *j = jobs_find(b, id);
+    nq_job_t *j = jobq_find(b, id);
     if (j)
         jobs_unlink(b, j);
     nq_log(NQ_LOG_INFO, "job.cancel", "job=%llu", (unsigned long long)id);
@@ -441,12 +348,12 @@ int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen)
         return rc == 1 ? -1 : -2;
     if (row.state == NQ_JOB_DONE)
         return nq_errf(err, errlen, "job %llu is done: nothing to retry", (unsigned long long)id);
-    if (broker_write_begin(b, err, errlen) != 0)
+    if (txn_write_begin(b, err, errlen) != 0)
         return -2;
     rc = store_shards_retry(b->store, id) == 0 && store_job_set_state(b->store, id, NQ_JOB_RUNNING) == 0 ? 0 : -1;
-    if (broker_write_end(b, rc, err, errlen) != 0)
+    if (txn_write_end(b, rc, err, errlen) != 0)
         return -2;
-    nq_job_t *j = jobs_find(b, id);
+    nq_job_t *j = jobq_find(b, id);
     nq_shards_t *list = j ? j->list : NULL;   /* the same job, the same list: not built again */
     if (j) {
         j->list = NULL;

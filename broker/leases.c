@@ -127,15 +127,6 @@ int peer_quarantined(const nq_broker_t *b, const nq_peer_t *p)
     return ident_quarantined(b, p->rec);
 }
 
-/* Whether p gets none of the job's shards now (PAUSED_JOBS). */
-int peer_pauses_job(const nq_peer_t *p, uint64_t job, double now)
-{
-    for (int i = 0; i < PAUSED_JOBS; i++)
-        if (p->paused[i].job == job)
-            return now < p->paused[i].until;
-    return 0;
-}
-
 /*
  * p reported a failure on one of the job's shards. 1: the shard is charged an attempt, and p
  * pauses the job (twice as long as its last pause there, if any). 0: p was already pausing it,
@@ -175,13 +166,38 @@ void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p)
     }
 }
 
+/* r was just quarantined: every connection of it gives back what it holds, uncharged (the
+   identity is the suspect, not its shards), and asks for nothing until the quarantine ends. */
+void peers_quarantine(nq_broker_t *b, nq_ident_t *r)
+{
+    uint32_t leases = 0;
+    for (nq_peer_t *p = b->peers; p; p = p->next)   /* rare: a walk of the peers is fine */
+        if (p->rec == r) {
+            leases += p->outstanding;
+            p->dropped_logged = b->now;
+            while (p->leases)
+                leases_release(b, p->leases, 0, "holder quarantined");
+            peer_hunger(b, p);
+        }
+    if (leases)
+        nq_log(NQ_LOG_INFO, "worker.quarantined.leases", "identity=%s leases=%u", ident_name(r), leases);
+}
+
+/* Quarantines that ended: their connections may want work again. */
+void peers_wake(nq_broker_t *b)
+{
+    for (nq_peer_t *p = b->peers; p; p = p->next)
+        peer_hunger(b, p);
+}
+
 void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why)
 {
     if (peer_quarantined(b, p))
         return;
-    ident_strike(b, p->rec, p->hello.worker_id, why);
-    if (peer_quarantined(b, p))
+    if (ident_strike(b, p->rec, p->hello.worker_id, why)) {
+        peers_quarantine(b, p->rec);
         store_worker_flag(b->store, p->hello.worker_id);
+    }
 }
 
 /* Forgets a worker; its shards go back to pending. An attempt counts when it died holding them,
@@ -190,8 +206,11 @@ void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why
 {
     if (peer_quarantined(b, p))
         count_attempt = 0;              /* not evidence against the shard */
+    int quarantined = 0;
     if (count_attempt && p->leases)
-        count_attempt = ident_lost(b, p->rec, p->hello.worker_id, why);
+        count_attempt = ident_lost(b, p->rec, p->hello.worker_id, why, &quarantined);
+    if (quarantined)
+        peers_quarantine(b, p->rec);    /* its other connections too; this one's go back uncharged */
     nq_log(NQ_LOG_INFO, "worker.lost", "worker=%s reason=%s leases=%u", p->hello.worker_id, why,
            p->outstanding);
     while (p->leases)
@@ -308,7 +327,7 @@ void leases_remove(nq_broker_t *b, nq_lease_t *l)
             *pp = l->hnext;
             break;
         }
-    nq_job_t *j = jobs_find(b, l->job);
+    nq_job_t *j = jobq_find(b, l->job);
     if (j && j->shards_leased > 0)
         j->shards_leased--;
     b->nleases--;
@@ -323,14 +342,14 @@ void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char
     int64_t who = count_attempt && l->peer ? peers_who(b, l->peer) : 0;   /* charged once per identity */
     leases_remove(b, l);
     if (check) {                        /* a spot-check copy: the shard is done, the copy waits again */
-        nq_job_t *j = jobs_find(b, job);
+        nq_job_t *j = jobq_find(b, job);
         if (j)
-            jobs_push_check(j, shard);
+            jobq_push_check(j, shard);
         return;
     }
     int failed = 0;
     store_shard_release_by(b->store, job, shard, count_attempt, who, &failed);
-    nq_job_t *j = jobs_find(b, job);
+    nq_job_t *j = jobq_find(b, job);
     if (why)                            /* NULL: the caller logs one line for many */
         nq_log(NQ_LOG_INFO, "lease.release", "job=%llu shard=%llu reason=\"%s\" failed=%d",
                (unsigned long long)job, (unsigned long long)shard, why, failed);
@@ -339,72 +358,8 @@ void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char
     if (failed)
         j->shards_failed++;
     else
-        jobs_push_pending(j, shard);
-    jobs_check_done(b, j);
-}
-
-/* ---- dispatch ---- */
-
-/*
- * What a task for the shard carries: from its row when it has one (a shard that came back
- * keeps its attempts; a job stored before 004 keeps its descriptors), else from the job.
- * 0 ready, 1 nothing to send (decided meanwhile, e.g. a spare quorum copy; or a row beyond
- * the frontier after a restart), -1 failed.
- */
-static int task_shard(nq_broker_t *b, nq_job_t *j, uint64_t shard, uint64_t frontier, int check,
-                      nq_shard_row_t *row)
-{
-    int rc = store_shard_get(b->store, j->id, shard, row);
-    if (rc < 0)
-        return -1;
-    if (check && (rc != 0 || row->state != NQ_SHARD_DONE))
-        return 1;                       /* a check copy of a shard that is no longer done: moot */
-    if (!check && rc == 0 && (frontier > 0 || (row->state != NQ_SHARD_PENDING && row->state != NQ_SHARD_LEASED)))
-        return 1;
-    if (rc == 1) {
-        memset(row, 0, sizeof *row);
-        row->state = NQ_SHARD_PENDING;
-    }
-    if ((j->spec.kind == NQ_KIND_SOLVE || row->spec_len == 0) &&
-        jobs_shard_task(j, shard, row->spec, &row->spec_len, &row->seed, row->algo, sizeof row->algo) != 0) {
-        nq_log(NQ_LOG_ERROR, "lease.no_shard", "job=%llu shard=%llu", (unsigned long long)j->id,
-               (unsigned long long)shard);
-        return -1;
-    }
-    return 0;
-}
-
-/* 0 sent, 1 nothing to send (see task_shard), -1 failed. A spot-check copy (check) is leased in
-   memory only: the shard's row stays done, and a lost copy is simply queued again. */
-static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard, uint64_t frontier, int check)
-{
-    nq_shard_row_t row;
-    int rc = task_shard(b, j, shard, frontier, check, &row);
-    if (rc != 0)
-        return rc;
-    nq_msg_t m = { .type = NQ_MSG_TASK };
-    nq_task_t *t = &m.u.task;
-    t->job = j->id;
-    t->shard = shard;
-    t->lease = lease_id_new(b, j->id, shard);
-    t->proof = lease_id_proof(b, j->id, shard, t->lease, p->ident_hash);
-    t->attempt = row.attempts;
-    t->kind = (uint8_t)j->spec.kind;
-    t->n = j->spec.n;
-    t->spec = row.spec;
-    t->spec_len = row.spec_len;
-    t->seed = row.seed;
-    snprintf(t->algo, sizeof t->algo, "%s", row.algo);
-    t->max_steps = j->spec.max_steps;
-    if (broker_send(b, p, &m) != 0)
-        return -1;
-    nq_lease_t *l = leases_add(b, p, j->id, shard, row.attempts, t->lease);
-    j->shards_leased++;
-    if (l)
-        l->check = check;
-    if (!check)
-        store_shard_lease(b->store, j->id, shard, t->lease, p->hello.worker_id, frontier);
-    return 0;
+        jobq_push(j, shard);
+    jobq_due(b, j);                     /* the loop settles it: its last shard may have failed */
 }
 
 int leases_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_t shard)
@@ -415,80 +370,6 @@ int leases_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_
                 if (l->job == job && l->shard == shard)
                     return 1;
     return 0;
-}
-
-/* Under quorum a worker never gets a shard it holds or has voted on: votes must be independent. */
-static int quorum_excludes(nq_broker_t *b, nq_peer_t *p, const nq_job_t *j, uint64_t shard)
-{
-    if (j->spec.quorum < 2)
-        return 0;
-    return leases_ident_holds(b, p, j->id, shard) || quorum_voted(b, j->id, shard, p->ident);
-}
-
-typedef struct { nq_job_t *j; uint64_t shard; nq_check_copy_t copy; } deferred_t;
-
-/* A shard taken for p and not sent: back to the job's returned shards. Taken from the frontier,
-   it has no row yet and the stored frontier never moved past it, so a restart still finds it. */
-static void dispatch_undo(nq_job_t *j, uint64_t shard)
-{
-    jobs_push_pending(j, shard);
-}
-
-/* A spot-check copy goes to another identity than the shard's earlier voters; after this many
-   such copies in a row that p may not take, p gets ordinary work this round. */
-#define CHECKS_SKIPPED_MAX 8
-
-static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
-{
-    deferred_t skipped[64];
-    int nskipped = 0, dropped = 0, checks_skipped = 0;
-    if (peer_quarantined(b, p))
-        return;                         /* quarantined: its results failed our checks */
-    while (p->outstanding < p->credit) {
-        nq_job_t *j;
-        uint64_t shard, frontier;
-        nq_check_copy_t copy;
-        if (jobs_next_shard(b, p, &j, &shard, &frontier, &copy, checks_skipped < CHECKS_SKIPPED_MAX) != 0)
-            break;                      /* nothing pending anywhere */
-        int check = copy.nvoters > -2;
-        if (check ? spotcheck_excludes(b, p, j, &copy) : quorum_excludes(b, p, j, shard)) {
-            checks_skipped += check;
-            skipped[nskipped++] = (deferred_t){ j, shard, copy };
-            if (nskipped == 64)
-                break;
-            continue;
-        }
-        int rc = send_task(b, p, j, shard, frontier, check);
-        if (rc < 0) {
-            if (check)
-                jobs_push_check_copy(j, &copy);
-            else
-                dispatch_undo(j, shard);
-            break;                      /* this peer cannot take messages now */
-        }
-        dropped |= rc > 0;              /* a spare copy of a decided shard: gone */
-    }
-    while (nskipped > 0) {              /* for the next worker, in their old order */
-        deferred_t *d = &skipped[--nskipped];
-        if (d->copy.nvoters > -2)
-            jobs_push_check_copy(d->j, &d->copy);
-        else
-            jobs_push_pending(d->j, d->shard);
-    }
-    for (nq_job_t *j = dropped ? b->jobs : NULL, *next; j; j = next) {
-        next = j->next;
-        jobs_check_done(b, j);          /* a dropped copy may have been the last thing pending */
-    }
-}
-
-void leases_dispatch(nq_broker_t *b)
-{
-    if (!b->store_ok || b->stopping || !jobs_any_pending(b))
-        return;
-    for (nq_peer_t *p = b->hungry, *next; p; p = next) {
-        next = p->hungry_next;
-        dispatch_peer(b, p);
-    }
 }
 
 /* ---- a worker's inventory ---- */
@@ -589,7 +470,10 @@ static void peer_release_stalled(nq_broker_t *b, nq_peer_t *p, double now)
     }
     if (n == 0)
         return;
-    int charge = ident_lost(b, p->rec, p->hello.worker_id, "progress stalled");   /* may quarantine: then all went back */
+    int quarantined;
+    int charge = ident_lost(b, p->rec, p->hello.worker_id, "progress stalled", &quarantined);
+    if (quarantined)
+        peers_quarantine(b, p->rec);    /* then all went back, uncharged */
     for (size_t i = 0; i < n; i++) {
         nq_lease_t *l = leases_find(b, stalled[i]);
         if (l && l->peer == p)
@@ -624,7 +508,7 @@ void leases_tick(nq_broker_t *b, double now)
         if (now - p->last_sent > hb || now - p->sync_at > dead) {
             nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };   /* a busy worker gets a token too */
             m.u.heartbeat.sync = p->sync_sent + 1;
-            if (broker_send(b, p, &m) == 0) {
+            if (outbox_send(b, p, &m) == 0) {
                 p->sync_sent++;
                 p->sync_at = now;
             }
@@ -646,7 +530,7 @@ void leases_cancel_job(nq_broker_t *b, uint64_t job)
         if (held) {
             nq_msg_t m = { .type = NQ_MSG_CANCEL };
             m.u.cancel.job = job;
-            broker_send(b, p, &m);
+            outbox_send(b, p, &m);
         }
     }
     for (size_t h = 0; h < b->lease_buckets; h++)     /* re-armed leases with no owner yet */

@@ -2,8 +2,8 @@
  * The lists the loop has asked the lister for (lister.h), and whom each one is
  * for: a job in memory that leases nothing until its list comes (a start, a
  * retry), or a client whose submit is answered when it does. The loop takes the
- * lists that have come at every round; a ticket no listing holds any more (its
- * job ended meanwhile) only frees its list.
+ * lists that have come at every round and hands each to whom it is for; a
+ * ticket no listing holds any more (its job ended meanwhile) only frees its list.
  */
 #include "broker_impl.h"
 #include "errf.h"
@@ -51,18 +51,12 @@ static nq_listing_t *listing_take(nq_broker_t *b, uint64_t ticket)
     return NULL;
 }
 
-void listings_collect(nq_broker_t *b)
+int listings_take(nq_broker_t *b, nq_listing_t **x, nq_lister_done_t *d)
 {
-    nq_lister_done_t d;
-    while (b->listings && lister_take(b->lister, &d)) {
-        nq_listing_t *x = listing_take(b, d.ticket);
-        if (x && x->job)
-            jobs_listed(b, x->job, d.ticket, &d.list, d.err, d.seconds);
-        else if (x)
-            submit_listed(b, x, &d.list, d.why, d.err);
-        shards_destroy(&d.list);        /* not taken: its job ended meanwhile, or it was refused */
-        free(x);
-    }
+    if (!b->listings || !lister_take(b->lister, d))
+        return 0;
+    *x = listing_take(b, d->ticket);
+    return 1;
 }
 
 void listings_stop(nq_broker_t *b)
@@ -73,7 +67,7 @@ void listings_stop(nq_broker_t *b)
         nq_listing_t *x = b->listings;
         b->listings = x->next;
         if (x->job == 0)
-            control_answer_job(b, x->rid, x->rid_len, NQ_EXIT_ERROR, "the broker stopped before the job's "
+            outbox_answer_job(b, x->rid, x->rid_len, NQ_EXIT_ERROR, "the broker stopped before the job's "
                                "shards were listed: nothing was created; submit it again", 0);
         free(x);
     }

@@ -159,7 +159,7 @@ int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e, nq_result_t
         return 2;
     }
     if (x->nvotes >= (int)j->spec.quorum)
-        jobs_push_pending(j, e->r.shard);    /* they disagree: ask one more worker */
+        jobq_push(j, e->r.shard);    /* they disagree: ask one more worker */
     return 0;
 }
 

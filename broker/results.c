@@ -26,72 +26,11 @@
 #define NQ_SOLBUF_MAX_BYTES (4ull << 30)
 #define NQ_SOLBUF_IDLE_S 300.0
 
-void broker_txn(nq_broker_t *b)
-{
-    if (b->txn_open || !b->store_ok)
-        return;
-    if (store_begin(b->store) == 0) {
-        b->txn_open = 1;
-        b->txn_since = b->now;
-        b->txn_changes = sqlite3_total_changes64(store_db(b->store));
-    }
-}
-
-/* An open group that wrote nothing is closed before the loop waits: BEGIN IMMEDIATE holds
-   SQLite's write lock, and an idle broker must not keep `nq export --manifest`, `sqlite3` or a
-   backup from writing. Reopening costs no fsync. */
-void broker_txn_end_idle(nq_broker_t *b)
-{
-    store_rollback(b->store);
-    b->txn_open = 0;
-}
-
-/* A client's write (cancel, retry) in a transaction of its own, committed before the client hears
-   it was done: the open group is committed first (its results were taken in order before it),
-   and a store that cannot commit now refuses the write. A cancel once answered "cancelled" while
-   its commit failed on a full disk, and the job ran again after a restart. */
-int broker_write_begin(nq_broker_t *b, char *err, size_t errlen)
-{
-    if (b->txn_open || !b->store_ok)
-        results_flush(b);
-    if (broker_db_check(b) != 0)
-        return nq_errf(err, errlen, "%s; nothing was changed", b->db_lost_why);
-    if (!b->store_ok || b->txn_open)
-        return nq_errf(err, errlen, "the store cannot commit now (see the broker's log: store.commit_failed); "
-                       "nothing was changed, try again later");
-    if (store_begin(b->store) != 0)
-        return nq_errf(err, errlen, "the store cannot begin a transaction; nothing was changed");
-    return 0;
-}
-
-/* Commits what broker_write_begin began when rc is 0, else rolls it back: 0 durable, -1 not. */
-int broker_write_end(nq_broker_t *b, int rc, char *err, size_t errlen)
-{
-    char why[300];
-    if (rc != 0) {
-        store_rollback(b->store);
-        return nq_errf(err, errlen, "the store refused the change; nothing was changed");
-    }
-    if (broker_db_check(b) != 0) {
-        store_rollback(b->store);
-        return nq_errf(err, errlen, "%s; nothing was changed", b->db_lost_why);
-    }
-    if (store_commit(b->store, why, sizeof why) != 0)
-        return nq_errf(err, errlen, "%s", why);
-    return 0;
-}
-
-/* Has the open group written anything? An idle broker then sleeps instead of committing nothing. */
-int broker_txn_dirty(nq_broker_t *b)
-{
-    return b->txn_open && (b->ngroup > 0 || sqlite3_total_changes64(store_db(b->store)) != b->txn_changes);
-}
-
 int results_due(nq_broker_t *b, double now)
 {
     if (!b->store_ok)
         return now >= b->store_retry_at;
-    if (!broker_txn_dirty(b))
+    if (!txn_dirty(b))
         return 0;
     return b->ngroup >= b->cfg.group_max || now - b->txn_since >= b->cfg.group_ms / 1000.0;
 }
@@ -127,7 +66,7 @@ static void send_ack(nq_broker_t *b, const char *rid, size_t rid_len, const nq_r
     m.u.ack.job = r->job;
     m.u.ack.shard = r->shard;
     m.u.ack.lease = r->lease;
-    broker_send(b, p, &m);
+    outbox_send(b, p, &m);
 }
 
 /* Enumerate payload: every solution valid, strictly increasing (canonical order). */
@@ -172,7 +111,7 @@ static int check_bounds(nq_broker_t *b, const nq_job_t *j, const nq_result_t *r,
     nq_shard_row_t row;
     if (j->list_ticket)
         return 1;
-    if (jobs_shard_task(j, r->shard, spec, &len, &seed, algo, sizeof algo) != 0) {
+    if (jobq_shard_task(j, r->shard, spec, &len, &seed, algo, sizeof algo) != 0) {
         /* a job stored before 004 keeps its descriptors in its rows */
         if (store_shard_get(b->store, j->id, r->shard, &row) != 0 || row.spec_len == 0)
             return nq_errf(why, whylen, "no descriptor for the shard");
@@ -192,7 +131,7 @@ static int check_bounds(nq_broker_t *b, const nq_job_t *j, const nq_result_t *r,
 /* The job a result is for: in memory when active (cheap), else from the store. */
 static int result_job(nq_broker_t *b, uint64_t id, nq_job_spec_t *spec, uint64_t *shards_total)
 {
-    nq_job_t *j = jobs_find(b, id);
+    nq_job_t *j = jobq_find(b, id);
     nq_job_row_t row;
     if (j) {
         *spec = j->spec;
@@ -221,7 +160,7 @@ static int check_result(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol
     if (r->kind == NQ_KIND_COUNT) {
         if (r->total % 13 != r->res13 || r->total % 15 != r->res15)
             return nq_errf(why, whylen, "residues do not match the total");
-        nq_job_t *j = jobs_find(b, r->job);
+        nq_job_t *j = jobq_find(b, r->job);
         return j ? check_bounds(b, j, r, why, whylen) : 0;   /* not loaded: it can decide nothing */
     }
     if (r->kind == NQ_KIND_ENUMERATE)
@@ -335,13 +274,13 @@ static int quorum_gate(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_res
     if (rc == 2) {                      /* no agreement: the shard is stored as a CONFLICT */
         e->dispute = 1;
         b->ngroup++;
-        broker_txn(b);
+        txn_begin(b);
         if (b->store_ok)
             group_put(b, e);
         return 1;
     }
     if (rc == 0) {                      /* a vote that waits for others: the row is not leased now */
-        broker_txn(b);
+        txn_begin(b);
         store_shard_voted(b->store, e->r.job, e->r.shard, e->r.lease);
     }
     send_ack(b, p->rid, p->rid_len, &e->r);   /* a vote, or a resend of one: nothing to commit */
@@ -369,7 +308,11 @@ static void result_error(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, nq_
     results_error_text(r, text, sizeof text);
     b->stats.results_rejected++;
     uint64_t lease = l ? l->id : 0;
-    int charged = peer_job_failed(p, r->job, b->now) && ident_failed(b, p->rec, p->hello.worker_id, text);
+    int quarantined = 0;
+    int charged = peer_job_failed(p, r->job, b->now) &&
+                  ident_failed(b, p->rec, p->hello.worker_id, text, &quarantined);
+    if (quarantined)
+        peers_quarantine(b, p->rec);
     l = lease ? leases_find(b, lease) : NULL;   /* a quarantine gave back all it held, uncharged */
     charged = charged && l != NULL;
     nq_log(NQ_LOG_WARN, "result.error", "job=%llu shard=%llu worker=%s charged=%d error=\"%s\"",
@@ -384,7 +327,7 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
 {
     if (!lease_id_authentic(b, r->job, r->shard, r->lease, r->proof, p->ident_hash)) {
         b->stats.messages_bad++;        /* not issued by us to this identity: not even a wrong result */
-        if (broker_log_allowed(b))
+        if (ratelog_allow(b))
             nq_log(NQ_LOG_WARN, "result.forged", "job=%llu shard=%llu worker=%s", (unsigned long long)r->job,
                    (unsigned long long)r->shard, p->hello.worker_id);
         peer_misbehaved(b, p, "forged lease");
@@ -423,13 +366,13 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
     if (l)
         leases_remove(b, l);            /* its credit is free again at once */
     p->nodes_done += r->nodes;
-    broker_txn(b);
+    txn_begin(b);
     e->by.who = peers_who(b, p);        /* the store tells a resend from a confirmation by it */
-    nq_job_t *j = jobs_find(b, r->job);
+    nq_job_t *j = jobq_find(b, r->job);
     e->by.unloaded = j == NULL;         /* no quorum or check runs for it: it may decide nothing */
     if (j && j->spec.quorum > 1 && !shard_decided(b, r->job, r->shard) && quorum_gate(b, p, j, e) != 0)
         return;
-    broker_txn(b);
+    txn_begin(b);
     if (j && j->spec.verify_ppm > 0 && b->store_ok && spotcheck_classify(b, p, j, e) < 0) {
         send_ack(b, p->rid, p->rid_len, &e->r);   /* its vote is in already: a resend */
         free(e->payload);
@@ -453,7 +396,7 @@ void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
         return;
     }
     if (!sb) {
-        nq_job_t *j = jobs_find(b, s->job);
+        nq_job_t *j = jobq_find(b, s->job);
         if (!j || j->spec.kind != NQ_KIND_SOLVE) {
             b->stats.messages_bad++;    /* a real lease of a job that ended: late, not hostile */
             return;
@@ -516,7 +459,9 @@ static void result_evidence(nq_broker_t *b, const nq_pending_result_t *e)
     nq_log(NQ_LOG_WARN, "result.evidence", "job=%llu shard=%llu worker=%s reason=\"differs from the "
            "decided result, which stands\"", (unsigned long long)e->r.job, (unsigned long long)e->r.shard,
            e->worker);
-    ident_strike(b, idents_find(b, e->ident), e->worker, "a result against a decided shard");
+    nq_ident_t *rec = idents_find(b, e->ident);
+    if (ident_strike(b, rec, e->worker, "a result against a decided shard"))
+        peers_quarantine(b, rec);
 }
 
 /* After a commit: counters, ACKs, finished jobs. */
@@ -524,7 +469,7 @@ static void group_apply(nq_broker_t *b)
 {
     for (size_t i = 0; i < b->ngroup; i++) {
         nq_pending_result_t *e = &b->group[i];
-        nq_job_t *j = jobs_find(b, e->r.job);
+        nq_job_t *j = jobq_find(b, e->r.job);
         b->stats.results_total++;
         if (e->outcome == NQ_PUT_NEW && j)
             j->shards_done++;
@@ -552,7 +497,7 @@ static void group_apply(nq_broker_t *b)
     for (size_t i = 0; i < b->ngroup; i++)
         if (needs_recount(&b->group[i]) && b->group[i].r.job != last_job) {
             last_job = b->group[i].r.job;
-            nq_job_t *j = jobs_find(b, last_job);
+            nq_job_t *j = jobq_find(b, last_job);
             if (j)
                 job_recount(b, j);
         }
@@ -561,7 +506,7 @@ static void group_apply(nq_broker_t *b)
         if (b->group[i].r.job == last_job)
             continue;
         last_job = b->group[i].r.job;
-        nq_job_t *j = jobs_find(b, last_job);
+        nq_job_t *j = jobq_find(b, last_job);
         if (j)
             jobs_check_done(b, j);
     }
@@ -573,7 +518,7 @@ void results_flush(nq_broker_t *b)
     char err[300];
     if (!b->store_ok) {                 /* retrying a group that failed to commit */
         b->store_ok = 1;
-        broker_txn(b);
+        txn_begin(b);
         nq_log(NQ_LOG_INFO, "store.retry", "held=%zu", b->ngroup);
         for (size_t i = 0; i < b->ngroup && b->txn_open; i++)
             group_put(b, &b->group[i]);
@@ -583,7 +528,7 @@ void results_flush(nq_broker_t *b)
         b->store_retry_at = b->now + 1;
         return;
     }
-    if (broker_db_check(b) != 0) {      /* its file is gone: a commit would go nowhere, an ACK lie */
+    if (txn_db_check(b) != 0) {      /* its file is gone: a commit would go nowhere, an ACK lie */
         store_rollback(b->store);
         b->txn_open = 0;
         return;

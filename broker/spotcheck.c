@@ -51,25 +51,6 @@ typedef struct spot_sweep {
     struct spot_sweep *link;
 } spot_sweep_t;
 
-void jobs_push_check_copy(nq_job_t *j, const nq_check_copy_t *c)
-{
-    if (j->nchecks == j->checks_cap) {
-        size_t cap = j->checks_cap ? j->checks_cap * 2 : 64;
-        nq_check_copy_t *v = realloc(j->checks, cap * sizeof *v);
-        if (!v)
-            abort();                    /* as jobs_push_pending: the machine is gone */
-        j->checks = v;
-        j->checks_cap = cap;
-    }
-    j->checks[j->nchecks++] = *c;
-}
-
-void jobs_push_check(nq_job_t *j, uint64_t shard)
-{
-    nq_check_copy_t c = { .shard = shard, .nvoters = -1 };
-    jobs_push_check_copy(j, &c);
-}
-
 /* ---- the rate ---- */
 
 static double peer_speed(const nq_broker_t *b, const nq_peer_t *p)
@@ -282,13 +263,13 @@ static void sweep_start(nq_broker_t *b, nq_job_t *j, int64_t who, uint64_t next)
 void spotcheck_after_commit(nq_broker_t *b, nq_job_t *j, const nq_pending_result_t *e)
 {
     if (e->outcome == NQ_PUT_NEW && e->by.verify) {
-        jobs_push_check(j, e->r.shard);
+        jobq_push_check(j, e->r.shard);
         j->checks_open++;
     }
     if (e->outcome != NQ_PUT_CHECKED)
         return;
     if (e->spot_push)
-        jobs_push_check(j, e->r.shard);
+        jobq_push_check(j, e->r.shard);
     if (e->spot_closed && j->checks_open > 0)
         j->checks_open--;
     for (int i = 0; i < e->nflagged; i++) {
@@ -334,7 +315,7 @@ typedef struct { nq_broker_t *b; nq_job_t *j; } spot_ctx_t;
 static void on_marked(void *ud, uint64_t idx)
 {
     spot_ctx_t *c = ud;
-    jobs_push_check(c->j, idx);
+    jobq_push_check(c->j, idx);
     c->j->checks_open++;
 }
 
@@ -355,7 +336,7 @@ int spotcheck_load(nq_broker_t *b, nq_job_t *j)
 static void on_requeue(void *ud, uint64_t idx)
 {
     spot_ctx_t *c = ud;
-    jobs_push_check(c->j, idx);
+    jobq_push_check(c->j, idx);
 }
 
 static void on_sweep_known(void *ud, int64_t who, uint64_t next)
@@ -391,7 +372,7 @@ void spotcheck_tick(nq_broker_t *b, double now)
     speed_refresh(b);
     for (spot_sweep_t **pp = &b->sweeps; *pp;) {
         spot_sweep_t *w = *pp;
-        nq_job_t *j = jobs_find(b, w->job);
+        nq_job_t *j = jobq_find(b, w->job);
         uint64_t to = w->total - w->next > SPOT_SWEEP_SPAN ? w->next + SPOT_SWEEP_SPAN : w->total;
         spot_ctx_t c = { b, j };
         if (j && b->store_ok && store_flag_sweep(b->store, w->job, w->who, w->next, to, on_marked, &c) != 0)
@@ -408,7 +389,7 @@ void spotcheck_tick(nq_broker_t *b, double now)
         free(w);
         if (j) {
             j->sweeps--;
-            jobs_check_done(b, j);      /* may end the job: the other sweeps wait for next round */
+            jobq_due(b, j);             /* may end the job: the loop settles it */
             return;
         }
     }

@@ -250,7 +250,7 @@ static int submit_accept(nq_broker_t *b, nq_job_spec_t *spec, nq_shards_t *list,
     nq_shard_caps_t caps = broker_caps(b);
     if (b->txn_open)
         results_flush(b);               /* job creation is its own transaction */
-    if (broker_db_check(b) != 0) {
+    if (txn_db_check(b) != 0) {
         shards_destroy(&list);
         return nq_errf(err, errlen, "%s; no job was created", b->db_lost_why);
     }
@@ -308,7 +308,7 @@ void submit_begin(nq_broker_t *b, const void *rid, size_t rid_len, const nq_job_
         code = NQ_EXIT_ERROR;
         nq_errf(err, sizeof err, "out of memory");
     }
-    control_answer_job(b, rid, rid_len, code, err, id);
+    outbox_answer_job(b, rid, rid_len, code, err, id);
 }
 
 void submit_listed(nq_broker_t *b, const nq_listing_t *x, nq_shards_t **list, int why, const char *why_text)
@@ -325,5 +325,5 @@ void submit_listed(nq_broker_t *b, const nq_listing_t *x, nq_shards_t **list, in
         *list = NULL;
         code = submit_accept(b, &spec, l, &id, err, sizeof err) == 0 ? NQ_EXIT_OK : NQ_EXIT_USAGE;
     }
-    control_answer_job(b, x->rid, x->rid_len, code, err, id);
+    outbox_answer_job(b, x->rid, x->rid_len, code, err, id);
 }

@@ -33,6 +33,10 @@ start_worker w1 --threads 1; w1=$LAST_PID
 waits() { "$NQ" status "$id" --json | grep -q '"waiting":"for a second identity: quorum 2, 1 connected"'; }
 wait_for 30 waits || fail "no waiting reason: $("$NQ" status "$id" --json)"
 "$NQ" status "$id" | grep -q "waiting   for a second identity: quorum 2, 1 connected" || fail "nq status: $("$NQ" status "$id")"
+# the waiting reason shows once every first copy is out; the worker may still be counting the last
+# of them, so the figures are compared once it has delivered them all
+idle() { [ "$(job_field "$id" shards_leased)" = 0 ]; }
+wait_for 30 idle || fail "the worker kept leases: $("$NQ" status "$id" --json)"
 leased=$(job_field "$id" shards_leased)
 held=$("$NQ" workers --json | grep -o '"leases":[0-9]*' | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')
 [ "$leased" = "$held" ] || fail "status says $leased leased, the workers hold $held"

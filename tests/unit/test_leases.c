@@ -323,7 +323,7 @@ T_TEST(test_grace_after_restart)
     broker_destroy(&b);                  /* the broker goes down with the shard leased */
     fake_close(&w);
     b = broker_start();
-    nq_job_t *j = jobs_find(b, job);
+    nq_job_t *j = jobq_find(b, job);
     T_CHECK(j != NULL && j->ngrace == 1);
     run_for(1.0, 0.05, NULL, NULL);
     T_CHECK(shard_state(job, shard) == NQ_SHARD_LEASED);   /* still waiting for its holder */
@@ -369,7 +369,7 @@ T_TEST(test_quorum_votes)
 {
     setup();
     uint64_t job = submit(6, 2);
-    nq_job_t *j = jobs_find(b, job);
+    nq_job_t *j = jobq_find(b, job);
     T_CHECK(j != NULL);
     uint64_t nshards = j ? j->shards_total : 0;
     fake_t a, c, late;
@@ -433,7 +433,7 @@ T_TEST(test_spotcheck_moot_copies_after_restart)
     uint64_t job = 0;
     char err[256];
     T_CHECK(jobs_submit(b, &spec, &job, err, sizeof err) == 0);
-    nq_job_t *j = jobs_find(b, job);
+    nq_job_t *j = jobq_find(b, job);
     T_CHECK(j != NULL);
     uint64_t nshards = j ? j->shards_total : 0;
     fake_t a, b2;
@@ -453,7 +453,7 @@ T_TEST(test_spotcheck_moot_copies_after_restart)
     fake_close(&a);
     fake_close(&b2);
     b = broker_start();
-    j = jobs_find(b, job);
+    j = jobq_find(b, job);
     T_CHECK(j != NULL && j->nchecks == nshards);   /* requeued from the store */
     nq_task_t held[16];
     int nheld = b2.ntasks;
@@ -474,7 +474,7 @@ T_TEST(test_spotcheck_moot_copies_after_restart)
     T_CHECK(store_job_get(b->store, job, &row) == 0);
     T_EQ_U64(row.shards_done, nshards);
     T_CHECK(row.state == NQ_JOB_DONE);
-    T_CHECK(jobs_find(b, job) == NULL);
+    T_CHECK(jobq_find(b, job) == NULL);
     fake_close(&a);
     fake_close(&b2);
     teardown();

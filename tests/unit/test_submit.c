@@ -326,7 +326,7 @@ T_TEST(test_submit_answered_when_listed)
     uint64_t id = 0;
     sub_ask(c, "submit", "count", 12, 3);
     T_EQ_U64(sub_answer(c, 1, err, sizeof err, &id), 0);
-    nq_job_t *j = jobs_find(sub_broker, id);
+    nq_job_t *j = jobq_find(sub_broker, id);
     T_CHECK(id > 0 && j != NULL && j->list != NULL && j->list_ticket == 0);
     T_CHECK(j && j->list && shards_count(j->list) == j->shards_total && shards_depth(j->list) == 3);
     sub_ask(c, "submit", "count", 12, 11);   /* too deep: the list's own reason */
