@@ -282,7 +282,8 @@ static void peer_restarted(nq_broker_t *b, nq_peer_t *p)
     store_worker_forget_idle(b->store, p->hello.worker_id);
 }
 
-static void on_hello(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h, const char *key)
+static void on_hello(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h, int version,
+                     const char *key)
 {
     nq_peer_t *p = peers_find(b, rid, len);
     if (p && strcmp(p->pubkey, key) != 0) {   /* another key on this routing id: not this peer */
@@ -300,6 +301,7 @@ static void on_hello(nq_broker_t *b, const void *rid, size_t len, const nq_hello
     else if (!(p = peers_add(b, rid, len, h)))
         return;
     peers_identify(b, p, h, key);
+    p->version = (uint8_t)version;      /* from 4 it understands a CANCEL of one lease */
     store_worker_seen(b->store, h->worker_id, h->host, p->pubkey[0] ? p->pubkey : NULL, h->threads);
     char qhost[NQ_LOG_QLEN], qbuild[NQ_LOG_QLEN];  /* free text from the wire: one quoted token each */
     nq_log(NQ_LOG_INFO, "worker.join", "worker=%s host=%s threads=%u build=%s", h->worker_id,
@@ -325,7 +327,7 @@ static void ask_hello(nq_broker_t *b, const void *rid, size_t len)
 static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const nq_msg_t *m, const char *key)
 {
     if (m->type == NQ_MSG_HELLO) {
-        on_hello(b, rid, len, &m->u.hello, key);
+        on_hello(b, rid, len, &m->u.hello, m->version, key);
         return;
     }
     nq_peer_t *p = peers_find(b, rid, len);
@@ -549,6 +551,7 @@ void broker_destroy(nq_broker_t **bp)
     lister_destroy(&b->lister);
     results_free_all(b);
     outbox_free(b);
+    dispatch_free(b);
     quorum_free_all(b);
     spotcheck_free_all(b);
     leases_free_all(b);

@@ -63,7 +63,13 @@ typedef struct nq_job {
     uint64_t solutions_found;          /* solve: distinct verified solutions */
     struct nq_shards *list;            /* count/enumerate: descriptors and the lease order */
     uint64_t list_ticket;              /* non-zero while the lister builds it: nothing is leased */
-    uint64_t frontier;                 /* next never-leased order position (004_campaign.sql) */
+    uint64_t frontier;                 /* next never-leased order position from the front (004) */
+    uint64_t back;                     /* ... and the end of them: [frontier, back) never leased (009) */
+    /* What is left, in the list's cost units (jobq.c): returned shards and shards out; and what a
+       cost unit is in nodes, learnt from results (cal_nodes / cal_cost over cal_n results) */
+    double pending_cost, leased_cost;
+    double cal_nodes, cal_cost;
+    uint32_t cal_n;
     uint64_t *pending;                 /* returned shard indexes; the next is pending[npending-1] */
     size_t npending, cap;
     uint64_t *grace;                   /* after a restart: leased shards waiting for their worker */
@@ -85,6 +91,9 @@ typedef struct nq_lease {
     uint64_t id, job, shard;
     uint32_t attempt;
     int check;                         /* a spot-check copy: the shard's row stays done */
+    int copy;                          /* a tail copy of another lease (dispatch.c): its row is not its */
+    struct nq_lease *twin;             /* the other lease of a tail copy pair while both are out */
+    double cost;                       /* its shard's cost estimate (jobq_cost), in the job's units */
     nq_peer_t *peer;                   /* NULL: re-armed after restart, owner not yet back */
     uint64_t progress;
     double progress_at;                /* when progress last moved */
@@ -144,6 +153,15 @@ struct nq_peer {
     double last_recv, last_sent;       /* monotonic seconds */
     nq_lease_t *leases;
     uint64_t nodes_done;               /* for nodes/s */
+    uint8_t version;                   /* the protocol version of its HELLO: per-lease CANCEL from 4 */
+    /* How fast it counts, in the shards' cost units a second (leases.c, results.c), so that GPU and
+       CPU workers, whose node counts differ, compare: rate, all it does, from its results and its
+       heartbeats' progress; lane, on one shard, from its results' elapsed times. 0: not measured
+       yet. out_cost: the cost of the leases it holds (dispatch's budget). */
+    double rate, rate_at, rate_cum;
+    double lane;
+    double cost_done;
+    double out_cost;
     struct {                           /* jobs it reported failures on (see PAUSED_JOBS) */
         uint64_t job;                  /* 0: a free slot */
         double until, pause;           /* monotonic seconds; the last pause's length */
@@ -260,6 +278,12 @@ struct nq_broker {
     double last_metrics;
     double last_round;                 /* when the loop last came round: to excuse our own stalls */
     struct nq_outbox *outbox;          /* messages queued until the loop drains them (outbox.c) */
+    /* The scheduler's view of the workers (dispatch.c), refreshed every quarter second: their
+       summed rate and the fastest lane; at the tail, the leases worth a copy, latest finish first */
+    double rate_total, lane_best, sched_at;
+    struct tail_cand *tail;
+    size_t ntail;
+    double tail_at;
     nq_job_t *due;                     /* jobs to settle (jobq.c) */
     int db_lost;                       /* the DB file was removed or replaced: no commit, no ACK, exit */
     char db_lost_why[400];
@@ -311,6 +335,7 @@ const char *results_error_text(const nq_result_t *r, char *buf, size_t len);
 
 /* ---- dispatch.c ---- */
 void dispatch_run(nq_broker_t *b);                 /* hand out work while credit allows */
+void dispatch_free(nq_broker_t *b);
 
 /* ---- broker_metrics.c: the HTTP listener (/metrics, the web view) and its snapshot ---- */
 int broker_metrics_start(nq_broker_t *b, char *err, size_t errlen);
@@ -394,6 +419,11 @@ void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p);
 /* A worker's heartbeat: progress, re-armed leases, and the leases it never received. */
 void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb);
 void leases_remove(nq_broker_t *b, nq_lease_t *l);
+/* Sets what l's shard costs (cost units), for its job's work left and its holder's budget. */
+void leases_price(nq_broker_t *b, nq_lease_t *l, double cost);
+/* Tells l's holder to stop it (a per-lease CANCEL, from protocol 4) and forgets it: nothing
+   charged, nothing back to pending (its twin decided, or the job ended). */
+void leases_cancel(nq_broker_t *b, nq_lease_t *l, const char *why);
 /* The shard goes back to pending (or FAILED when it used up its attempts); its job is due. */
 void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char *why);
 void leases_tick(nq_broker_t *b, double now);      /* heartbeats, dead peers, stalled leases */
@@ -428,6 +458,25 @@ int idents_tick(nq_broker_t *b, double now);           /* 1: a quarantine ended 
 void idents_free_all(nq_broker_t *b);
 
 /* ---- jobq.c: jobs in memory as queues ---- */
+#define JOBQ_CAL_MIN 3                     /* results before a job's cost scale is trusted */
+/* What jobq_take took: a check copy (check.nvoters > -2), a returned shard, or an order position
+   never leased (frontier > 0: the store's frontier moves to it; back < UINT64_MAX: its back). */
+typedef struct {
+    uint64_t shard;
+    uint64_t frontier, back;
+    nq_check_copy_t check;
+} jobq_taken_t;
+/* The first job (priority order) with something for for_peer: none of a job it pauses; check
+   copies count only when allow_checks. A pending job becomes running. NULL: nothing anywhere. */
+nq_job_t *jobq_for(nq_broker_t *b, const nq_peer_t *for_peer, int allow_checks);
+/* Takes j's next shard: a check copy first (when allowed), then a returned shard, then an order
+   position from the front (the largest), or from the back (the smallest) when from_back. */
+void jobq_take(nq_job_t *j, int from_back, int allow_checks, jobq_taken_t *t);
+double jobq_cost(const nq_job_t *j, uint64_t idx);     /* a shard's estimate; 1 without one */
+double jobq_cost_at(const nq_job_t *j, uint64_t pos);  /* ... of order position pos */
+double jobq_work_left(const nq_job_t *j);              /* in cost units */
+double jobq_scale(const nq_job_t *j);                  /* nodes per cost unit; 0: not learnt yet */
+void jobq_calibrate(nq_job_t *j, double cost, uint64_t nodes);
 nq_job_t *jobq_find(nq_broker_t *b, uint64_t id);
 void jobq_insert(nq_broker_t *b, nq_job_t *j);      /* priority desc, then id asc */
 void jobq_unlink(nq_broker_t *b, nq_job_t *j);      /* out of the list (and of the due list) */
@@ -436,12 +485,6 @@ void jobq_push_check(nq_job_t *j, uint64_t shard);
 void jobq_push_check_copy(nq_job_t *j, const nq_check_copy_t *c);   /* one taken and not sent */
 /* Whether p gets none of the job's shards now (PAUSED_JOBS). */
 int jobq_paused_for(const nq_peer_t *p, uint64_t job, double now);
-/* The next shard to lease to for_peer (none of a job it pauses), and *frontier > 0 when it is
-   the first lease of its order position (the position to persist with the lease);
-   check->nvoters >= -1 for a spot-check copy (taken first, when allow_checks), -2 for an
-   ordinary shard. -1: nothing pending for it anywhere. */
-int jobq_next(nq_broker_t *b, const nq_peer_t *for_peer, nq_job_t **job, uint64_t *shard,
-              uint64_t *frontier, nq_check_copy_t *check, int allow_checks);
 int jobq_any_pending(const nq_broker_t *b);
 /* Shards still to hand out: returned ones plus the never-leased (times the quorum). */
 uint64_t jobq_pending(const nq_job_t *j);

@@ -1,32 +1,57 @@
 /*
  * The scheduler: which shard each worker with credit gets next, and the TASK that carries it.
- * Shards come from the job queues (jobq.c) in their order; under quorum a worker never gets a
- * shard it holds or voted on, and a spot-check copy goes to another identity than the shard's
- * voters (spotcheck.c).
+ *
+ * A campaign mixes machines of every speed, and adding a slow one must never make a job slower:
+ *   - each worker is kept supplied with about DISPATCH_AHEAD_S of estimated work (its measured
+ *     rate times the shards' cost estimates), within the credit it asked for, and never fewer
+ *     leases than its threads and one more;
+ *   - the never-leased shards of a job are taken from both ends of its lease order (largest
+ *     first): a worker takes from the front only when it is among the fastest, or when it would
+ *     finish the shard well before the job's projected end; otherwise from the back, the
+ *     smallest, so a slow machine never sits on a job's largest shards;
+ *   - at the tail, when nothing is pending anywhere, an idle worker gets a copy of the lease that
+ *     would finish last, when it would finish it sooner (a bounded tail). The first result
+ *     decides; the other lease is cancelled (a per-lease CANCEL) or, if it arrives anyway, goes
+ *     through the decided-shard rule like any later result. A copy never goes to the holder's
+ *     identity or to one that voted on the shard, and a lost copy charges nothing.
+ * Shards come from the job queues (jobq.c); under quorum a worker never gets a shard it holds or
+ * voted on, and a spot-check copy goes to another identity than the shard's voters (spotcheck.c).
  */
 #include "broker_impl.h"
 #include "log.h"
 #include "store_spotcheck.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#define DISPATCH_AHEAD_S 2.0        /* estimated work each worker is kept supplied with */
+#define SCHED_REFRESH_S 0.25        /* how often the workers' rates and the tail are looked at */
+#define FAST_ENOUGH 0.5             /* a lane at least this share of the fastest takes from the front */
+#define WELL_BEFORE 0.5             /* ... or one that finishes the shard in this share of the time left */
+#define COPY_GAIN 0.7               /* a copy when it would finish in this share of the holder's time */
+#define TAIL_MAX 256                /* leases worth a copy, kept at each refresh */
+#define UNKNOWN_S 1e12              /* the time left of a lease whose holder has no measured speed */
+
+typedef struct tail_cand {
+    uint64_t lease;
+    double left_s;                  /* when its holder would finish it */
+} tail_cand_t;
 
 /*
  * What a task for the shard carries: from its row when it has one (a shard that came back
  * keeps its attempts; a job stored before 004 keeps its descriptors), else from the job.
- * 0 ready, 1 nothing to send (decided meanwhile, e.g. a spare quorum copy; or a row beyond
- * the frontier after a restart), -1 failed.
+ * 0 ready, 1 nothing to send (decided meanwhile, e.g. a spare quorum copy; or a row at a fresh
+ * order position after a restart), -1 failed.
  */
-static int task_shard(nq_broker_t *b, nq_job_t *j, uint64_t shard, uint64_t frontier, int check,
-                      nq_shard_row_t *row)
+static int task_shard(nq_broker_t *b, nq_job_t *j, uint64_t shard, int fresh, int check, nq_shard_row_t *row)
 {
     int rc = store_shard_get(b->store, j->id, shard, row);
     if (rc < 0)
         return -1;
     if (check && (rc != 0 || row->state != NQ_SHARD_DONE))
         return 1;                       /* a check copy of a shard that is no longer done: moot */
-    if (!check && rc == 0 && (frontier > 0 || (row->state != NQ_SHARD_PENDING && row->state != NQ_SHARD_LEASED)))
+    if (!check && rc == 0 && (fresh || (row->state != NQ_SHARD_PENDING && row->state != NQ_SHARD_LEASED)))
         return 1;
     if (rc == 1) {
         memset(row, 0, sizeof *row);
@@ -41,36 +66,46 @@ static int task_shard(nq_broker_t *b, nq_job_t *j, uint64_t shard, uint64_t fron
     return 0;
 }
 
-/* 0 sent, 1 nothing to send (see task_shard), -1 failed. A spot-check copy (check) is leased in
-   memory only: the shard's row stays done, and a lost copy is simply queued again. */
-static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard, uint64_t frontier, int check)
+/* The TASK for a lease of shard (row) of job j to p, queued; the lease, or NULL. */
+static nq_lease_t *task_out(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard, const nq_shard_row_t *row)
 {
-    nq_shard_row_t row;
-    int rc = task_shard(b, j, shard, frontier, check, &row);
-    if (rc != 0)
-        return rc;
     nq_msg_t m = { .type = NQ_MSG_TASK };
     nq_task_t *t = &m.u.task;
     t->job = j->id;
     t->shard = shard;
     t->lease = lease_id_new(b, j->id, shard);
     t->proof = lease_id_proof(b, j->id, shard, t->lease, p->ident_hash);
-    t->attempt = row.attempts;
+    t->attempt = row->attempts;
     t->kind = (uint8_t)j->spec.kind;
     t->n = j->spec.n;
-    t->spec = row.spec;
-    t->spec_len = row.spec_len;
-    t->seed = row.seed;
-    snprintf(t->algo, sizeof t->algo, "%s", row.algo);
+    t->spec = row->spec;
+    t->spec_len = row->spec_len;
+    t->seed = row->seed;
+    snprintf(t->algo, sizeof t->algo, "%s", row->algo);
     t->max_steps = j->spec.max_steps;
     if (outbox_send(b, p, &m) != 0)
-        return -1;
-    nq_lease_t *l = leases_add(b, p, j->id, shard, row.attempts, t->lease);
+        return NULL;
+    nq_lease_t *l = leases_add(b, p, j->id, shard, row->attempts, t->lease);
     j->shards_leased++;
-    if (l)
-        l->check = check;
+    return l;
+}
+
+/* 0 sent, 1 nothing to send (see task_shard), -1 failed. A spot-check copy (check) is leased in
+   memory only: the shard's row stays done, and a lost copy is simply queued again. */
+static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, const jobq_taken_t *tk, int check)
+{
+    nq_shard_row_t row;
+    int fresh = tk->frontier > 0 || tk->back != UINT64_MAX;
+    int rc = task_shard(b, j, tk->shard, fresh, check, &row);
+    if (rc != 0)
+        return rc;
+    nq_lease_t *l = task_out(b, p, j, tk->shard, &row);
+    if (!l)
+        return -1;
+    l->check = check;
+    leases_price(b, l, jobq_cost(j, tk->shard));
     if (!check)
-        store_shard_lease(b->store, j->id, shard, t->lease, p->hello.worker_id, frontier);
+        store_shard_lease_at(b->store, j->id, tk->shard, l->id, p->hello.worker_id, tk->frontier, tk->back);
     return 0;
 }
 
@@ -82,18 +117,169 @@ static int quorum_excludes(nq_broker_t *b, nq_peer_t *p, const nq_job_t *j, uint
     return leases_ident_holds(b, p, j->id, shard) || quorum_voted(b, j->id, shard, p->ident);
 }
 
-typedef struct { nq_job_t *j; uint64_t shard; nq_check_copy_t copy; } deferred_t;
+/* ---- the workers' speeds ---- */
 
-/* A shard taken for p and not sent: back to the job's returned shards. Taken from the frontier,
-   it has no row yet and the stored frontier never moved past it, so a restart still finds it. */
-static void dispatch_undo(nq_job_t *j, uint64_t shard)
+/* Every quarter second: the summed rate of the workers that may take work, and the fastest lane. */
+static void sched_refresh(nq_broker_t *b)
 {
-    jobq_push(j, shard);
+    if (b->now - b->sched_at < SCHED_REFRESH_S && b->sched_at > 0)
+        return;
+    b->sched_at = b->now;
+    double total = 0, best = 0;
+    for (nq_peer_t *p = b->peers; p; p = p->next)
+        if (!peer_quarantined(b, p)) {
+            total += p->rate;
+            best = p->lane > best ? p->lane : best;
+        }
+    b->rate_total = total;
+    b->lane_best = best;
 }
+
+/* Whether p should get one more lease: within its credit, at least a lease per thread and one
+   more, and beyond that while what it holds is less than DISPATCH_AHEAD_S of its rate. A worker
+   whose rate is not measured yet gets what it asked for, as before. */
+static int wants_more(const nq_peer_t *p)
+{
+    uint32_t threads = p->hello.threads ? p->hello.threads : 1;
+    if (p->outstanding >= p->credit)
+        return 0;
+    if (p->rate <= 0 || p->outstanding < threads + 1)
+        return 1;
+    return p->out_cost < DISPATCH_AHEAD_S * p->rate;
+}
+
+/*
+ * From which end of j's never-leased shards p takes. The front holds the largest: a worker takes
+ * from it when its lane is among the fastest, or when it would finish the front shard well before
+ * the job's projected end; any other worker (and one not measured yet) takes from the back. With
+ * no cost estimates (every shard 1) the ends differ only in order, and the front is kept.
+ */
+static int from_back(const nq_broker_t *b, const nq_peer_t *p, const nq_job_t *j)
+{
+    if (j->frontier >= j->back || !j->list)
+        return 0;
+    if (p->lane <= 0)
+        return 1;                       /* not measured: small shards first, it is soon measured */
+    if (p->lane >= FAST_ENOUGH * b->lane_best)
+        return 0;
+    double rate = b->rate_total > p->rate ? b->rate_total : p->rate;
+    if (rate <= 0)
+        return 1;
+    double mine = jobq_cost_at(j, j->frontier) / p->lane;
+    double left = jobq_work_left(j) / rate;
+    return mine > WELL_BEFORE * left;
+}
+
+/* ---- the tail: copies of the leases that would finish last ---- */
+
+/* When l's holder would finish it, from its lane and the lease's progress (its nodes over the
+   job's learnt nodes per cost unit). */
+static double lease_left_s(nq_broker_t *b, const nq_lease_t *l)
+{
+    const nq_job_t *j = jobq_find(b, l->job);
+    if (!l->peer || l->peer->lane <= 0 || !j)
+        return UNKNOWN_S;
+    double scale = jobq_scale(j), left = l->cost - (scale > 0 ? (double)l->progress / scale : 0);
+    return (left > 0 ? left : 0) / l->peer->lane;
+}
+
+static int cand_cmp(const void *x, const void *y)
+{
+    double a = ((const tail_cand_t *)x)->left_s, c = ((const tail_cand_t *)y)->left_s;
+    return a < c ? 1 : a > c ? -1 : 0;
+}
+
+/* Whether lease l may get a copy at all: an ordinary lease of a loaded count or enumerate job,
+   none made yet, its holder connected. */
+static int copyable(nq_broker_t *b, const nq_lease_t *l)
+{
+    const nq_job_t *j;
+    return !l->check && !l->copy && !l->twin && l->peer && (j = jobq_find(b, l->job)) != NULL &&
+           j->spec.kind != NQ_KIND_SOLVE;
+}
+
+/* The leases that would finish last, TAIL_MAX at most: O(leases), once a refresh, and only when
+   nothing is pending anywhere (the tail of the last jobs). */
+static void tail_refresh(nq_broker_t *b)
+{
+    if (b->now - b->tail_at < SCHED_REFRESH_S && b->tail_at > 0)
+        return;
+    b->tail_at = b->now;
+    if (!b->tail && !(b->tail = malloc(TAIL_MAX * sizeof *b->tail)))
+        return;
+    b->ntail = 0;
+    for (nq_peer_t *p = b->peers; p; p = p->next)
+        for (nq_lease_t *l = p->leases; l; l = l->next_in_peer) {
+            if (!copyable(b, l))
+                continue;
+            tail_cand_t c = { l->id, lease_left_s(b, l) };
+            if (b->ntail < TAIL_MAX) {
+                b->tail[b->ntail++] = c;
+            } else {
+                size_t least = 0;       /* replace the one that finishes first */
+                for (size_t i = 1; i < b->ntail; i++)
+                    if (b->tail[i].left_s < b->tail[least].left_s)
+                        least = i;
+                if (c.left_s > b->tail[least].left_s)
+                    b->tail[least] = c;
+            }
+        }
+    qsort(b->tail, b->ntail, sizeof *b->tail, cand_cmp);
+}
+
+/* Sends p a copy of the lease that would finish last, when p would finish it sooner: 1 sent. */
+static int tail_copy(nq_broker_t *b, nq_peer_t *p)
+{
+    if (p->version < 4 || p->lane <= 0)
+        return 0;                       /* it could not be told to stop; or its speed is not known */
+    tail_refresh(b);
+    for (size_t i = 0; i < b->ntail; i++) {
+        nq_lease_t *l = leases_find(b, b->tail[i].lease);
+        if (!l || !copyable(b, l) || l->peer == p)
+            continue;
+        nq_job_t *j = jobq_find(b, l->job);
+        double mine = l->cost / p->lane;
+        if (mine >= COPY_GAIN * lease_left_s(b, l))
+            return 0;                   /* the rest finish sooner still */
+        if (leases_ident_holds(b, p, l->job, l->shard) || quorum_voted(b, l->job, l->shard, p->ident))
+            continue;
+        nq_shard_row_t row;
+        if (task_shard(b, j, l->shard, 0, 0, &row) != 0 || row.state != NQ_SHARD_LEASED)
+            continue;
+        nq_lease_t *c = task_out(b, p, j, l->shard, &row);
+        if (!c)
+            return 0;
+        c->copy = 1;
+        c->twin = l;
+        l->twin = c;
+        leases_price(b, c, l->cost);
+        nq_log(NQ_LOG_INFO, "lease.copy", "job=%llu shard=%llu holder=%s copy=%s holder_s=%.1f copy_s=%.1f",
+               (unsigned long long)j->id, (unsigned long long)l->shard, l->peer->hello.worker_id,
+               p->hello.worker_id, b->tail[i].left_s, mine);
+        b->tail[i].left_s = 0;          /* taken: the next idle worker looks further down */
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- handing out ---- */
+
+typedef struct { nq_job_t *j; jobq_taken_t t; } deferred_t;
 
 /* A spot-check copy goes to another identity than the shard's earlier voters; after this many
    such copies in a row that p may not take, p gets ordinary work this round. */
 #define CHECKS_SKIPPED_MAX 8
+
+/* Back where it came from: a check copy to the checks, anything else to the returned shards.
+   Taken from an end of the order, it has no row yet and the stored frontier (back) never moved
+   past it, so a restart still finds it. */
+static void dispatch_undo(nq_job_t *j, const jobq_taken_t *t)
+{
+    if (t->check.nvoters > -2)
+        jobq_push_check_copy(j, &t->check);
+    else
+        jobq_push(j, t->shard);
+}
 
 static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
 {
@@ -101,26 +287,24 @@ static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
     int nskipped = 0, checks_skipped = 0;
     if (peer_quarantined(b, p))
         return;                         /* quarantined: its results failed our checks */
-    while (p->outstanding < p->credit) {
-        nq_job_t *j;
-        uint64_t shard, frontier;
-        nq_check_copy_t copy;
-        if (jobq_next(b, p, &j, &shard, &frontier, &copy, checks_skipped < CHECKS_SKIPPED_MAX) != 0)
-            break;                      /* nothing pending anywhere */
-        int check = copy.nvoters > -2;
-        if (check ? spotcheck_excludes(b, p, j, &copy) : quorum_excludes(b, p, j, shard)) {
+    while (wants_more(p)) {
+        int allow_checks = checks_skipped < CHECKS_SKIPPED_MAX;
+        nq_job_t *j = jobq_for(b, p, allow_checks);
+        if (!j)
+            break;
+        deferred_t d = { j, { 0 } };
+        jobq_take(j, from_back(b, p, j), allow_checks, &d.t);
+        int check = d.t.check.nvoters > -2;
+        if (check ? spotcheck_excludes(b, p, j, &d.t.check) : quorum_excludes(b, p, j, d.t.shard)) {
             checks_skipped += check;
-            skipped[nskipped++] = (deferred_t){ j, shard, copy };
+            skipped[nskipped++] = d;
             if (nskipped == 64)
                 break;
             continue;
         }
-        int rc = send_task(b, p, j, shard, frontier, check);
+        int rc = send_task(b, p, j, &d.t, check);
         if (rc < 0) {
-            if (check)
-                jobq_push_check_copy(j, &copy);
-            else
-                dispatch_undo(j, shard);
+            dispatch_undo(j, &d.t);
             break;                      /* this peer cannot take messages now */
         }
         if (rc > 0)                     /* a spare copy of a decided shard: gone, and it may have */
@@ -128,20 +312,42 @@ static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
     }
     while (nskipped > 0) {              /* for the next worker, in their old order */
         deferred_t *d = &skipped[--nskipped];
-        if (d->copy.nvoters > -2)
-            jobq_push_check_copy(d->j, &d->copy);
-        else
-            jobq_push(d->j, d->shard);
+        dispatch_undo(d->j, &d->t);
+    }
+}
+
+/* Nothing pending anywhere: each idle worker may get a copy of a lease that would finish last.
+   At most once a refresh, so 10^4 idle workers at a campaign's end cost the loop a few scans a
+   second, not one per round. */
+static void dispatch_tail(nq_broker_t *b)
+{
+    if (b->now - b->tail_at < SCHED_REFRESH_S && b->tail_at > 0)
+        return;
+    for (nq_peer_t *p = b->hungry, *next; p; p = next) {
+        next = p->hungry_next;
+        if (!peer_quarantined(b, p) && wants_more(p))
+            tail_copy(b, p);
     }
 }
 
 void dispatch_run(nq_broker_t *b)
 {
-    if (!b->store_ok || b->stopping || !jobq_any_pending(b))
+    if (!b->store_ok || b->stopping || !b->hungry)
         return;
+    sched_refresh(b);
+    if (!jobq_any_pending(b)) {
+        dispatch_tail(b);
+        return;
+    }
     for (nq_peer_t *p = b->hungry, *next; p; p = next) {
         next = p->hungry_next;
         dispatch_peer(b, p);
     }
 }
 
+void dispatch_free(nq_broker_t *b)
+{
+    free(b->tail);
+    b->tail = NULL;
+    b->ntail = 0;
+}

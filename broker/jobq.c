@@ -23,6 +23,7 @@ nq_job_t *jobq_find(nq_broker_t *b, uint64_t id)
 
 void jobq_push(nq_job_t *j, uint64_t shard)
 {
+    j->pending_cost += jobq_cost(j, shard);
     if (j->npending == j->cap) {
         size_t cap = j->cap ? j->cap * 2 : 64;
         uint64_t *p = realloc(j->pending, cap * sizeof *p);
@@ -47,7 +48,7 @@ void jobq_insert(nq_broker_t *b, nq_job_t *j)
 
 uint64_t jobq_pending(const nq_job_t *j)
 {
-    uint64_t fresh = j->shards_total > j->frontier ? j->shards_total - j->frontier : 0;
+    uint64_t fresh = j->back > j->frontier ? j->back - j->frontier : 0;
     return j->npending + j->nchecks + fresh * (j->spec.quorum > 1 ? j->spec.quorum : 1);
 }
 
@@ -76,12 +77,71 @@ int jobq_any_pending(const nq_broker_t *b)
     return 0;
 }
 
-int jobq_next(nq_broker_t *b, const nq_peer_t *for_peer, nq_job_t **job, uint64_t *shard,
-                    uint64_t *frontier, nq_check_copy_t *check, int allow_checks)
+/* ---- what shards cost ---- */
+
+/* A shard's cost in the list's estimate (shard.h: expected nodes, up to a scale the broker learns
+   from results); a job without per-shard estimates (solve, or a list made before them) costs 1 a
+   shard, and the scheduler then orders by count alone. */
+#ifdef NQ_ORDER_COST
+static double list_cost(const nq_shards_t *l, uint64_t idx) { return shards_cost(l, idx); }
+static double list_cost_at(const nq_shards_t *l, uint64_t pos) { return shards_cost_at(l, pos); }
+static double list_cost_span(const nq_shards_t *l, uint64_t a, uint64_t b)
+{
+    return shards_cost_before(l, b) - shards_cost_before(l, a);
+}
+#else
+static double list_cost(const nq_shards_t *l, uint64_t idx) { (void)l; (void)idx; return 1; }
+static double list_cost_at(const nq_shards_t *l, uint64_t pos) { (void)l; (void)pos; return 1; }
+static double list_cost_span(const nq_shards_t *l, uint64_t a, uint64_t b) { (void)l; return (double)(b - a); }
+#endif
+
+double jobq_cost(const nq_job_t *j, uint64_t idx)
+{
+    return j->list ? list_cost(j->list, idx) : 1;
+}
+
+double jobq_cost_at(const nq_job_t *j, uint64_t pos)
+{
+    return j->list ? list_cost_at(j->list, pos) : 1;
+}
+
+/* Work not yet done, in cost units: never leased, returned, and out (copies not twice). */
+double jobq_work_left(const nq_job_t *j)
+{
+    double fresh = j->back > j->frontier ? (j->list ? list_cost_span(j->list, j->frontier, j->back)
+                                                    : (double)(j->back - j->frontier)) : 0;
+    double q = j->spec.quorum > 1 ? j->spec.quorum : 1;
+    return fresh * q + j->pending_cost + j->leased_cost;
+}
+
+/* Nodes per cost unit, learnt from this job's results; 0 until a few have come. */
+double jobq_scale(const nq_job_t *j)
+{
+    return j->cal_n >= JOBQ_CAL_MIN && j->cal_cost > 0 ? j->cal_nodes / j->cal_cost : 0;
+}
+
+void jobq_calibrate(nq_job_t *j, double cost, uint64_t nodes)
+{
+    if (cost <= 0)
+        return;
+    j->cal_cost += cost;
+    j->cal_nodes += (double)nodes;
+    j->cal_n++;
+}
+
+/* ---- taking work ---- */
+
+/* Whether j has anything for a worker now: check copies (when allowed), returned shards, or
+   order positions never leased. */
+static int job_has_work(const nq_job_t *j, int checks)
+{
+    return (checks && j->nchecks > 0) || j->npending > 0 || j->frontier < j->back;
+}
+
+nq_job_t *jobq_for(nq_broker_t *b, const nq_peer_t *for_peer, int allow_checks)
 {
     for (nq_job_t *j = b->jobs; j; j = j->next) {
-        int checks = allow_checks && j->nchecks > 0;
-        if ((!checks && j->npending == 0 && j->frontier >= j->shards_total) || j->list_ticket ||
+        if (!job_has_work(j, allow_checks) || j->list_ticket ||
             (j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING) ||
             jobq_paused_for(for_peer, j->id, b->now))
             continue;
@@ -89,26 +149,39 @@ int jobq_next(nq_broker_t *b, const nq_peer_t *for_peer, nq_job_t **job, uint64_
             j->state = NQ_JOB_RUNNING;
             store_job_set_state(b->store, j->id, NQ_JOB_RUNNING);
         }
-        *job = j;
-        *frontier = 0;
-        check->nvoters = -2;
-        if (checks) {                    /* spot-check copies first: a job ends when they do */
-            *check = j->checks[--j->nchecks];
-            *shard = check->shard;
-            return 0;
-        }
-        if (j->npending > 0) {           /* returned shards first: they are the oldest work */
-            *shard = j->pending[--j->npending];
-            return 0;
-        }
-        uint64_t pos = j->frontier++;
-        *shard = j->list ? shards_at(j->list, pos) : pos;
-        *frontier = j->frontier;
-        for (uint32_t q = 1; q < j->spec.quorum; q++)
-            jobq_push(j, *shard);   /* under quorum: one copy per vote needed */
-        return 0;
+        return j;
     }
-    return -1;
+    return NULL;
+}
+
+void jobq_take(nq_job_t *j, int from_back, int allow_checks, jobq_taken_t *t)
+{
+    memset(t, 0, sizeof *t);
+    t->back = UINT64_MAX;
+    t->check.nvoters = -2;
+    if (allow_checks && j->nchecks > 0) {    /* spot-check copies first: a job ends when they do */
+        t->check = j->checks[--j->nchecks];
+        t->shard = t->check.shard;
+        return;
+    }
+    if (j->npending > 0) {                   /* returned shards first: they are the oldest work */
+        t->shard = j->pending[--j->npending];
+        j->pending_cost -= jobq_cost(j, t->shard);
+        if (j->npending == 0)
+            j->pending_cost = 0;             /* no drift from the additions and subtractions */
+        return;
+    }
+    uint64_t pos;
+    if (from_back) {
+        pos = --j->back;
+        t->back = pos;                       /* the store's back moves down to it with the lease */
+    } else {
+        pos = j->frontier++;
+        t->frontier = j->frontier;
+    }
+    t->shard = j->list ? shards_at(j->list, pos) : pos;
+    for (uint32_t q = 1; q < j->spec.quorum; q++)
+        jobq_push(j, t->shard);              /* under quorum: one copy per vote needed */
 }
 
 void jobq_push_check_copy(nq_job_t *j, const nq_check_copy_t *c)

@@ -111,6 +111,9 @@ static int job_list(nq_broker_t *b, nq_job_t *j, const nq_job_row_t *row, nq_sha
     nq_lister_req_t r = { .kind = row->spec.kind, .n = (int)row->spec.n, .depth = (int)row->spec.depth,
                           .encoding = (int)row->spec.encoding, .max_shards = NQ_SHARD_MAX_LIST,
                           .max_steps = UINT64_MAX };
+#ifdef NQ_ORDER_COST
+    r.order = (int)row->spec.lease_order;   /* its positions are in the order it was made with */
+#endif
     nq_listing_t x = { .job = row->id };
     j->list_ticket = listings_ask(b, &r, &x);
     return j->list_ticket ? 0 : -1;
@@ -132,6 +135,9 @@ void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, nq_shards_t **lis
     }
     j->list = *list;
     *list = NULL;
+    j->pending_cost = 0;                /* the shards returned before it came cost 1 each: now their estimate */
+    for (size_t i = 0; i < j->npending; i++)
+        j->pending_cost += jobq_cost(j, j->pending[i]);
     nq_log(NQ_LOG_INFO, "job.listed", "job=%llu shards=%llu seconds=%.3f", (unsigned long long)id,
            (unsigned long long)j->shards_total, seconds);
 }
@@ -184,6 +190,7 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, nq_shards_t *list, ch
         return -1;
     }
     j->frontier = row->frontier;
+    j->back = row->back;
     j->spec = row->spec;
     j->state = row->state;
     j->shards_total = row->shards_total;
@@ -278,7 +285,7 @@ static void job_settle(nq_broker_t *b, nq_job_t *j)
     leases_cancel_job(b, j->id);
     j->npending = 0;
     j->nchecks = 0;
-    j->frontier = j->shards_total;
+    j->back = j->frontier;
     j->ngrace = 0;
 }
 

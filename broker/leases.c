@@ -279,6 +279,9 @@ static void peer_unlink_lease(nq_lease_t *l)
             break;
         }
     p->outstanding--;
+    p->out_cost -= l->cost;
+    if (p->outstanding == 0)
+        p->out_cost = 0;                /* no drift from the additions and subtractions */
     l->peer = NULL;
 }
 
@@ -292,6 +295,7 @@ void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p)
     l->next_in_peer = p->leases;
     p->leases = l;
     p->outstanding++;
+    p->out_cost += l->cost;
     l->progress_at = b->now;
     l->sync = p->sync_sent;             /* only a later token can prove it lost */
     peer_hunger(b, p);
@@ -316,6 +320,17 @@ nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shar
     return l;
 }
 
+void leases_price(nq_broker_t *b, nq_lease_t *l, double cost)
+{
+    nq_peer_t *p = l->peer;
+    if (p)
+        p->out_cost += cost - l->cost;
+    nq_job_t *j = jobq_find(b, l->job);
+    if (j && !l->copy && !l->check)
+        j->leased_cost += cost - l->cost;
+    l->cost = cost;
+}
+
 void leases_remove(nq_broker_t *b, nq_lease_t *l)
 {
     nq_peer_t *holder = l->peer;
@@ -328,17 +343,49 @@ void leases_remove(nq_broker_t *b, nq_lease_t *l)
             break;
         }
     nq_job_t *j = jobq_find(b, l->job);
+    if (j && !l->copy && !l->check)
+        j->leased_cost = j->shards_leased > 1 ? j->leased_cost - l->cost : 0;
+    if (l->twin) {                      /* the copy carries on alone: it is the shard's lease now */
+        l->twin->twin = NULL;
+        if (l->twin->copy && !l->copy && j)
+            j->leased_cost += l->twin->cost;
+        l->twin->copy = 0;
+    }
     if (j && j->shards_leased > 0)
         j->shards_leased--;
     b->nleases--;
     free(l);
 }
 
-/* The shard goes back to pending, or to FAILED when it has used up its attempts. */
+void leases_cancel(nq_broker_t *b, nq_lease_t *l, const char *why)
+{
+    nq_peer_t *p = l->peer;
+    if (p && p->version >= 4) {         /* an older worker cannot stop one lease: it finishes it, and
+                                           its result is compared with the decided one */
+        nq_msg_t m = { .type = NQ_MSG_CANCEL };
+        m.u.cancel.job = l->job;
+        m.u.cancel.lease = l->id;
+        outbox_send(b, p, &m);
+    }
+    nq_log(NQ_LOG_INFO, "lease.cancel", "job=%llu shard=%llu worker=%s reason=\"%s\"", (unsigned long long)l->job,
+           (unsigned long long)l->shard, p ? p->hello.worker_id : "-", why);
+    leases_remove(b, l);
+}
+
+/* The shard goes back to pending, or to FAILED when it has used up its attempts; but while the
+   other lease of a tail copy pair is out, that one carries the shard on: nothing is charged (a
+   lost copy costs its shard nothing) and nothing goes back. */
 void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char *why)
 {
     uint64_t job = l->job, shard = l->shard;
     int check = l->check;
+    if (l->twin) {
+        if (why)
+            nq_log(NQ_LOG_INFO, "lease.release", "job=%llu shard=%llu reason=\"%s\" twin=out",
+                   (unsigned long long)job, (unsigned long long)shard, why);
+        leases_remove(b, l);
+        return;
+    }
     int64_t who = count_attempt && l->peer ? peers_who(b, l->peer) : 0;   /* charged once per identity */
     leases_remove(b, l);
     if (check) {                        /* a spot-check copy: the shard is done, the copy waits again */
@@ -418,9 +465,37 @@ static void release_unlisted(nq_broker_t *b, nq_peer_t *p, uint32_t stamp, uint6
  * did anything wrong. No clock is involved, so a slow worker or a stalled broker cannot make an
  * honest lease look lost. O(items + the peer's leases) per heartbeat.
  */
+/*
+ * p's rate in cost units a second: the cost of what it delivered plus the progress of what it
+ * holds (its nodes over the job's learnt nodes per cost unit), sampled at its heartbeats and
+ * smoothed over RATE_TAU_S, so a worker whose shards take minutes has a rate long before its
+ * first result. Its own word, like its progress: a worker that overstates it only gets more work
+ * to answer for (the stall rule and quarantine).
+ */
+#define RATE_TAU_S 5.0
+#define RATE_MIN_DT_S 0.5
+
+static void peer_rate_sample(nq_broker_t *b, nq_peer_t *p, double progress)
+{
+    double cum = p->cost_done + progress, dt = b->now - p->rate_at;
+    if (p->rate_at == 0) {
+        p->rate_at = b->now;
+        p->rate_cum = cum;
+        return;
+    }
+    if (dt < RATE_MIN_DT_S)
+        return;
+    double sample = cum > p->rate_cum ? (cum - p->rate_cum) / dt : 0;
+    double w = dt / (dt + RATE_TAU_S);
+    p->rate = p->rate > 0 ? p->rate + w * (sample - p->rate) : sample;
+    p->rate_at = b->now;
+    p->rate_cum = cum;
+}
+
 void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb)
 {
     uint32_t stamp = ++p->hb_stamp;
+    double progress = 0;
     for (uint32_t i = 0; i < hb->count; i++) {
         nq_lease_t *l = leases_find(b, hb->items[i].lease);
         if (!l)
@@ -434,7 +509,14 @@ void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb)
             l->progress = hb->items[i].progress;
             l->progress_at = b->now;
         }
+        nq_job_t *j = l->progress ? jobq_find(b, l->job) : NULL;
+        double scale = j ? jobq_scale(j) : 0;
+        if (scale > 0) {
+            double done = (double)l->progress / scale;
+            progress += done < l->cost ? done : l->cost;
+        }
     }
+    peer_rate_sample(b, p, progress);
     if (hb->sync == 0 || hb->sync > p->sync_sent || hb->count == NQ_MAX_HEARTBEAT_ITEMS)
         return;                         /* no token echoed, one we never sent, or a list cut short */
     release_unlisted(b, p, stamp, hb->sync);

@@ -323,6 +323,29 @@ static void result_error(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, nq_
         leases_release(b, l, charged, "worker error");
 }
 
+/*
+ * What a result teaches the scheduler (dispatch.c): the sender's lane (cost units a second on one
+ * shard, from the elapsed time it reports), what it delivered, and, from results whose nodes are
+ * the CPU kernels' (the unit a job's costs estimate), the job's nodes per cost unit. A worker that
+ * misreports its time only misleads the scheduler about itself.
+ */
+#define LANE_WEIGHT 0.3
+
+static void results_learn(nq_broker_t *b, nq_peer_t *p, const nq_lease_t *l, const nq_result_t *r)
+{
+    double s = (double)r->elapsed_us / 1e6;
+    if (l->cost <= 0)
+        return;
+    if (s >= 1e-3) {
+        double lane = l->cost / s;
+        p->lane = p->lane > 0 ? p->lane + LANE_WEIGHT * (lane - p->lane) : lane;
+    }
+    p->cost_done += l->cost;
+    nq_job_t *j = jobq_find(b, r->job);
+    if (j && r->nodes_kind == NQ_NODES_CPU)
+        jobq_calibrate(j, l->cost, r->nodes);
+}
+
 void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
 {
     if (!lease_id_authentic(b, r->job, r->shard, r->lease, r->proof, p->ident_hash)) {
@@ -363,8 +386,13 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
         reject(b, p, r, why);
         return;
     }
-    if (l)
+    if (l) {
+        nq_lease_t *twin = l->twin;
+        results_learn(b, p, l, r);
         leases_remove(b, l);            /* its credit is free again at once */
+        if (twin)                       /* a tail copy pair: the first result decides, the other stops */
+            leases_cancel(b, twin, "the other lease of its shard delivered first");
+    }
     p->nodes_done += r->nodes;
     txn_begin(b);
     e->by.who = peers_who(b, p);        /* the store tells a resend from a confirmation by it */

@@ -181,17 +181,23 @@ nq_wtask_t *pool_take_done(nq_pool_t *p)
     return d;
 }
 
-void pool_cancel_job(nq_pool_t *p, uint64_t job)
+/* The tasks a CANCEL names: every one of the job (lease 0), or that one lease of it. */
+static int cancel_hits(const nq_wtask_t *t, uint64_t job, uint64_t lease)
+{
+    return t->t.job == job && (lease == 0 || t->t.lease == lease);
+}
+
+void pool_cancel(nq_pool_t *p, uint64_t job, uint64_t lease)
 {
     pthread_mutex_lock(&p->lock);
     for (nq_wtask_t *t = p->running; t; t = t->next)
-        if (t->t.job == job)
+        if (cancel_hits(t, job, lease))
             atomic_store(&t->cancel, 1);
     nq_wtask_t *keep = NULL, *tail = NULL;
     for (nq_wtask_t *t = p->queue, *n; t; t = n) {
         n = t->next;
         t->next = NULL;
-        if (t->t.job == job) {
+        if (cancel_hits(t, job, lease)) {
             task_free(t);
             continue;
         }

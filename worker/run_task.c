@@ -169,10 +169,37 @@ static void task_begin(nq_wtask_t *t)
     t->r.kind = t->t.kind;
 }
 
+#ifdef NQ_TEST_FAULTS
+/* NQ_FAULT_PACE=R (test builds only): a count or enumerate task takes at least nodes / R seconds,
+   its progress moving at R nodes/s meanwhile and a cancel still heard, so that a test can run
+   workers of chosen speeds whatever the load of the machine (the real count, far faster, is done
+   first). */
+static void fault_pace(nq_wtask_t *t)
+{
+    const char *v = getenv("NQ_FAULT_PACE");
+    double rate = v ? atof(v) : 0;
+    if (rate <= 0 || t->t.kind == NQ_KIND_SOLVE || t->r.status != NQ_RES_OK || t->cancelled || t->gpu_done)
+        return;                         /* CPU tasks only: a GPU engine's thread must not sleep */
+    double until = t->started + (double)t->r.nodes / rate;
+    for (double now = mono(); now < until; now = mono()) {
+        if (atomic_load(&t->cancel)) {
+            t->cancelled = 1;
+            return;
+        }
+        uint64_t done = (uint64_t)((now - t->started) * rate);
+        atomic_store_explicit(&t->progress, done > 0 ? done : 1, memory_order_relaxed);
+        double left = until - now;
+        struct timespec ts = { 0, (long)((left < 0.01 ? left : 0.01) * 1e9) };
+        nanosleep(&ts, NULL);
+    }
+}
+#endif
+
 static void task_end(nq_wtask_t *t)
 {
 #ifdef NQ_TEST_FAULTS
     fault_inject(t);
+    fault_pace(t);
 #endif
     t->r.elapsed_us = (uint64_t)((mono() - t->started) * 1e6);
 }

@@ -180,7 +180,7 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
         break;
     case NQ_MSG_TASK: on_task(w, &m->u.task); break;
     case NQ_MSG_ACK: outbox_ack(w, &m->u.ack); break;
-    case NQ_MSG_CANCEL: pool_cancel_job(w->pool, m->u.cancel.job); break;
+    case NQ_MSG_CANCEL: pool_cancel(w->pool, m->u.cancel.job, m->u.cancel.lease); break;
     case NQ_MSG_HEARTBEAT: w->sync = m->u.heartbeat.sync; break;   /* echoed by tick() */
     default:
         nq_log(NQ_LOG_WARN, "message.bad", "from=broker reason=\"unexpected %s\"", proto_type_name(m->type));

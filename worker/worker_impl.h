@@ -39,7 +39,9 @@ nq_pool_t *pool_new(void *zmq_ctx, uint32_t threads, const char *notify_ep, nq_g
 void pool_destroy(nq_pool_t **p);
 void pool_submit(nq_pool_t *p, nq_wtask_t *t);
 nq_wtask_t *pool_take_done(nq_pool_t *p);           /* finished tasks, as a list */
-void pool_cancel_job(nq_pool_t *p, uint64_t job);
+/* Stops the tasks of job (lease 0: all of them; else that lease only): queued ones go, running
+   ones end at their next poll and send nothing. */
+void pool_cancel(nq_pool_t *p, uint64_t job, uint64_t lease);
 nq_wtask_t *pool_take_queued(nq_pool_t *p);         /* not started: for handing back */
 void pool_cancel_all(nq_pool_t *p);
 uint32_t pool_busy(nq_pool_t *p);                    /* queued + running */

@@ -27,6 +27,7 @@
 #include <sqlite3.h>
 
 #include "proto.h"
+#include "shard.h"
 
 typedef struct nq_store nq_store_t;
 
@@ -60,6 +61,15 @@ int store_kind_parse(const char *s);                      /* NQ_KIND_* or -1 */
    stored job's list is made again: 0.2 s (N=32) to 0.9 s (N=18) on one core (see submit.c). */
 #define NQ_JOB_LIST_STEPS   (1ull << 22)
 
+/* The newest lease order a stored job may name (shard.h's NQ_ORDER_*: 1 roots, 2 estimated cost),
+   and the one a new job gets. */
+#define NQ_LEASE_ORDER_MAX 2
+#ifdef NQ_ORDER_CURRENT
+#define NQ_LEASE_ORDER_NEW NQ_ORDER_CURRENT
+#else
+#define NQ_LEASE_ORDER_NEW 1
+#endif
+
 /* What a job asks for (the jobs row's parameters). */
 typedef struct {
     int kind;                  /* NQ_KIND_* */
@@ -75,6 +85,8 @@ typedef struct {
     uint32_t max_attempts;     /* shard fails this many times -> FAILED */
     uint32_t quorum;           /* results per shard that must agree (1 or 2) */
     uint32_t verify_ppm;       /* count: spot-check rate P in parts per million (0 = off) */
+    uint32_t lease_order;      /* count/enumerate: the version of its lease order (NQ_ORDER_* in
+                                  shard.h; 0 = the current one, resolved when it is stored) */
 } nq_job_spec_t;
 
 typedef struct {
@@ -83,6 +95,7 @@ typedef struct {
     nq_job_state_t state;
     uint64_t shards_total, shards_done, shards_failed, shards_conflict;
     uint64_t frontier;         /* order positions below it have a shard row (004_campaign.sql) */
+    uint64_t back;             /* ... and those at or above it (009_schedule.sql) */
     uint64_t checks, disagreed;   /* spot-check results compared, and those that disagreed (006) */
     uint64_t evidence;         /* results that disagreed with a decided shard (007) */
     double created_at, started_at, finished_at;   /* unix seconds, 0 = not yet */
@@ -182,6 +195,10 @@ int store_shards_each(nq_store_t *s, uint64_t job, unsigned state_mask,
    the same step. 0, 1 not leasable, -1 DB error. */
 int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease, const char *worker,
                       uint64_t frontier);
+/* The same from either end of the order: back < UINT64_MAX moves the job's back down to it (the
+   row is the one at order position back). */
+int store_shard_lease_at(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease, const char *worker,
+                         uint64_t frontier, uint64_t back);
 /* A quorum vote arrived on `lease`: the row is pending again (no attempt charged) while the
    vote waits in the broker's memory, unless a later lease of it is out. 0, or -1. */
 int store_shard_voted(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease);

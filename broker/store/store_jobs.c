@@ -22,8 +22,8 @@ enum {
 static const char *const sql_text[J_COUNT] = {
     [J_JOB_INSERT] =
         "INSERT INTO jobs (kind, n, priority, depth, encoding, algo, seed0, restarts, solutions,"
-        " max_steps, max_attempts, quorum, shards_total, created_at, frontier, verify_ppm)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        " max_steps, max_attempts, quorum, shards_total, created_at, frontier, verify_ppm, lease_order)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     [J_SHARD_INSERT] =
         "INSERT INTO shards (job, idx, spec, seed, algo, cost) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     [J_JOB_GET] = "SELECT " STORE_JOB_COLUMNS " FROM jobs WHERE id = ?1",
@@ -102,6 +102,7 @@ static int job_insert(nq_store_t *s, const nq_job_spec_t *j, uint64_t nshards, u
     sqlite3_bind_double(q, 14, nq_wall());
     sqlite3_bind_int64(q, 15, i64(frontier));
     sqlite3_bind_int64(q, 16, j->verify_ppm);
+    sqlite3_bind_int64(q, 17, j->lease_order ? j->lease_order : NQ_LEASE_ORDER_NEW);
     int rc = store_step_done(q);
     if (rc)
         return store_fail(s, "job.insert", rc);

@@ -16,7 +16,8 @@
 enum {
     S_SHARD_GET, S_SHARDS_ONE_STATE, S_SHARDS_STATES, S_JOB_FRONTIER, S_SHARD_LEASE, S_SHARD_VOTED,
     S_SHARD_RELEASE, S_JOB_FAILED_ADD, S_SHARDS_CANCEL, S_ENUM_RETRY_DELETE, S_CONFIRM_RETRY_DELETE,
-    S_SHARDS_RETRY, S_JOB_RETRY_COUNTS, S_FAILURE_SEEN, S_FAILURE_ADD, S_FAILURE_RETRY_DELETE, S_COUNT
+    S_SHARDS_RETRY, S_JOB_RETRY_COUNTS, S_FAILURE_SEEN, S_FAILURE_ADD, S_FAILURE_RETRY_DELETE, S_JOB_BACK,
+    S_COUNT
 };
 
 static const char *const sql_text[S_COUNT] = {
@@ -33,6 +34,8 @@ static const char *const sql_text[S_COUNT] = {
         " ORDER BY idx LIMIT ?4",
     [S_JOB_FRONTIER] =
         "UPDATE jobs SET frontier = ?2 WHERE id = ?1 AND frontier < ?2",
+    [S_JOB_BACK] =
+        "UPDATE jobs SET back = ?2 WHERE id = ?1 AND coalesce(back, shards_total) > ?2 AND ?2 >= frontier",
     /* a shard from beyond the frontier gets its row here */
     [S_SHARD_LEASE] =
         "INSERT INTO shards (job, idx, state, lease, worker, leased_at) SELECT ?1, ?2, 'leased', ?3, ?4, ?5"
@@ -165,21 +168,29 @@ int store_shards_each(nq_store_t *s, uint64_t job, unsigned state_mask,
     return rc;
 }
 
-static int job_frontier(nq_store_t *s, uint64_t job, uint64_t frontier)
+/* Statement id (S_JOB_FRONTIER or S_JOB_BACK) on (job, pos). */
+static int job_end(nq_store_t *s, int id, uint64_t job, uint64_t pos)
 {
-    sqlite3_stmt *q = stmt(s, S_JOB_FRONTIER);
+    sqlite3_stmt *q = stmt(s, id);
     if (!q)
         return -1;
     sqlite3_bind_int64(q, 1, i64(job));
-    sqlite3_bind_int64(q, 2, i64(frontier));
+    sqlite3_bind_int64(q, 2, i64(pos));
     int e = store_step_done(q);
     return e ? store_fail(s, "job.frontier", e) : 0;
 }
 
-/* 0 done, 1 not leasable (decided, or cancelled), -1 DB error. frontier > 0: the row is the
-   first one at that order position, and the job's frontier moves past it in the same step. */
 int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease, const char *worker,
                       uint64_t frontier)
+{
+    return store_shard_lease_at(s, job, idx, lease, worker, frontier, UINT64_MAX);
+}
+
+/* 0 done, 1 not leasable (decided, or cancelled), -1 DB error. frontier > 0: the row is the first
+   one at order position frontier - 1, and the job's frontier moves past it in the same step;
+   back < UINT64_MAX: the row is the one at position back, and the job's back moves down to it. */
+int store_shard_lease_at(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease, const char *worker,
+                         uint64_t frontier, uint64_t back)
 {
     int own;
     if (store_tx_enter(s, &own) != 0)
@@ -197,7 +208,9 @@ int store_shard_lease(nq_store_t *s, uint64_t job, uint64_t idx, uint64_t lease,
         rc = e ? store_fail(s, "shard.lease", e) : (sqlite3_changes(s->db) == 1 ? 0 : 1);
     }
     if (rc == 0 && frontier > 0)
-        rc = job_frontier(s, job, frontier);
+        rc = job_end(s, S_JOB_FRONTIER, job, frontier);
+    if (rc == 0 && back != UINT64_MAX)
+        rc = job_end(s, S_JOB_BACK, job, back);
     return store_tx_leave(s, own, rc);
 }
 

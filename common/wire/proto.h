@@ -18,8 +18,14 @@
 #include <stdint.h>
 #include <msgpack.h>
 
-#define NQ_PROTO_VERSION      3            /* 2: TASK, RESULT and SOLPART carry a lease proof;
-                                              3: HEARTBEAT carries a sync token */
+#define NQ_PROTO_VERSION      4            /* 2: TASK, RESULT and SOLPART carry a lease proof;
+                                              3: HEARTBEAT carries a sync token;
+                                              4: CANCEL may name one lease, RESULT says whose
+                                                 node count it carries */
+#define NQ_PROTO_MIN          3            /* the oldest version still understood: a version-4
+                                              field is appended to its message's list, and a
+                                              message whose version-4 fields are all 0 goes out
+                                              as version 3 (proto_encode) */
 #define NQ_MAX_FRAME          (64u << 20)  /* bytes; also ZMQ_MAXMSGSIZE on every socket */
 #define NQ_MAX_PAYLOAD        (48u << 20)  /* RESULT payload / SOLPART data bytes */
 #define NQ_MAX_HEARTBEAT_ITEMS 4096        /* leases reported in one HEARTBEAT */
@@ -100,7 +106,13 @@ typedef struct {
     const uint8_t *payload;       /* enumerate: packed solutions; solve: error text; into the frame */
     size_t payload_len;
     uint64_t proof;               /* the TASK's proof, unchanged */
+    uint8_t nodes_kind;           /* v4: NQ_NODES_CPU, or NQ_NODES_GPU_FAST: nodes are that kernel's own */
 } nq_result_t;
+
+/* Whose node count a count RESULT carries: the CPU kernels' (and the GPU's parity kernel, which
+   counts the same nodes), or the fast GPU search's own, which quorums and spot-checks do not
+   compare with the CPU's. */
+enum { NQ_NODES_CPU = 0, NQ_NODES_GPU_FAST = 1 };
 
 typedef struct {
     uint64_t job, shard, lease;
@@ -111,7 +123,10 @@ typedef struct {
 } nq_solpart_t;
 
 typedef struct { uint64_t job, shard, lease; } nq_ack_t;
-typedef struct { uint64_t job; } nq_cancel_t;
+typedef struct {
+    uint64_t job;
+    uint64_t lease;               /* v4: stop only this lease of the job; 0: every lease of it */
+} nq_cancel_t;
 
 typedef struct {
     char key[32];
@@ -140,6 +155,7 @@ typedef struct {
 
 typedef struct {
     nq_msg_type_t type;
+    uint8_t version;              /* decode: the version the frame was in (NQ_PROTO_MIN..NQ_PROTO_VERSION) */
     union {
         nq_hello_t hello;
         nq_welcome_t welcome;
@@ -156,10 +172,14 @@ typedef struct {
 } nq_msg_t;
 
 /*
- * Encodes m into sb (which the caller has initialised; data appended).
+ * Encodes m into sb (which the caller has initialised; data appended), in the oldest version that
+ * carries it: NQ_PROTO_VERSION for a HELLO (a worker says what it speaks) or a message with a
+ * version-4 field set, NQ_PROTO_MIN otherwise, so a peer of either version reads it.
  * Returns 0, or -1 if a field is out of range (a bug in the caller).
  */
 int proto_encode(const nq_msg_t *m, msgpack_sbuffer *sb);
+/* The version proto_encode writes m in: a peer that said an older one cannot be sent m. */
+int proto_version_of(const nq_msg_t *m);
 
 /*
  * Decodes one frame. Pointers in *m (spec, payload, data) point into buf and

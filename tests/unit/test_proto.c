@@ -672,11 +672,45 @@ T_TEST(test_reject_out_of_range)
 
 T_TEST(test_reject_wrong_version)
 {
-    T_REJECT("\x92\x00\x0a", 3, "field 'version' is 0, this build speaks 3 (wrong version)");
+    T_REJECT("\x92\x00\x0a", 3, "field 'version' is 0, this build speaks 3 to 4 (wrong version");
     T_REJECT("\x92\x02\x0a", 3, "wrong version");   /* version 2: HEARTBEAT had no sync token */
-    T_REJECT("\x92\x04\x0a", 3, "wrong version");
+    T_REJECT("\x92\x05\x0a", 3, "wrong version");
     T_REJECT("\x92\xcf\xff\xff\xff\xff\xff\xff\xff\xff\x0a", 11, "wrong version");
     T_REJECT("\x92\xff\x0a", 3, "field 'version' out of range");   /* -1 */
+}
+
+/* Version 4 appended CANCEL's lease and RESULT's nodes_kind: a version-3 frame is the prefix
+   without them (they decode as 0), each version's frame must have exactly its own field count,
+   and a message goes out as version 3 unless it sets a version-4 field (or is a HELLO). */
+T_TEST(test_versions_3_and_4)
+{
+    nq_msg_t m;
+    T_CHECK(t_accept("\x93\x03\x09\x07", 4, &m) == 0);             /* [3, CANCEL, job 7] */
+    T_CHECK(m.version == 3 && m.u.cancel.job == 7 && m.u.cancel.lease == 0);
+    proto_msg_free(&m);
+    T_CHECK(t_accept("\x94\x04\x09\x07\x05", 5, &m) == 0);         /* [4, CANCEL, job 7, lease 5] */
+    T_CHECK(m.version == 4 && m.u.cancel.job == 7 && m.u.cancel.lease == 5);
+    proto_msg_free(&m);
+    T_REJECT("\x94\x03\x09\x07\x05", 5, "has 2 fields, expected 1 in version 3");
+    T_REJECT("\x93\x04\x09\x07", 4, "has 1 fields, expected 2 in version 4");
+    nq_msg_t c = { .type = NQ_MSG_CANCEL };
+    c.u.cancel.job = 7;
+    T_EQ_U64(proto_version_of(&c), 3);
+    c.u.cancel.lease = 5;
+    T_EQ_U64(proto_version_of(&c), 4);
+    nq_msg_t r = { .type = NQ_MSG_RESULT };
+    r.u.result.kind = NQ_KIND_COUNT;
+    T_EQ_U64(proto_version_of(&r), 3);
+    r.u.result.nodes_kind = NQ_NODES_GPU_FAST;
+    T_EQ_U64(proto_version_of(&r), 4);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    T_CHECK(proto_encode(&r, &sb) == 0 && t_accept(sb.data, sb.size, &m) == 0);
+    T_CHECK(m.version == 4 && m.u.result.nodes_kind == NQ_NODES_GPU_FAST);
+    proto_msg_free(&m);
+    msgpack_sbuffer_destroy(&sb);
+    nq_msg_t h = { .type = NQ_MSG_HELLO };
+    T_EQ_U64(proto_version_of(&h), NQ_PROTO_VERSION);      /* a worker says what it speaks */
 }
 
 T_TEST(test_reject_unknown_type)
