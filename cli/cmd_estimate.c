@@ -38,7 +38,10 @@
 
 #define CMD "estimate"
 
-typedef struct { uint64_t n, sample, seed, depth; int json, gpu, gpu_device, gpu_list, gpu_kernel; } est_opts_t;
+typedef struct {
+    uint64_t n, sample, seed, depth;
+    int json, gpu, gpu_device, gpu_list, gpu_kernel;
+} est_opts_t;
 
 static int est_parse(int argc, char **argv, est_opts_t *o)
 {

@@ -36,7 +36,7 @@ typedef struct {
     double launch_s;           /* the time a launch aims at (0: 0.5 s fast, 0.25 s parity; under a display
                                   watchdog's 2 s) */
     uint32_t max_tasks;        /* tasks a launch holds at most (0: 1 << 21 fast, 1 << 20 parity) */
-    int chunked;               /* parity: work-groups take chunks of one shard (gpu_search.h); 0: one by one */
+    int chunked;               /* parity: groups take chunks of one shard (gpu_search.h); 0: one by one */
     int sort;                  /* unchunked: a launch's tasks largest first by their estimated cost (-1: 1) */
     int queues;                /* OpenCL command queues, so launches may overlap (0: 2) */
     int pairs;                 /* parity: level m-2 and the last row in closed form (gpu_search.h) */

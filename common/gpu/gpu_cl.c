@@ -202,12 +202,15 @@ static int cl_stack_local(cl_backend_t *c, const nq_gpu_cfg_t *cfg, char *err, s
     cl_ulong local = 0;
     int fast = cfg->kernel == NQ_GPU_KERNEL_FAST;
     clGetDeviceInfo(c->dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
-    cl_ulong need = fast ? (cl_ulong)(sizeof(nq_u4) + sizeof(nq_u32)) * NQ_FAST_LEVELS(cfg->rows_left) * c->wg
-                         : (cl_ulong)16 * (cl_ulong)(cfg->rows_left - 2) * c->wg + sizeof(nq_gpu_table_t) + 64;
+    cl_ulong fast_need = (cl_ulong)(sizeof(nq_u4) + sizeof(nq_u32)) * NQ_FAST_LEVELS(cfg->rows_left) * c->wg;
+    cl_ulong parity_need = (cl_ulong)16 * (cl_ulong)(cfg->rows_left - 2) * c->wg + sizeof(nq_gpu_table_t)
+                           + 64;
+    cl_ulong need = fast ? fast_need : parity_need;
     if ((cfg->stack_local == 1 || fast) && need > local)
         return nq_errf(err, errlen, "GPU: a stack of %llu bytes per work-group does not fit the device's "
                        "%llu bytes of local memory: lower NQ_GPU_WG or NQ_GPU_ROWS%s",
-                       (unsigned long long)need, (unsigned long long)local, fast ? "" : ", or NQ_GPU_STACK=private");
+                       (unsigned long long)need, (unsigned long long)local,
+                       fast ? "" : ", or NQ_GPU_STACK=private");
     return fast ? 1 : cfg->stack_local >= 0 ? cfg->stack_local : need <= local;
 }
 
@@ -218,11 +221,13 @@ static void cl_options(cl_backend_t *c, const nq_gpu_cfg_t *cfg, int local, char
         snprintf(opts, len, "-cl-std=CL1.2 -DNQ_FAST=1 -DNQ_WG=%u -DNQ_FAST_STACK=%d", c->wg,
                  NQ_FAST_LEVELS(cfg->rows_left));
         snprintf(c->b.params, sizeof c->b.params, "fast kernel, wg %u, rows %d, groups %u, %s, %d queue(s)",
-                 c->wg, cfg->rows_left, c->groups, cfg->sort ? "tasks largest first" : "tasks in order", c->nq);
+                 c->wg, cfg->rows_left, c->groups, cfg->sort ? "tasks largest first" : "tasks in order",
+                 c->nq);
         return;
     }
-    snprintf(opts, len, "-cl-std=CL1.2 -DNQ_FAST=0 -DNQ_WG=%u -DNQ_STACK=%d -DNQ_STACK_LOCAL=%d -DNQ_CHUNKED=%d "
-             "-DNQ_PAIRS=%d", c->wg, cfg->rows_left > 2 ? cfg->rows_left - 2 : 1,   /* 2 rows: no push */
+    snprintf(opts, len, "-cl-std=CL1.2 -DNQ_FAST=0 -DNQ_WG=%u -DNQ_STACK=%d -DNQ_STACK_LOCAL=%d "
+             "-DNQ_CHUNKED=%d -DNQ_PAIRS=%d", c->wg,
+             cfg->rows_left > 2 ? cfg->rows_left - 2 : 1,   /* 2 rows: no push */
              local, cfg->chunked, cfg->pairs);
     snprintf(c->b.params, sizeof c->b.params, "parity kernel, wg %u, rows %d, stack %s, groups %u, %s, "
              "%d queue(s)%s", c->wg, cfg->rows_left, local ? "local" : "private", c->groups,

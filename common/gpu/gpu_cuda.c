@@ -54,8 +54,8 @@ static const char *loop_name(int loop)
 }
 
 /* The library's functions, and a check that it was built for this nq and these parameters. */
-static int cuda_bind(cuda_backend_t *c, const char *path, const nq_gpu_cfg_t *cfg, nq_cuda_build_t *bd, char *err,
-                     size_t errlen)
+static int cuda_bind(cuda_backend_t *c, const char *path, const nq_gpu_cfg_t *cfg, nq_cuda_build_t *bd,
+                     char *err, size_t errlen)
 {
     int (*abi)(nq_cuda_build_t *) = (int (*)(nq_cuda_build_t *))dlsym(c->lib, "nq_cuda_abi");
     c->launch = (cuda_launch_fn)dlsym(c->lib, "nq_cuda_launch");
@@ -70,11 +70,11 @@ static int cuda_bind(cuda_backend_t *c, const char *path, const nq_gpu_cfg_t *cf
     int need = fast ? NQ_FAST_LEVELS(cfg->rows_left) : cfg->rows_left - 2;
     if (bd->wg != cfg->wg || bd->fast != fast || bd->stack < need ||
         (!fast && (bd->chunked != cfg->chunked || bd->pairs != cfg->pairs)))
-        return nq_errf(err, errlen, "NQ_GPU_CUDA=%s was built with NQ_FAST=%d NQ_WG=%u, a stack of %d levels, "
-                       "NQ_CHUNKED=%d NQ_PAIRS=%d; this run needs NQ_FAST=%d NQ_WG=%u, at least %d levels, "
-                       "NQ_CHUNKED=%d NQ_PAIRS=%d (set NQ_GPU_* and --gpu-kernel to match, or rebuild it)", path,
-                       bd->fast, bd->wg, bd->stack, bd->chunked, bd->pairs, fast, cfg->wg, need, cfg->chunked,
-                       cfg->pairs);
+        return nq_errf(err, errlen, "NQ_GPU_CUDA=%s was built with NQ_FAST=%d NQ_WG=%u, a stack of %d "
+                       "levels, NQ_CHUNKED=%d NQ_PAIRS=%d; this run needs NQ_FAST=%d NQ_WG=%u, at least %d "
+                       "levels, NQ_CHUNKED=%d NQ_PAIRS=%d (set NQ_GPU_* and --gpu-kernel to match, or "
+                       "rebuild it)", path, bd->fast, bd->wg, bd->stack, bd->chunked, bd->pairs, fast,
+                       cfg->wg, need, cfg->chunked, cfg->pairs);
     return 0;
 }
 

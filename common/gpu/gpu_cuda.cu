@@ -117,7 +117,8 @@ __device__ static void gpu_cuda_fast_run(const nq_u32 *tables, const nq_u32 *tas
             if (cur >= ntasks)
                 return;
             next = NQ_FAST_TAKE(next_task);
-            const nq_gpu_table_t *tb = (const nq_gpu_table_t *)(tables + (nq_u64)task_tab[cur] * NQ_GPU_TABLE_WORDS);
+            const nq_gpu_table_t *tb =
+                (const nq_gpu_table_t *)(tables + (nq_u64)task_tab[cur] * NQ_GPU_TABLE_WORDS);
             gpu_fast_start(tb, tasks[cur], mine, tab + lid, &ln);
             toff = (int)lid - (int)ln.base * NQ_WG;
         }
@@ -226,9 +227,9 @@ static cudaError_t cuda_blocks(const cudaDeviceProp *p, unsigned groups_per_sm, 
 {
     int per_sm = 0;
     cudaError_t e;
-    if (DYN_SHARED > 48u * 1024u &&
-        (e = cudaFuncSetAttribute(nq_count_cuda, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)DYN_SHARED)) !=
-            cudaSuccess)
+    if (DYN_SHARED > 48u * 1024u &&     /* past the static 48 KB a block needs asking for */
+        (e = cudaFuncSetAttribute(nq_count_cuda, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  (int)DYN_SHARED)) != cudaSuccess)
         return e;
     if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, nq_count_cuda, NQ_WG, DYN_SHARED)) !=
         cudaSuccess)
@@ -255,7 +256,8 @@ extern "C" int nq_cuda_open(int device, unsigned groups_per_sm, int levels, nq_c
         snprintf(err, errlen, "GPU (CUDA): device %d: there are %d", device, n);
         return -1;
     }
-    if ((e = cudaSetDevice(device)) != cudaSuccess || (e = cudaGetDeviceProperties(&p, device)) != cudaSuccess)
+    if ((e = cudaSetDevice(device)) != cudaSuccess ||
+        (e = cudaGetDeviceProperties(&p, device)) != cudaSuccess)
         return fail(err, errlen, "cudaSetDevice", e);
     nq_cuda_t *c = (nq_cuda_t *)calloc(1, sizeof *c);
     if (!c) {
@@ -319,10 +321,10 @@ extern "C" int nq_cuda_launch(nq_cuda_t *c, int k, const void *tables, unsigned 
 #endif
     unsigned work = chunked ? nchunks : (ntasks + NQ_WG - 1) / NQ_WG;   /* no block without work */
     unsigned blocks = c->blocks < work ? c->blocks : work;
-    nq_count_cuda<<<blocks, NQ_WG, DYN_SHARED, st>>>((const nq_u32 *)s->tables, (const nq_gpu_chunk_t *)s->chunks,
-                                                     nchunks, (const nq_gpu_task_t *)s->tasks,
-                                                     (const nq_u32 *)s->task_tab, ntasks, (nq_gpu_out_t *)s->out,
-                                                     s->counter);
+    nq_count_cuda<<<blocks, NQ_WG, DYN_SHARED, st>>>(
+        (const nq_u32 *)s->tables, (const nq_gpu_chunk_t *)s->chunks, nchunks,
+        (const nq_gpu_task_t *)s->tasks, (const nq_u32 *)s->task_tab, ntasks, (nq_gpu_out_t *)s->out,
+        s->counter);
     if ((e = cudaGetLastError()) != cudaSuccess)
         return fail(err, errlen, "the kernel launch", e);
     cudaMemcpyAsync(out, s->out, ntasks * sizeof(nq_gpu_out_t), cudaMemcpyDeviceToHost, st);

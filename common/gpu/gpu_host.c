@@ -34,7 +34,8 @@ static int host_wait(gpu_backend_t *b, int slot, char *err, size_t errlen)
     if (h->fast) {
         nq_u4 fstk[NQ_FAST_STACK];
         nq_u32 ftab[NQ_FAST_STACK];
-        gpu_fast_run((const nq_u32 *)l->tables, l->task_tab, l->ntasks, l->tasks, l->out, &counter, fstk, ftab);
+        gpu_fast_run((const nq_u32 *)l->tables, l->task_tab, l->ntasks, l->tasks, l->out, &counter, fstk,
+                     ftab);
     } else if (h->chunked)
         gpu_group_run((const nq_u32 *)l->tables, l->chunks, l->nchunks, l->tasks, l->out, &counter, &tab,
                       &cur, &next, stk);
@@ -49,7 +50,8 @@ gpu_backend_t *gpu_host_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
 {
     int fast = cfg->kernel == NQ_GPU_KERNEL_FAST;
     if (fast ? NQ_FAST_LEVELS(cfg->rows_left) > NQ_FAST_STACK : cfg->rows_left - 2 > NQ_STACK)
-        return nq_errf(err, errlen, "rows left %d: the host kernel's stack is too small", cfg->rows_left), NULL;
+        return nq_errf(err, errlen, "rows left %d: the host kernel's stack is too small", cfg->rows_left),
+               NULL;
     host_backend_t *h = calloc(1, sizeof *h);
     if (!h)
         return nq_errf(err, errlen, "out of memory"), NULL;

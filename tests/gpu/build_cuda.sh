@@ -13,8 +13,8 @@ DEST=${1:?usage: build_cuda.sh DEST ARCH [VARIANT...]}
 ARCH=${2:?usage: build_cuda.sh DEST ARCH [VARIANT...]}
 shift 2
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-DEFAULT_VARIANTS="fast-ptx-wg128-r14 fast-ptx-wg128-r13 fast-ptx-wg128-r15 fast-ptx-wg64-r14 fast-ptx-wg256-r14
-                  fast-vote-wg128-r14 fast-portable-wg128-r14 parity-wg128-r13"
+DEFAULT_VARIANTS="fast-ptx-wg128-r14 fast-ptx-wg128-r13 fast-ptx-wg128-r15 fast-ptx-wg64-r14
+                  fast-ptx-wg256-r14 fast-vote-wg128-r14 fast-portable-wg128-r14 parity-wg128-r13"
 VARIANTS=${*:-$DEFAULT_VARIANTS}
 mkdir -p "$DEST"
 
@@ -31,7 +31,8 @@ defs() {
         fast-ptx) echo "-DNQ_FAST=1 -DNQ_CUDA_LOOP=2 -DNQ_WG=$wg -DNQ_FAST_STACK=$((rows - 1))" ;;
         fast-vote) echo "-DNQ_FAST=1 -DNQ_CUDA_LOOP=1 -DNQ_WG=$wg -DNQ_FAST_STACK=$((rows - 1))" ;;
         fast-portable) echo "-DNQ_FAST=1 -DNQ_CUDA_LOOP=0 -DNQ_WG=$wg -DNQ_FAST_STACK=$((rows - 1))" ;;
-        parity-*) echo "-DNQ_FAST=0 -DNQ_WG=$wg -DNQ_STACK=$((rows - 2)) -DNQ_STACK_LOCAL=1 -DNQ_CHUNKED=0 -DNQ_PAIRS=0" ;;
+        parity-*) echo "-DNQ_FAST=0 -DNQ_WG=$wg -DNQ_STACK=$((rows - 2)) -DNQ_STACK_LOCAL=1" \
+                       "-DNQ_CHUNKED=0 -DNQ_PAIRS=0" ;;
         *) return 1 ;;
     esac
 }

@@ -84,7 +84,7 @@ CUDA=$G/cuda
 PEER=$G/peer
 if [ -n "$arch" ] && [ "$(cat "$CUDA/arch" 2>/dev/null)" != "$arch" ]; then
     if [ -n "$nvcc" ]; then
-        say "building nq's CUDA libraries for sm_$arch (carried: sm_$(cat "$CUDA/arch" 2>/dev/null || echo none))"
+        say "building nq's CUDA libraries for sm_$arch (carried: $(cat "$CUDA/arch" 2>/dev/null || echo no))"
         CUDA=$LOG/cuda
         NVCC=$nvcc timeout 200 tests/gpu/build_cuda.sh "$CUDA" "$arch" >>"$LOG/check.log" 2>&1
     else
@@ -272,14 +272,17 @@ done
     echo "GPU device check, $(date -u +%Y-%m-%d): ${card:-no GPU} (sm_${arch:-?}), $(nproc) host cores;" \
          "OpenCL $([ $OCL_OK = 1 ] && echo yes || echo no), CUDA $([ $CUDA_OK = 1 ] && echo yes || echo no)"
     echo
-    echo "The race (seconds; the peer is ygch/n_queens, config3 with 5 rows; ratio = peer / nq, target >= 2 at N=21):"
+    echo "The race (seconds; the peer is ygch/n_queens, config3 with 5 rows; ratio = peer / nq's faster," \
+         "target >= 2 at N=21):"
     printf '%-4s %10s %14s %14s %8s %8s\n' N peer cuda-fast-ptx opencl-fast ratio exact
     for n in $N_EXACT $N_RACE $N_BIG; do
         p=$(secs peer-c3-rows5 "$n"); a=$(secs cuda-fast-ptx "$n"); b=$(secs opencl-fast "$n")
-        best=$(awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { m = a; if (m == 0 || (b > 0 && b < m)) m = b; print m }')
-        r=-; [ -n "$p" ] && [ "$best" != 0 ] && r=$(awk -v p="$p" -v q="$best" 'BEGIN { printf "%.2fx", p / q }')
-        ex=$(awk -F'\t' -v n="$n" '$2 == n && $1 !~ /^peer/ && $3 != "FAILED" { e = e $4 "," } END { print e }' \
-             "$LOG/results.tsv")
+        best=$(awk -v a="${a:-0}" -v b="${b:-0}" \
+               'BEGIN { m = a; if (m == 0 || (b > 0 && b < m)) m = b; print m }')
+        r=-
+        [ -n "$p" ] && [ "$best" != 0 ] && r=$(awk -v p="$p" -v q="$best" 'BEGIN { printf "%.2fx", p / q }')
+        ex=$(awk -F'\t' -v n="$n" '$2 == n && $1 !~ /^peer/ && $3 != "FAILED" { e = e $4 "," }
+                                    END { print e }' "$LOG/results.tsv")
         printf '%-4s %10s %14s %14s %8s %8s\n' "$n" "${p:--}" "${a:--}" "${b:--}" "$r" "${ex:--}"
     done
     p2=$(secs peer-c2-rows6 "$(echo $N_RACE | awk '{ print $1 }')")

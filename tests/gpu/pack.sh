@@ -63,7 +63,7 @@ if [ -n "$peer" ]; then
     cp "$peer"/* "$DEST/peer-src/"
     chmod -R u+w "$DEST/peer-src"
 else
-    echo "pack: no peer source (shared/peers/ygch-n_queens, or NQ_PEER_SRC): the device check will skip it" >&2
+    echo "pack: no peer source (shared/peers/ygch-n_queens, or NQ_PEER_SRC): the device check skips it" >&2
 fi
 nvcc=$(command -v nvcc || { [ -x /usr/local/cuda/bin/nvcc ] && echo /usr/local/cuda/bin/nvcc; } || true)
 if [ -n "$nvcc" ]; then
@@ -90,4 +90,4 @@ mb=$(du -sm "$DEST" | cut -f1)
 libs=$(find "$DEST/lib" -type f | wc -l)
 echo "pack: $DEST: $mb MB, $libs libraries (+ $(find "$DEST/fallback" -type f | wc -l) fallback)," \
      "$(find "$DEST/cuda" -name '*.so' 2>/dev/null | wc -l) CUDA variants for sm_$ARCH," \
-     "peer: $([ -x "$DEST/peer/n_queens_c3" ] && echo built || { [ -d "$DEST/peer-src" ] && echo source || echo none; })"
+     "peer: $([ -x "$DEST/peer/n_queens_c3" ] && echo built || echo "not built")"

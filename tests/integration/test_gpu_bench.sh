@@ -23,13 +23,14 @@ ok "bench count 12 --gpu: exact with the fast kernel; with the parity kernel, th
 # the order the walk makes them, on one queue; both kernels
 for k in fast parity; do
     NQ_GPU_KERNEL=$k NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=2000 NQ_GPU_SORT=0 NQ_GPU_QUEUES=1 cpu_vs_gpu 13
-    grep -q "$k kernel, .*tasks in order, 1 queue" "$T/gpu.json" || fail "unsorted, one queue: $(cat "$T/gpu.json")"
+    grep -q "$k kernel, .*tasks in order, 1 queue" "$T/gpu.json" \
+        || fail "unsorted, one queue: $(cat "$T/gpu.json")"
     grep -Eq '; [0-9]{2,} launches, [0-9]{5,} tasks' "$T/gpu.json" \
         || fail "want many launches: $(cat "$T/gpu.json")"
 done
 # the fast kernel's nodes are its own, and the same whatever the work-groups and the tasks' order
-"$NQ" bench count 13 --gpu --json >"$T/f1.json" && NQ_GPU_WG=32 NQ_GPU_SORT=0 "$NQ" bench count 13 --gpu --json \
-    >"$T/f2.json" || fail "bench 13 --gpu"
+"$NQ" bench count 13 --gpu --json >"$T/f1.json" || fail "bench 13 --gpu"
+NQ_GPU_WG=32 NQ_GPU_SORT=0 "$NQ" bench count 13 --gpu --json >"$T/f2.json" || fail "bench 13 --gpu, wg 32"
 [ "$(json_num "$T/f1.json" nodes)" = "$(json_num "$T/f2.json" nodes)" ] \
     || fail "fast nodes differ between runs: $(cat "$T/f1.json" "$T/f2.json")"
 # the fast kernel with tasks of 2 rows (the last two only), 3 and 16 (the whole board); work-groups of 32
@@ -53,7 +54,8 @@ NQ_GPU_CHUNKED=1 "$NQ" bench count 10 --gpu >/dev/null 2>"$T/err"; rc=$?
 "$NQ" bench count 10 --gpu-kernel quick >/dev/null 2>"$T/err"; rc=$?
 [ "$rc" = 2 ] && grep -q "fast or parity" "$T/err" || fail "--gpu-kernel quick: exit $rc $(cat "$T/err")"
 NQ_GPU_KERNEL=quick "$NQ" bench count 10 --gpu >/dev/null 2>"$T/err"; rc=$?
-[ "$rc" = 2 ] && grep -q "NQ_GPU_KERNEL=quick" "$T/err" || fail "NQ_GPU_KERNEL=quick: exit $rc $(cat "$T/err")"
+[ "$rc" = 2 ] && grep -q "NQ_GPU_KERNEL=quick" "$T/err" \
+    || fail "NQ_GPU_KERNEL=quick: exit $rc $(cat "$T/err")"
 ok "a parity setting with the fast kernel (exit 3), a bad kernel name (exit 2): one line each"
 
 # estimate --gpu: the same sample as on the CPU (same seed), so the same node estimate with the parity

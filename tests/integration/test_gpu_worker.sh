@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # GPU workers through OpenCL (pocl in CI): `nq run count --gpu` with either kernel; a broker with a
 # --gpu-kernel parity worker and a CPU worker on a --quorum 2 job (exact, no conflict: the two agree
-# on every shard, nodes included); `nq workers` naming the device; a GPU that miscounts (test fault switch) caught by
-# the quorum; a GPU lost mid-job (its shards reported as errors, recounted elsewhere, the worker
-# exits 3); and no platform: one line, exit 3, nothing left behind.
+# on every shard, nodes included); `nq workers` naming the device; a GPU that miscounts (test fault
+# switch) caught by the quorum; a GPU lost mid-job (its shards reported as errors, recounted
+# elsewhere, the worker exits 3); and no platform: one line, exit 3, nothing left behind.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_gpu.sh"
 cd "$T" || exit 1
@@ -15,7 +15,8 @@ nodes12=$("$NQ" bench count 12 --json | json_get nodes)
 "$NQ" run count 12 --gpu-kernel parity --db runp.db --json >run.json 2>run.err \
     || fail "run count 12 --gpu-kernel parity: $(cat run.err)"
 [ "$(json_get total <run.json)" = "$(oeis_total 12)" ] || fail "run --gpu parity total: $(cat run.json)"
-[ "$(json_get nodes <run.json)" = "$nodes12" ] || fail "run --gpu parity nodes, want $nodes12: $(cat run.json)"
+[ "$(json_get nodes <run.json)" = "$nodes12" ] \
+    || fail "run --gpu parity nodes, want $nodes12: $(cat run.json)"
 ok "nq run count 12 --gpu: exact; with --gpu-kernel parity, the CPU's nodes"
 
 mkdir -p no-vendors
