@@ -122,7 +122,9 @@ __device__ static void gpu_cuda_fast_run(const nq_u32 *tables, const nq_u32 *tas
             gpu_fast_start(tb, tasks[cur], mine, tab + lid, &ln);
             toff = (int)lid - (int)ln.base * NQ_WG;
         }
-        unsigned mask = __activemask();
+        /* every lane that has not left steps together; a lane that left counts as there for the
+           *_sync functions, so the full mask holds at the launch's end too */
+        __syncwarp();
 #if NQ_CUDA_LOOP == NQ_CUDA_LOOP_PTX
         unsigned sbase = (unsigned)__cvta_generic_to_shared(mine);
         unsigned tp = sbase + (unsigned)ln.top * (NQ_WG * 16u);
@@ -130,13 +132,13 @@ __device__ static void gpu_cuda_fast_run(const nq_u32 *tables, const nq_u32 *tas
         do {
             NQ_CUDA_STEP(tp, tb0, ln, sols);
             it++;
-        } while (!__any_sync(mask, (int)(tp - sbase) < 0));
+        } while (!__any_sync(0xffffffffu, (int)(tp - sbase) < 0));
         ln.top = (int)(tp - sbase) < 0 ? -1 : (int)((tp - sbase) / (NQ_WG * 16u));
 #else
         nq_u64 steps = 0;
         do
             NQ_FAST_STEP(mine, tab, toff, ln, steps, sols);
-        while (!__any_sync(mask, ln.top < 0));
+        while (!__any_sync(0xffffffffu, ln.top < 0));
         it += steps;
 #endif
     }
