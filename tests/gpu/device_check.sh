@@ -217,7 +217,7 @@ for n in $N_RACE; do
         [ -n "$a" ] && [ -n "$b" ] && BEST=$(awk -v a="$a" -v b="$b" \
             'BEGIN { print (a <= b ? "cuda-fast-ptx" : "opencl-fast") }')
         [ -z "$a" ] && [ -n "$b" ] && BEST=opencl-fast
-        say "faster at N=$n: $BEST"
+        [ -n "$a$b" ] && say "faster at N=$n: $BEST"
     fi
 done
 
