@@ -179,8 +179,8 @@ static int bench_on_gpu(const bench_opts_t *o, bench_t *b, char *kernel, size_t 
     gpu_stats(g, &st);
     /* the seconds the device had a launch: far below the bench's seconds, the host fed it too slowly */
     snprintf(kernel, len, "gpu: %s [%s; %s; %llu launches, %llu tasks, %.2f s busy]", gpu_name(g),
-             gpu_backend_name(g), gpu_params(g), (unsigned long long)st.launches, (unsigned long long)st.tasks,
-             st.launch_s);
+             gpu_backend_name(g), gpu_params(g), (unsigned long long)st.launches,
+             (unsigned long long)st.tasks, st.launch_s);
     snprintf(gjson, glen, ",\"gpu_backend\":\"%s\",\"gpu_kernel\":\"%s\",\"gpu_nodes_cpu\":%s",
              gpu_backend_name(g), gpu_kernel_name(g), gpu_nodes_cpu(g) ? "true" : "false");
     for (char *c = kernel; *c; c++)     /* the driver's words, printed inside a JSON string too */

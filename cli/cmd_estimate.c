@@ -314,8 +314,12 @@ int cmd_estimate(int argc, char **argv)
         rc = k ? est_time_sample(sh, k, o.seed, secs, nod) : 0;
     if (rc == 0) {
         est_total_t t = est_total(secs, k, s, probes), nd = est_total(nod, k, s, probes);
+        char dev[400];                  /* which kernel: the fast one's nodes are its own, not the CPU's */
         if (g)
-            est_print_gpu(&o, sh, k, probes, extra, &t, &nd, gpu_name(g), rate);
+            snprintf(dev, sizeof dev, "%s [%s, %s kernel%s]", gpu_name(g), gpu_backend_name(g),
+                     gpu_kernel_name(g), gpu_nodes_cpu(g) ? "" : ": nodes of its own");
+        if (g)
+            est_print_gpu(&o, sh, k, probes, extra, &t, &nd, dev, rate);
         else
             est_print(&o, sh, k, probes, extra, &t, &nd);
     }
