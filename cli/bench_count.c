@@ -126,19 +126,20 @@ static int bench_run(bench_t *b, int threads)
     return 0;
 }
 
-typedef struct { uint64_t n, threads, depth; int json, gpu, gpu_device, gpu_list; } bench_opts_t;
+typedef struct { uint64_t n, threads, depth; int json, gpu, gpu_device, gpu_list, gpu_kernel; } bench_opts_t;
 
 static int bench_parse(int argc, char **argv, bench_opts_t *o)
 {
     static const struct option longopts[] = {
         { "threads", required_argument, NULL, 't' }, { "depth", required_argument, NULL, 'd' },
         { "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
-        { "gpu", no_argument, NULL, 'g' }, { "gpu-device", required_argument, NULL, 'G' }, { 0, 0, 0, 0 } };
+        { "gpu", no_argument, NULL, 'g' }, { "gpu-device", required_argument, NULL, 'G' },
+        { "gpu-kernel", required_argument, NULL, 'K' }, { 0, 0, 0, 0 } };
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int c, rc;
     o->threads = cores > 0 ? (uint64_t)(cores > 1024 ? 1024 : cores) : 1;
     o->depth = 0;
-    o->json = o->gpu = o->gpu_list = 0;
+    o->json = o->gpu = o->gpu_list = o->gpu_kernel = 0;
     o->gpu_device = -1;
     optind = 1;
     opterr = 0;
@@ -150,6 +151,8 @@ static int bench_parse(int argc, char **argv, bench_opts_t *o)
         case 'g': o->gpu = 1; break;
         case 'G': if ((rc = cli_gpu_device_option(CMD, optarg, &o->gpu_device, &o->gpu_list))) return rc;
                   o->gpu = 1; break;
+        case 'K': if ((rc = cli_gpu_kernel_option(CMD, optarg, &o->gpu_kernel))) return rc;
+                  o->gpu = 1; break;
         case 'h': cli_help("bench"); return -1;
         default: return cli_count_bad_option(CMD, argv, &o->n);
         }
@@ -157,14 +160,16 @@ static int bench_parse(int argc, char **argv, bench_opts_t *o)
     return cli_count_n(CMD, argc, argv, &o->n);
 }
 
-/* The sums through the GPU; the device's name (and its parameters) go to kernel, the seconds it took to
-   open the device and build the kernel for it to *setup. 0, or an exit code. */
-static int bench_on_gpu(const bench_opts_t *o, bench_t *b, char *kernel, size_t len, double *setup)
+/* The sums through the GPU; the device's name, backend and parameters go to kernel, the JSON fields
+   naming the backend and the kernel to gjson, the seconds it took to open the device and build the
+   kernel for it to *setup. 0, or an exit code. */
+static int bench_on_gpu(const bench_opts_t *o, bench_t *b, char *kernel, size_t len, char *gjson, size_t glen,
+                        double *setup)
 {
     nq_gpu_t *g;
     char err[512];
     double t0 = now_s();
-    int rc = cli_gpu_open(CMD, o->gpu_device, o->gpu_list, &g);
+    int rc = cli_gpu_open(CMD, o->gpu_device, o->gpu_list, o->gpu_kernel, &g);
     *setup = now_s() - t0;
     if (rc)
         return rc < 0 ? NQ_EXIT_OK : rc;
@@ -172,8 +177,12 @@ static int bench_on_gpu(const bench_opts_t *o, bench_t *b, char *kernel, size_t 
         rc = cli_error(CMD, "%s", err);
     nq_gpu_stats_t st;
     gpu_stats(g, &st);
-    snprintf(kernel, len, "gpu: %s [%s; %llu launches, %llu tasks]", gpu_name(g), gpu_params(g),
-             (unsigned long long)st.launches, (unsigned long long)st.tasks);
+    /* the seconds the device had a launch: far below the bench's seconds, the host fed it too slowly */
+    snprintf(kernel, len, "gpu: %s [%s; %s; %llu launches, %llu tasks, %.2f s busy]", gpu_name(g),
+             gpu_backend_name(g), gpu_params(g), (unsigned long long)st.launches,
+             (unsigned long long)st.tasks, st.launch_s);
+    snprintf(gjson, glen, ",\"gpu_backend\":\"%s\",\"gpu_kernel\":\"%s\",\"gpu_nodes_cpu\":%s",
+             gpu_backend_name(g), gpu_kernel_name(g), gpu_nodes_cpu(g) ? "true" : "false");
     for (char *c = kernel; *c; c++)     /* the driver's words, printed inside a JSON string too */
         if ((unsigned char)*c < 32 || *c == '"' || *c == '\\')
             *c = '?';
@@ -184,7 +193,7 @@ static int bench_on_gpu(const bench_opts_t *o, bench_t *b, char *kernel, size_t 
 int cmd_bench_count(int argc, char **argv)
 {
     bench_opts_t o;
-    char err[256], t1[40], t2[40], kernel[600];
+    char err[256], t1[40], t2[40], kernel[600], gjson[120] = "";
     int rc = bench_parse(argc, argv, &o);
     if (rc)
         return rc < 0 ? NQ_EXIT_OK : rc;
@@ -198,7 +207,8 @@ int cmd_bench_count(int argc, char **argv)
     pthread_mutex_init(&b.lock, NULL);
     snprintf(kernel, sizeof kernel, "%s", count_kernel_name());
     double setup = 0;
-    rc = o.gpu ? bench_on_gpu(&o, &b, kernel, sizeof kernel, &setup) : bench_run(&b, (int)o.threads);
+    rc = o.gpu ? bench_on_gpu(&o, &b, kernel, sizeof kernel, gjson, sizeof gjson, &setup)
+               : bench_run(&b, (int)o.threads);
     double secs = now_s() - t0;
     if (rc == 0 && !o.gpu_list) {
         double rate = secs > 0 ? (double)b.nodes / secs : 0;
@@ -207,9 +217,9 @@ int cmd_bench_count(int argc, char **argv)
         if (o.json)
             printf("{\"n\":%d,\"total\":%s,\"unique\":%s,\"nodes\":%llu,\"seconds\":%.6f,"
                    "\"nodes_per_s\":%.0f,\"shards\":%zu,\"depth\":%d,\"threads\":%d,\"kernel\":\"%s\","
-                   "\"list_seconds\":%.6f,\"setup_seconds\":%.6f}\n", (int)o.n, t1, t2,
+                   "\"list_seconds\":%.6f,\"setup_seconds\":%.6f%s}\n", (int)o.n, t1, t2,
                    (unsigned long long)b.nodes, secs, rate, shards_count(shards), shards_depth(shards),
-                   (int)o.threads, kernel, listed, setup);
+                   (int)o.threads, kernel, listed, setup, gjson);
         else
             printf("n %d  total %s  unique %s\nnodes %llu  seconds %.3f  nodes/s %.3g\n"
                    "shards %zu  depth %d  threads %d  kernel %s\n", (int)o.n, t1, t2,

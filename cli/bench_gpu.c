@@ -117,7 +117,7 @@ int bench_gpu_run(nq_gpu_t *g, const nq_shards_t *list, int threads, uint64_t ru
     return 0;
 }
 
-int cli_gpu_open(const char *cmd, int device, int list_only, nq_gpu_t **g)
+int cli_gpu_open(const char *cmd, int device, int list_only, int kernel, nq_gpu_t **g)
 {
     nq_gpu_cfg_t cfg;
     char err[1024], buf[8192];
@@ -132,6 +132,8 @@ int cli_gpu_open(const char *cmd, int device, int list_only, nq_gpu_t **g)
     cfg.device = device;
     if (gpu_cfg_from_env(&cfg, err, sizeof err) != 0)
         return cli_usage_error(cmd, "%s", err);
+    if (kernel)                         /* --gpu-kernel over NQ_GPU_KERNEL */
+        cfg.kernel = kernel;
     *g = gpu_open(&cfg, err, sizeof err);
     return *g ? 0 : cli_error(cmd, "%s", err);
 }
@@ -146,4 +148,15 @@ int cli_gpu_device_option(const char *cmd, const char *arg, int *device, int *li
     int rc = cli_parse_u64(cmd, "--gpu-device", arg, 0, 63, &v);
     *device = (int)v;
     return rc;
+}
+
+int cli_gpu_kernel_option(const char *cmd, const char *arg, int *kernel)
+{
+    nq_gpu_cfg_t cfg;
+    char err[128];
+    gpu_cfg_defaults(&cfg);
+    if (gpu_cfg_kernel(&cfg, arg, err, sizeof err) != 0)
+        return cli_usage_error(cmd, "--gpu-kernel is fast or parity (got '%.32s')", arg);
+    *kernel = cfg.kernel;
+    return 0;
 }

@@ -38,7 +38,10 @@
 
 #define CMD "estimate"
 
-typedef struct { uint64_t n, sample, seed, depth; int json, gpu, gpu_device, gpu_list; } est_opts_t;
+typedef struct {
+    uint64_t n, sample, seed, depth;
+    int json, gpu, gpu_device, gpu_list, gpu_kernel;
+} est_opts_t;
 
 static int est_parse(int argc, char **argv, est_opts_t *o)
 {
@@ -46,12 +49,13 @@ static int est_parse(int argc, char **argv, est_opts_t *o)
         { "sample", required_argument, NULL, 'k' }, { "seed", required_argument, NULL, 's' },
         { "depth", required_argument, NULL, 'd' }, { "json", no_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' }, { "gpu", no_argument, NULL, 'g' },
-        { "gpu-device", required_argument, NULL, 'G' }, { 0, 0, 0, 0 } };
+        { "gpu-device", required_argument, NULL, 'G' }, { "gpu-kernel", required_argument, NULL, 'K' },
+        { 0, 0, 0, 0 } };
     int c, rc;
     /* 1000: smaller samples often miss the long tail of shard sizes, and their intervals the count
        (N=21: two seeds of three at 200; docs/benchmarks.md) */
     o->sample = 1000; o->seed = 1; o->depth = 0; o->json = 0;
-    o->gpu = o->gpu_list = 0; o->gpu_device = -1;
+    o->gpu = o->gpu_list = o->gpu_kernel = 0; o->gpu_device = -1;
     if (argc < 2 || strcmp(argv[1], "count") != 0)
         return cli_usage_error(CMD, "expected 'count N' (only counts can be estimated)");
     argc--; argv++;        /* argv[0] is now "count" */
@@ -65,6 +69,8 @@ static int est_parse(int argc, char **argv, est_opts_t *o)
         case 'j': o->json = 1; break;
         case 'g': o->gpu = 1; break;
         case 'G': if ((rc = cli_gpu_device_option(CMD, optarg, &o->gpu_device, &o->gpu_list))) return rc;
+                  o->gpu = 1; break;
+        case 'K': if ((rc = cli_gpu_kernel_option(CMD, optarg, &o->gpu_kernel))) return rc;
                   o->gpu = 1; break;
         case 'h': cli_help(CMD); return -1;
         default: return cli_count_bad_option(CMD, argv, &o->n);
@@ -265,7 +271,7 @@ static int est_gpu(const est_opts_t *o, const nq_shards_t *sh, int probes, size_
 {
     char err[512];
     nq_rng_t rng;
-    int rc = cli_gpu_open(CMD, o->gpu_device, o->gpu_list, g);
+    int rc = cli_gpu_open(CMD, o->gpu_device, o->gpu_list, o->gpu_kernel, g);
     if (rc)
         return rc < 0 ? -1 : rc;
     rng_init(&rng, o->seed, probes ? 0x70726f6265 : 0x657374);   /* the streams "probe" and "est" */
@@ -308,8 +314,12 @@ int cmd_estimate(int argc, char **argv)
         rc = k ? est_time_sample(sh, k, o.seed, secs, nod) : 0;
     if (rc == 0) {
         est_total_t t = est_total(secs, k, s, probes), nd = est_total(nod, k, s, probes);
+        char dev[400];                  /* which kernel: the fast one's nodes are its own, not the CPU's */
         if (g)
-            est_print_gpu(&o, sh, k, probes, extra, &t, &nd, gpu_name(g), rate);
+            snprintf(dev, sizeof dev, "%s [%s, %s kernel%s]", gpu_name(g), gpu_backend_name(g),
+                     gpu_kernel_name(g), gpu_nodes_cpu(g) ? "" : ": nodes of its own");
+        if (g)
+            est_print_gpu(&o, sh, k, probes, extra, &t, &nd, dev, rate);
         else
             est_print(&o, sh, k, probes, extra, &t, &nd);
     }

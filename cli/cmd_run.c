@@ -300,7 +300,7 @@ int cmd_run(int argc, char **argv)
     nq_log_set_level(NQ_LOG_WARN);      /* a local run talks in its progress bar; --log-level overrides */
     int rc = cmd_args_parse("run", "db,workers,json,fresh,algo,all,depth,priority,max-attempts,quorum,"
                             "solutions,restarts,seed,max-steps,shard-seconds,log-level,http,http-token-file,"
-                            "verify-rate,gpu,gpu-device", argc, argv, &a);
+                            "verify-rate,gpu,gpu-device,gpu-kernel", argc, argv, &a);
     if (rc || (rc = cmd_args_job("run", &a)))
         return rc;
     const char *db = a.client.db ? a.client.db : "nq.db";
@@ -317,7 +317,7 @@ int cmd_run(int argc, char **argv)
     int done = 0;
     nq_gpu_t *gpu = NULL;
     /* the device before the DB: a run that cannot count on it leaves nothing behind */
-    if (a.gpu && (rc = cli_gpu_open("run", a.gpu_device, a.gpu_list, &gpu)))
+    if (a.gpu && (rc = cli_gpu_open("run", a.gpu_device, a.gpu_list, a.gpu_kernel, &gpu)))
         return rc < 0 ? NQ_EXIT_OK : rc;
     if ((rc = run_prepare(db, &spec, a.fresh, &id, &done))) {
         gpu_close(&gpu);

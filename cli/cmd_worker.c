@@ -18,10 +18,11 @@ int cmd_worker(int argc, char **argv)
         { "broker-key", required_argument, 0, 'K' }, { "id", required_argument, 0, 'i' },
         { "log-format", required_argument, 0, 'F' }, { "log-level", required_argument, 0, 'V' },
         { "gpu", no_argument, 0, 'g' }, { "gpu-device", required_argument, 0, 'G' },
+        { "gpu-kernel", required_argument, 0, 'X' },
         { 0, 0, 0, 0 },
     };
     uint64_t v;
-    int c, rc, gpu = 0, device = -1, list = 0;
+    int c, rc, gpu = 0, device = -1, list = 0, kernel = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -39,6 +40,8 @@ int cmd_worker(int argc, char **argv)
         case 'g': gpu = 1; break;
         case 'G': if ((rc = cli_gpu_device_option("worker", optarg, &device, &list))) return rc;
                   gpu = 1; break;
+        case 'X': if ((rc = cli_gpu_kernel_option("worker", optarg, &kernel))) return rc;
+                  gpu = 1; break;
         default: return cli_usage_error("worker", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
@@ -48,7 +51,7 @@ int cmd_worker(int argc, char **argv)
         return cli_usage_error("worker", "--key and --broker-key go together");
     char err[512] = "";
     /* the device first: a worker that cannot count on it says why before it takes any shard */
-    if (gpu && (rc = cli_gpu_open("worker", device, list, &cfg.gpu)))
+    if (gpu && (rc = cli_gpu_open("worker", device, list, kernel, &cfg.gpu)))
         return rc < 0 ? NQ_EXIT_OK : rc;
     signals_install();
     nq_worker_t *w = worker_new(&cfg, err, sizeof err);

@@ -8,20 +8,23 @@
 
 #define NQ_COMMAND_TABLE \
     { "bench", cmd_bench, "run a kernel in-process and time it", \
-      "usage: nq bench count N [--threads K] [--depth D] [--gpu [--gpu-device I|list]] [--json]\n" \
+      "usage: nq bench count N [--threads K] [--depth D] [--gpu [--gpu-device I|list]\n" \
+      "                        [--gpu-kernel fast|parity]] [--json]\n" \
       "       nq bench solve N [--seed S] [--algo NAME] [--out FILE] [--format text|bin] [--board] [--json]\n" \
       "\n" \
       "count: count all solutions of the N x N board (1 <= N <= 32) with K threads\n" \
       "       (default: all cores) pulling shards; prints total, unique, nodes, seconds, nodes/s.\n" \
       "       --depth D fixes rows 0..D-1 besides the border in each shard (0 = auto from N).\n" \
-      "       --gpu counts on the first GPU through OpenCL (same results and nodes); the threads\n" \
-      "       feed it. --gpu-device I picks the device, 'list' lists them.\n" \
+      "       --gpu counts on the first GPU through OpenCL (CUDA where NQ_GPU_CUDA names nq's\n" \
+      "       libnq_cuda.so); the threads feed it. --gpu-device I picks the device, 'list' lists\n" \
+      "       them. --gpu-kernel: fast (default; same results, nodes of its own) or parity (the\n" \
+      "       CPU kernels' nodes too); NQ_GPU_KERNEL sets it as well.\n" \
       "solve: find one solution by local search (4 <= N <= 1e9 for qs4), verify it,\n" \
       "       print seconds and peak memory; --out writes it (text: one 0-based column per\n" \
       "       line; bin: compact binary). 'nq bench solve --algo list' lists the methods.\n" }, \
     { "estimate", cmd_estimate, "estimate the core-hours a count needs", \
-      "usage: nq estimate count N [--sample K] [--seed S] [--depth D] [--gpu [--gpu-device I|list]]\n" \
-      "                           [--json]\n" \
+      "usage: nq estimate count N [--sample K] [--seed S] [--depth D] [--gpu [--gpu-device I|list]\n" \
+      "                           [--gpu-kernel fast|parity]] [--json]\n" \
       "\n" \
       "Times a uniform random sample of K shards (default 1000) on this machine and\n" \
       "extrapolates the core-hours the whole count of N needs, with a 95% interval\n" \
@@ -66,7 +69,8 @@
 #define NQ_COMMAND_TABLE_DIST \
     { "run", cmd_run, "one machine: embedded broker + local workers", \
       "usage: nq run count|solve|enumerate N [--db PATH] [--workers K] [--json] [--fresh] [job options]\n" \
-      "              [--http ADDR [--http-token-file F]] [--gpu [--gpu-device I|list]]\n" \
+      "              [--http ADDR [--http-token-file F]]\n" \
+      "              [--gpu [--gpu-device I|list] [--gpu-kernel fast|parity]]\n" \
       "\n" \
       "Runs the job on this machine: the broker and K local worker threads (default: all\n" \
       "cores) in one process, results in the DB (default ./nq.db). A progress bar on stderr\n" \
@@ -106,7 +110,8 @@
       "                     jobs past K (50000000)\n" }, \
     { "worker", cmd_worker, "run shards for a broker", \
       "usage: nq worker [--connect EP] [--threads K] [--prefetch P] [--key F --broker-key F] [--id ID]\n" \
-      "                 [--gpu [--gpu-device I|list]] [--log-format text|json] [--log-level L]\n" \
+      "                 [--gpu [--gpu-device I|list] [--gpu-kernel fast|parity]]\n" \
+      "                 [--log-format text|json] [--log-level L]\n" \
       "\n" \
       "  --connect EP       the broker's worker endpoint (default tcp://127.0.0.1:7555)\n" \
       "  --threads K        compute threads (default: all cores)\n" \
@@ -115,6 +120,8 @@
       "                     for as many shards as its measured rate keeps busy. If the GPU fails, its\n" \
       "                     shards are reported as errors (others recount them) and it exits 3.\n" \
       "  --gpu-device I     the OpenCL device to use ('list' lists them; default: the first GPU)\n" \
+      "  --gpu-kernel K     fast (default: same counts, nodes of its own) or parity (the CPU\n" \
+      "                     kernels' nodes too, at about half the speed)\n" \
       "SIGTERM: stop taking work, hand back what is held, exit 0.\n" }, \
     { "submit", cmd_submit, "submit a job to the broker; prints its id", \
       "usage: nq submit count|solve|enumerate N [job options] [--json] [connection options]\n\njob options:\n" \

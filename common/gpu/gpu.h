@@ -3,7 +3,8 @@
  * from any thread (gpu_count_shard), their host parts run at once on the caller's thread
  * (gpu_shard.h), their GPU parts are expanded into tasks, many shards' tasks to a launch, two
  * launches in flight, and each shard's tasks are folded back into one result, handed to the
- * caller's callback. Results are those of count_shard: total, unique, residues and nodes.
+ * caller's callback. Results are those of count_shard: total, unique and residues always; nodes
+ * too with the parity kernel, while the fast kernel (the default) counts nodes of its own.
  *
  * A device that fails (a launch error, lost, out of memory) fails the engine: every shard it
  * holds and every later one ends with the error, never with a partial count.
@@ -18,32 +19,45 @@
 
 typedef struct nq_gpu nq_gpu_t;
 
+/* The search a GPU runs (docs/gpu.md): fast, a plain uniform loop whose nodes are its own; or
+   parity, the CPU kernels' search node for node (for tests, and for comparing nodes). */
+#define NQ_GPU_KERNEL_FAST 1
+#define NQ_GPU_KERNEL_PARITY 2
+
 /* How the engine runs; 0 or -1 fields take the defaults (see docs/gpu.md). */
 typedef struct {
     int device;                /* index in the list `nq bench count --gpu` prints; -1: the first GPU */
+    int kernel;                /* NQ_GPU_KERNEL_FAST or _PARITY (0: fast) */
     uint32_t wg;               /* work-items per group (0: 128, or less where the device allows less) */
     int rows_left;             /* rows each task leaves to the GPU (0: NQ_GPU_ROWS_LEFT) */
     int stack_local;           /* 1 stack in local memory, 0 private, -1 auto (local where it fits) */
     uint32_t groups_per_cu;    /* persistent work-groups per compute unit (0: 8) */
-    uint32_t chunk;            /* tasks of one shard a work-group takes at once (0: 4 x wg) */
-    double launch_s;           /* the time a launch aims at (0: 0.25 s, well under a display watchdog) */
-    uint32_t max_tasks;        /* tasks a launch holds at most (0: 1 << 20) */
-    int chunked;               /* work-groups take chunks of one shard (gpu_search.h); 0: tasks one by one */
+    uint32_t chunk;            /* parity: tasks of one shard a work-group takes at once (0: 4 x wg) */
+    double launch_s;           /* the time a launch aims at (0: 0.5 s fast, 0.25 s parity; under a display
+                                  watchdog's 2 s) */
+    uint32_t max_tasks;        /* tasks a launch holds at most (0: 1 << 21 fast, 1 << 20 parity) */
+    int chunked;               /* parity: groups take chunks of one shard (gpu_search.h); 0: one by one */
     int sort;                  /* unchunked: a launch's tasks largest first by their estimated cost (-1: 1) */
     int queues;                /* OpenCL command queues, so launches may overlap (0: 2) */
-    int pairs;                 /* level m-2 and the last row in closed form (gpu_search.h) */
+    int pairs;                 /* parity: level m-2 and the last row in closed form (gpu_search.h) */
 } nq_gpu_cfg_t;
 
-#define NQ_GPU_ROWS_LEFT 13    /* tasks of ~1e4-1e5 nodes at N = 16..20 (docs/gpu.md) */
+#define NQ_GPU_ROWS_LEFT 13    /* parity: tasks of ~1e4-1e5 nodes at N = 16..20 (docs/gpu.md) */
+#define NQ_GPU_ROWS_FAST 14    /* fast: N = 22's 2e8 tasks, not 13 rows' 1.4e9 (the host's walk keeps up) */
 
 void gpu_cfg_defaults(nq_gpu_cfg_t *cfg);
-/* Reads NQ_GPU_WG, NQ_GPU_ROWS, NQ_GPU_STACK (local|private), NQ_GPU_GROUPS, NQ_GPU_CHUNK,
-   NQ_GPU_LAUNCH_MS, NQ_GPU_MAX_TASKS, NQ_GPU_CHUNKED, NQ_GPU_SORT, NQ_GPU_QUEUES and NQ_GPU_PAIRS
-   from the environment (tuning on a device); -1 with a reason when one is out of range. */
+/* Reads NQ_GPU_KERNEL (fast|parity), NQ_GPU_WG, NQ_GPU_ROWS, NQ_GPU_STACK (local|private),
+   NQ_GPU_GROUPS, NQ_GPU_CHUNK, NQ_GPU_LAUNCH_MS, NQ_GPU_MAX_TASKS, NQ_GPU_CHUNKED, NQ_GPU_SORT,
+   NQ_GPU_QUEUES and NQ_GPU_PAIRS from the environment (tuning on a device); -1 with a reason when
+   one is out of range. */
 int gpu_cfg_from_env(nq_gpu_cfg_t *cfg, char *err, size_t errlen);
+/* "fast" or "parity" into cfg->kernel; -1 with a reason for anything else. */
+int gpu_cfg_kernel(nq_gpu_cfg_t *cfg, const char *name, char *err, size_t errlen);
 
-/* Opens the OpenCL device and builds the kernel for it. NULL with a one-line reason: no
-   platform, no device, the build failed (with the first lines of its log), no memory. */
+/* Opens the device and builds the kernel for it: through OpenCL, or through CUDA where
+   NQ_GPU_CUDA names a libnq_cuda.so (gpu_cuda.h). NULL with a one-line reason: no platform, no
+   device, the build failed (with the first lines of its log), a setting the kernel does not
+   take, no memory. */
 nq_gpu_t *gpu_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen);
 /* Stops the engine: shards not finished end as cancelled (rc 2). */
 void gpu_close(nq_gpu_t **g);
@@ -52,6 +66,14 @@ void gpu_close(nq_gpu_t **g);
 const char *gpu_name(const nq_gpu_t *g);
 /* The parameters the engine runs with, one line. */
 const char *gpu_params(const nq_gpu_t *g);
+/* The kernel it runs: "fast" or "parity". */
+const char *gpu_kernel_name(const nq_gpu_t *g);
+/* The backend that runs it: "OpenCL", "CUDA" or "host" (the kernel as C, for tests). */
+const char *gpu_backend_name(const nq_gpu_t *g);
+/* Nonzero when the nodes of its results are the CPU kernels' (parity): only then may they be
+   compared with a CPU worker's. The same for every result of an engine (a fast engine's shard
+   that ran on the host alone is flagged as fast too). */
+int gpu_nodes_cpu(const nq_gpu_t *g);
 /* The OpenCL devices of every platform, one "I: NAME (PLATFORM, TYPE)" line each, into buf;
    -1 with a reason when there is no platform. */
 int gpu_list_devices(char *buf, size_t len, char *err, size_t errlen);

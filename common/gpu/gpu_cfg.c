@@ -16,18 +16,22 @@ void gpu_cfg_defaults(nq_gpu_cfg_t *cfg)
 
 void gpu_cfg_resolve(nq_gpu_cfg_t *cfg)
 {
+    int fast = cfg->kernel != NQ_GPU_KERNEL_PARITY;
+    cfg->kernel = fast ? NQ_GPU_KERNEL_FAST : NQ_GPU_KERNEL_PARITY;
     if (!cfg->wg)
         cfg->wg = 128;
     if (!cfg->rows_left)
-        cfg->rows_left = NQ_GPU_ROWS_LEFT;
+        cfg->rows_left = fast ? NQ_GPU_ROWS_FAST : NQ_GPU_ROWS_LEFT;
     if (!cfg->groups_per_cu)
         cfg->groups_per_cu = 8;
     if (!cfg->chunk)
         cfg->chunk = 4 * cfg->wg;
+    /* the fast kernel's launches are longer and hold more tasks: a lane takes ~8 of its tasks of
+       14 rows in half a second at N = 21, so the launch's last ones wait less in proportion */
     if (cfg->launch_s <= 0)
-        cfg->launch_s = 0.25;
+        cfg->launch_s = fast ? 0.5 : 0.25;
     if (!cfg->max_tasks)
-        cfg->max_tasks = 1u << 20;
+        cfg->max_tasks = fast ? 1u << 21 : 1u << 20;
     if (cfg->sort < 0)
         cfg->sort = 1;
     if (!cfg->queues)
@@ -47,6 +51,25 @@ static int env_u32(const char *name, unsigned long lo, unsigned long hi, uint32_
     if (errno || *end || x < lo || x > hi || s[0] == '-')
         return nq_errf(err, errlen, "%s=%.32s: expected a number from %lu to %lu", name, s, lo, hi);
     *v = (uint32_t)x;
+    return 0;
+}
+
+int gpu_cfg_kernel(nq_gpu_cfg_t *cfg, const char *name, char *err, size_t errlen)
+{
+    if (strcmp(name, "fast") == 0)
+        cfg->kernel = NQ_GPU_KERNEL_FAST;
+    else if (strcmp(name, "parity") == 0)
+        cfg->kernel = NQ_GPU_KERNEL_PARITY;
+    else
+        return nq_errf(err, errlen, "GPU kernel '%.32s': expected fast or parity", name);
+    return 0;
+}
+
+int gpu_cfg_check(const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
+{
+    if (cfg->kernel == NQ_GPU_KERNEL_FAST && (cfg->chunked || cfg->pairs || cfg->stack_local == 0))
+        return nq_errf(err, errlen, "NQ_GPU_CHUNKED, NQ_GPU_PAIRS and NQ_GPU_STACK=private are the parity "
+                       "kernel's settings: add --gpu-kernel parity, or unset them");
     return 0;
 }
 
@@ -77,6 +100,9 @@ int gpu_cfg_from_env(nq_gpu_cfg_t *cfg, char *err, size_t errlen)
         cfg->rows_left = (int)rows;
     if (ms)
         cfg->launch_s = ms / 1000.0;
+    const char *k = getenv("NQ_GPU_KERNEL");
+    if (k && *k && gpu_cfg_kernel(cfg, k, err, errlen) != 0)
+        return nq_errf(err, errlen, "NQ_GPU_KERNEL=%.32s: expected fast or parity", k);
     const char *st = getenv("NQ_GPU_STACK");
     if (st && *st) {
         if (strcmp(st, "local") == 0)

@@ -195,17 +195,44 @@ static void cl_build_log(cl_program prog, cl_device_id dev, char *out, size_t le
     out[o] = 0;
 }
 
-/* The stack in local memory where it fits (auto), as asked otherwise: 1 local, 0 private. */
+/* The stack in local memory where it fits (auto), as asked otherwise: 1 local, 0 private. The
+   fast kernel's stack and table are always local. */
 static int cl_stack_local(cl_backend_t *c, const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
 {
     cl_ulong local = 0;
+    int fast = cfg->kernel == NQ_GPU_KERNEL_FAST;
     clGetDeviceInfo(c->dev, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
-    cl_ulong need = (cl_ulong)16 * (cl_ulong)(cfg->rows_left - 2) * c->wg + sizeof(nq_gpu_table_t) + 64;
-    if (cfg->stack_local == 1 && need > local)
+    cl_ulong fast_need = (cl_ulong)(sizeof(nq_u4) + sizeof(nq_u32)) * NQ_FAST_LEVELS(cfg->rows_left) * c->wg;
+    cl_ulong parity_need = (cl_ulong)16 * (cl_ulong)(cfg->rows_left - 2) * c->wg + sizeof(nq_gpu_table_t)
+                           + 64;
+    cl_ulong need = fast ? fast_need : parity_need;
+    if ((cfg->stack_local == 1 || fast) && need > local)
         return nq_errf(err, errlen, "GPU: a stack of %llu bytes per work-group does not fit the device's "
-                       "%llu bytes of local memory: lower NQ_GPU_WG or NQ_GPU_ROWS, or NQ_GPU_STACK=private",
-                       (unsigned long long)need, (unsigned long long)local);
-    return cfg->stack_local >= 0 ? cfg->stack_local : need <= local;
+                       "%llu bytes of local memory: lower NQ_GPU_WG or NQ_GPU_ROWS%s",
+                       (unsigned long long)need, (unsigned long long)local,
+                       fast ? "" : ", or NQ_GPU_STACK=private");
+    return fast ? 1 : cfg->stack_local >= 0 ? cfg->stack_local : need <= local;
+}
+
+/* The compiler's options for the kernel cfg names, and the line `nq bench` prints about it. */
+static void cl_options(cl_backend_t *c, const nq_gpu_cfg_t *cfg, int local, char *opts, size_t len)
+{
+    if (cfg->kernel == NQ_GPU_KERNEL_FAST) {
+        snprintf(opts, len, "-cl-std=CL1.2 -DNQ_FAST=1 -DNQ_WG=%u -DNQ_FAST_STACK=%d", c->wg,
+                 NQ_FAST_LEVELS(cfg->rows_left));
+        snprintf(c->b.params, sizeof c->b.params, "fast kernel, wg %u, rows %d, groups %u, %s, %d queue(s)",
+                 c->wg, cfg->rows_left, c->groups, cfg->sort ? "tasks largest first" : "tasks in order",
+                 c->nq);
+        return;
+    }
+    snprintf(opts, len, "-cl-std=CL1.2 -DNQ_FAST=0 -DNQ_WG=%u -DNQ_STACK=%d -DNQ_STACK_LOCAL=%d "
+             "-DNQ_CHUNKED=%d -DNQ_PAIRS=%d", c->wg,
+             cfg->rows_left > 2 ? cfg->rows_left - 2 : 1,   /* 2 rows: no push */
+             local, cfg->chunked, cfg->pairs);
+    snprintf(c->b.params, sizeof c->b.params, "parity kernel, wg %u, rows %d, stack %s, groups %u, %s, "
+             "%d queue(s)%s", c->wg, cfg->rows_left, local ? "local" : "private", c->groups,
+             cfg->chunked ? "chunked" : cfg->sort ? "tasks largest first" : "tasks in order", c->nq,
+             cfg->pairs ? ", pairs" : "");
 }
 
 static int cl_build(cl_backend_t *c, const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
@@ -224,9 +251,7 @@ static int cl_build(cl_backend_t *c, const nq_gpu_cfg_t *cfg, char *err, size_t 
     if (!c->prog)
         return cl_fail(err, errlen, "clCreateProgramWithSource", rc);
     char opts[200];
-    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DNQ_WG=%u -DNQ_STACK=%d -DNQ_STACK_LOCAL=%d -DNQ_CHUNKED=%d "
-             "-DNQ_PAIRS=%d", c->wg, cfg->rows_left > 2 ? cfg->rows_left - 2 : 1,   /* 2 rows: no push */
-             local, cfg->chunked, cfg->pairs);
+    cl_options(c, cfg, local, opts, sizeof opts);
     rc = clBuildProgram(c->prog, 1, &c->dev, opts, NULL, NULL);
     if (rc != CL_SUCCESS) {
         char log[600];
@@ -242,11 +267,6 @@ static int cl_build(cl_backend_t *c, const nq_gpu_cfg_t *cfg, char *err, size_t 
     if (kwg && kwg < c->wg)
         return nq_errf(err, errlen, "GPU: the kernel runs at most %zu work-items per group here, not %u: "
                        "set NQ_GPU_WG=%zu", kwg, c->wg, kwg);
-    snprintf(c->b.params, sizeof c->b.params, "wg %u, rows %d, stack %s, groups %u, %s, %d queue(s)", c->wg,
-             cfg->rows_left, local ? "local" : "private", c->groups,
-             cfg->chunked ? "chunked" : cfg->sort ? "tasks largest first" : "tasks in order", c->nq);
-    if (cfg->pairs)
-        strncat(c->b.params, ", pairs", sizeof c->b.params - strlen(c->b.params) - 1);
     return 0;
 }
 
@@ -405,6 +425,7 @@ gpu_backend_t *gpu_cl_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
     c->b.launch = cl_launch;
     c->b.wait = cl_wait;
     c->b.destroy = cl_destroy;
+    c->b.backend = "OpenCL";
     if (cl_pick(cfg->device, &c->dev, &plat, err, errlen) || cl_setup(c, cfg, err, errlen) ||
         cl_build(c, cfg, err, errlen)) {
         cl_destroy(&c->b);

@@ -1,7 +1,7 @@
 /*
  * The CUDA backend: libnq_cuda.so (gpu_cuda.cu, built by nvcc where it exists), loaded at run
- * time where NQ_GPU_CUDA names it, so that nq itself needs no CUDA to build or run. For measuring
- * on a machine whose NVIDIA OpenCL cannot run; the search and the launches are the same.
+ * time where NQ_GPU_CUDA names it, so that nq itself needs no CUDA to build or run. The searches
+ * and the launches are OpenCL's; the fast kernel's loop may be CUDA's own (gpu_cuda.h).
  */
 #include "errf.h"
 #include "gpu_cuda.h"
@@ -14,7 +14,7 @@
 typedef int (*cuda_launch_fn)(nq_cuda_t *, int, const void *, unsigned, const void *, unsigned, const void *,
                               const unsigned *, unsigned, void *, char *, size_t);
 typedef int (*cuda_wait_fn)(nq_cuda_t *, int, char *, size_t);
-typedef int (*cuda_open_fn)(int, unsigned, nq_cuda_t **, char *, size_t, char *, size_t);
+typedef int (*cuda_open_fn)(int, unsigned, int, nq_cuda_t **, char *, size_t, unsigned *, char *, size_t);
 
 typedef struct {
     gpu_backend_t b;
@@ -48,25 +48,33 @@ static void cuda_destroy(gpu_backend_t *b)
     free(c);
 }
 
-/* The library's functions, and a check that it was built for this nq and these parameters. */
-static int cuda_bind(cuda_backend_t *c, const char *path, const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
+static const char *loop_name(int loop)
 {
-    int (*abi)(unsigned *, int *, int *, int *) =
-        (int (*)(unsigned *, int *, int *, int *))dlsym(c->lib, "nq_cuda_abi");
+    return loop == NQ_CUDA_LOOP_PTX ? "PTX step" : loop == NQ_CUDA_LOOP_VOTE ? "warp vote" : "portable loop";
+}
+
+/* The library's functions, and a check that it was built for this nq and these parameters. */
+static int cuda_bind(cuda_backend_t *c, const char *path, const nq_gpu_cfg_t *cfg, nq_cuda_build_t *bd,
+                     char *err, size_t errlen)
+{
+    int (*abi)(nq_cuda_build_t *) = (int (*)(nq_cuda_build_t *))dlsym(c->lib, "nq_cuda_abi");
     c->launch = (cuda_launch_fn)dlsym(c->lib, "nq_cuda_launch");
     c->wait = (cuda_wait_fn)dlsym(c->lib, "nq_cuda_wait");
     c->close = (void (*)(nq_cuda_t *))dlsym(c->lib, "nq_cuda_close");
     if (!abi || !c->launch || !c->wait || !c->close)
         return nq_errf(err, errlen, "NQ_GPU_CUDA=%s: not an nq CUDA library (no nq_cuda_* functions)", path);
-    unsigned wg;
-    int stack, chunked, pairs, v = abi(&wg, &stack, &chunked, &pairs);
+    int v = abi(bd);
     if (v != NQ_CUDA_ABI)
         return nq_errf(err, errlen, "NQ_GPU_CUDA=%s: ABI %d, this nq speaks %d", path, v, NQ_CUDA_ABI);
-    if (wg != cfg->wg || stack < cfg->rows_left - 2 || chunked != cfg->chunked || pairs != cfg->pairs)
-        return nq_errf(err, errlen, "NQ_GPU_CUDA=%s was built with NQ_WG=%u NQ_STACK=%d NQ_CHUNKED=%d "
-                       "NQ_PAIRS=%d; this run needs NQ_WG=%u, NQ_STACK >= %d, NQ_CHUNKED=%d and NQ_PAIRS=%d "
-                       "(set NQ_GPU_* to match, or rebuild it)", path, wg, stack, chunked, pairs, cfg->wg,
-                       cfg->rows_left - 2, cfg->chunked, cfg->pairs);
+    int fast = cfg->kernel == NQ_GPU_KERNEL_FAST;
+    int need = fast ? NQ_FAST_LEVELS(cfg->rows_left) : cfg->rows_left - 2;
+    if (bd->wg != cfg->wg || bd->fast != fast || bd->stack < need ||
+        (!fast && (bd->chunked != cfg->chunked || bd->pairs != cfg->pairs)))
+        return nq_errf(err, errlen, "NQ_GPU_CUDA=%s was built with NQ_FAST=%d NQ_WG=%u, a stack of %d "
+                       "levels, NQ_CHUNKED=%d NQ_PAIRS=%d; this run needs NQ_FAST=%d NQ_WG=%u, at least %d "
+                       "levels, NQ_CHUNKED=%d NQ_PAIRS=%d (set NQ_GPU_* and --gpu-kernel to match, or "
+                       "rebuild it)", path, bd->fast, bd->wg, bd->stack, bd->chunked, bd->pairs, fast,
+                       cfg->wg, need, cfg->chunked, cfg->pairs);
     return 0;
 }
 
@@ -78,23 +86,31 @@ gpu_backend_t *gpu_cuda_open(const char *path, const nq_gpu_cfg_t *cfg, char *er
     c->b.launch = cuda_launch;
     c->b.wait = cuda_wait;
     c->b.destroy = cuda_destroy;
+    c->b.backend = "CUDA";
     c->lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!c->lib) {
         nq_errf(err, errlen, "NQ_GPU_CUDA: %s", dlerror());
         free(c);
         return NULL;
     }
+    nq_cuda_build_t bd;
+    unsigned blocks = 0;
     cuda_open_fn open = (cuda_open_fn)dlsym(c->lib, "nq_cuda_open");
     int rc = !open ? nq_errf(err, errlen, "NQ_GPU_CUDA=%s: not an nq CUDA library (no nq_cuda_open)", path)
-                   : cuda_bind(c, path, cfg, err, errlen);
+                   : cuda_bind(c, path, cfg, &bd, err, errlen);
     if (rc == 0)
-        rc = open(cfg->device, cfg->groups_per_cu, &c->c, c->b.name, sizeof c->b.name, err, errlen);
+        rc = open(cfg->device, cfg->groups_per_cu, bd.stack, &c->c, c->b.name, sizeof c->b.name, &blocks, err,
+                  errlen);
     if (rc != 0) {
         cuda_destroy(&c->b);
         return NULL;
     }
     const char *how = cfg->chunked ? "chunked" : cfg->sort ? "tasks largest first" : "tasks in order";
-    snprintf(c->b.params, sizeof c->b.params, "wg %u, rows %d, CUDA, groups/SM %u, %s%s", cfg->wg,
-             cfg->rows_left, cfg->groups_per_cu, how, cfg->pairs ? ", pairs" : "");
+    if (bd.fast)
+        snprintf(c->b.params, sizeof c->b.params, "fast kernel, wg %u, rows %d, %s, blocks %u, %s", cfg->wg,
+                 cfg->rows_left, loop_name(bd.loop), blocks, how);
+    else
+        snprintf(c->b.params, sizeof c->b.params, "parity kernel, wg %u, rows %d, blocks %u, %s%s", cfg->wg,
+                 cfg->rows_left, blocks, how, cfg->pairs ? ", pairs" : "");
     return &c->b;
 }

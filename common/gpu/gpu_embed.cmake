@@ -1,8 +1,10 @@
-# Turns the GPU kernel's OpenCL source (gpu_search.h, then gpu_kernel.cl) into one C string,
-# nq_gpu_kernel_src, which gpu_cl.c builds for the device at run time. HDR and KERNEL name them.
+# Turns the GPU kernels' OpenCL source (gpu_search.h, gpu_fast.h, then gpu_kernel.cl) into one C
+# string, nq_gpu_kernel_src, which gpu_cl.c builds for the device at run time. HDR, FAST and
+# KERNEL name them.
 file(READ ${HDR} src)
+file(READ ${FAST} fast)
 file(READ ${KERNEL} kernel)
-string(APPEND src "\n${kernel}")
+string(APPEND src "\n${fast}\n${kernel}")
 string(REPLACE "\\" "\\\\" src "${src}")
 string(REPLACE "\"" "\\\"" src "${src}")
 string(REPLACE "\n" "\\n\"\n\"" src "${src}")

@@ -466,6 +466,8 @@ nq_gpu_t *gpu_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
 {
     nq_gpu_cfg_t c = *cfg;
     gpu_cfg_resolve(&c);
+    if (gpu_cfg_check(&c, err, errlen) != 0)
+        return NULL;
     const char *cuda = getenv("NQ_GPU_CUDA");   /* the measurement fallback (gpu_cuda.c) */
     gpu_backend_t *b = cuda && *cuda ? gpu_cuda_open(cuda, &c, err, errlen) : gpu_cl_open(&c, err, errlen);
     return b ? gpu_open_backend(b, &c, err, errlen) : NULL;
@@ -489,6 +491,13 @@ void gpu_close(nq_gpu_t **gp)
 
 const char *gpu_name(const nq_gpu_t *g) { return g->be->name; }
 const char *gpu_params(const nq_gpu_t *g) { return g->be->params; }
+const char *gpu_backend_name(const nq_gpu_t *g) { return g->be->backend; }
+int gpu_nodes_cpu(const nq_gpu_t *g) { return g->cfg.kernel == NQ_GPU_KERNEL_PARITY; }
+
+const char *gpu_kernel_name(const nq_gpu_t *g)
+{
+    return g->cfg.kernel == NQ_GPU_KERNEL_PARITY ? "parity" : "fast";
+}
 
 int gpu_failed(nq_gpu_t *g, char *err, size_t errlen)
 {
@@ -556,6 +565,13 @@ int gpu_count_shard(nq_gpu_t *g, const uint8_t *spec, size_t len, const nq_kerne
     if (!j)
         return done_now(done, ud, -1, NULL, "out of memory");
     int rc = gpu_split_shard(spec, len, &j->split, ctl, err, sizeof err);
+    if (rc == 0 && j->split.gpu) {
+        gpu_table_build(&j->split.plan, &j->tb);
+        j->tb.level = (nq_u32)gpu_task_level(j->split.plan.m, g->cfg.rows_left);
+        /* a table the fast search cannot hold (n > 28, or rows far apart): the host counts it */
+        if (g->cfg.kernel == NQ_GPU_KERNEL_FAST && !gpu_fast_fits(&j->tb))
+            rc = gpu_split_host_rest(&j->split, ctl, err, sizeof err);
+    }
     if (rc != 0 || !j->split.gpu) {
         if (rc == 0)
             rc = gpu_split_finish(&j->split, 0, 0, &r, err, sizeof err);
@@ -570,8 +586,6 @@ int gpu_count_shard(nq_gpu_t *g, const uint8_t *spec, size_t len, const nq_kerne
     j->ud = ud;
     j->walking = 1;
     j->spec_hash = hash_bytes(spec, len);
-    gpu_table_build(&j->split.plan, &j->tb);
-    j->tb.level = (nq_u32)gpu_task_level(j->split.plan.m, g->cfg.rows_left);
     gpu_expand_init(&j->ex, &j->tb, j->split.plan.colfix, (int)j->tb.level);
     int stopped;
     if (engine_enqueue(g, j, &stopped, err, sizeof err) != 0) {

@@ -36,6 +36,15 @@ int gpu_task_level(int m, int rows_left)
     return level < 0 ? 0 : level;
 }
 
+int gpu_fast_fits(const nq_gpu_table_t *tb)
+{
+    nq_u32 n = NQ_POPC(tb->full);
+    for (nq_u32 L = tb->level; L + 1 < tb->m; L++)
+        if (n >= 32 || NQ_GEO_D1(tb->geo[L]) >> (32 - n))
+            return 0;
+    return 1;
+}
+
 static unsigned bit_length(unsigned x) { return x ? 32u - (unsigned)__builtin_clz(x) : 0; }
 
 unsigned gpu_task_cost(const nq_gpu_table_t *tb, const nq_gpu_task_t *t)

@@ -20,6 +20,11 @@ void gpu_table_build(const nq_plan_t *pl, nq_gpu_table_t *tb);
    whose queens are placed (the one below is counted). */
 int gpu_task_level(int m, int rows_left);
 
+/* Whether the fast search (gpu_fast.h) can take tb, whose level is set: each table word holds a
+   row's n cells and, above them, the row distance, which must fit the 32 - n bits left (always
+   for n <= 27; at n = 28 the distances below the tasks' level are 1-3, well under 16). */
+int gpu_fast_fits(const nq_gpu_table_t *tb);
+
 /* A task's estimated cost (0..255), which grows with its subtree: the sum over the rows below its
    level of the bit length of their open cells' count under its masks (the log of a product of
    row widths). Cheap, and enough to order a launch's tasks largest first. */

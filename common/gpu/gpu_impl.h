@@ -1,12 +1,14 @@
 /*
  * The GPU layer's private parts:
- *   gpu_search.h  the search kernel (OpenCL C, C, CUDA), gpu_kernel.cl its OpenCL entry point
+ *   gpu_search.h  the parity search (OpenCL C, C, CUDA): the CPU kernels' nodes, node for node
+ *   gpu_fast.h    the fast search (the same three): a uniform loop, nodes of its own
+ *   gpu_kernel.cl the OpenCL entry point of either
  *   gpu_expand.c  a plan's table, and the host's walk of a shard's first levels into tasks
  *   gpu_shard.c   a shard split between the GPU and the host, and the result folded back
  *   gpu_engine.c  the engine: shards in, launches out, results folded per shard
  *   gpu_cfg.c     the engine's parameters (defaults, environment)
  *   gpu_cl.c      the OpenCL backend: device, program (built from the embedded source), launches
- *   gpu_host.c    the same kernel compiled as C and run on the host (tests, and the reference)
+ *   gpu_host.c    either kernel compiled as C and run on the host (tests, and the reference)
  *   gpu_cuda.c    the CUDA backend: libnq_cuda.so (gpu_cuda.cu, by nvcc) loaded where NQ_GPU_CUDA names it
  * A backend runs launches; everything else is the engine's.
  */
@@ -15,6 +17,7 @@
 
 #include "gpu.h"
 #include "gpu_search.h"
+#include "gpu_fast.h"
 
 /* One launch: tables, chunks and tasks in, one output per task. Arrays stay valid until wait. */
 typedef struct {
@@ -38,6 +41,7 @@ struct gpu_backend {
     int (*wait)(gpu_backend_t *b, int slot, char *err, size_t errlen);
     void (*destroy)(gpu_backend_t *b);
     char name[200];                 /* "NAME (PLATFORM)" */
+    const char *backend;            /* "OpenCL", "CUDA", "host" */
     char params[200];               /* what it was built with, one line */
 };
 
@@ -52,5 +56,7 @@ nq_gpu_t *gpu_open_backend(gpu_backend_t *b, const nq_gpu_cfg_t *cfg, char *err,
 
 /* cfg with its defaults filled in (gpu_cfg.c). */
 void gpu_cfg_resolve(nq_gpu_cfg_t *cfg);
+/* -1 with a reason when the settings do not go together (a parity setting with the fast kernel). */
+int gpu_cfg_check(const nq_gpu_cfg_t *cfg, char *err, size_t errlen);
 
 #endif

@@ -129,6 +129,20 @@ int gpu_split_shard(const uint8_t *spec, size_t len, nq_gpu_split_t *s, const nq
     return 0;
 }
 
+int gpu_split_host_rest(nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl, char *err, size_t errlen)
+{
+    nq_plan_t pl = s->plan;
+    uint64_t nodes = 0;
+    pl.leafx = 0;                       /* the rare cells had their pass (split_top) */
+    s->gpu = 0;
+    int rc = host_fast(&pl, s, ctl, &nodes);
+    if (rc == 0 && __builtin_add_overflow(s->nodes, nodes, &s->nodes))
+        rc = -1;
+    if (rc == 2)
+        return 2;
+    return rc ? nq_errf(err, errlen, "64-bit overflow counting the shard") : 0;
+}
+
 int gpu_split_finish(const nq_gpu_split_t *s, uint64_t gpu_nodes, uint64_t gpu_sols, nq_count_result_t *r,
                      char *err, size_t errlen)
 {

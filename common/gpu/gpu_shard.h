@@ -26,6 +26,10 @@ typedef struct {
 int gpu_split_shard(const uint8_t *spec, size_t len, nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl,
                     char *err, size_t errlen);
 
+/* The GPU's part run on the host instead (search_fast on its plan, weight-8 cells only), for a
+   plan the GPU's kernel cannot take: s->gpu is 0 after it. 0, 2 cancelled, -1 with a reason. */
+int gpu_split_host_rest(nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl, char *err, size_t errlen);
+
 /* The shard's result from the host's part and the GPU part's nodes and weight-8 solutions
    (all 0 where s->gpu is 0). 0, or -1 on a 64-bit overflow. */
 int gpu_split_finish(const nq_gpu_split_t *s, uint64_t gpu_nodes, uint64_t gpu_sols, nq_count_result_t *r,

@@ -13,14 +13,16 @@ if ! "$NQ" bench count 4 --gpu --gpu-device list >"$T/devices.txt" 2>"$T/devices
 fi
 echo "OpenCL devices: $(tr '\n' ';' <"$T/devices.txt")"
 
-# cpu_vs_gpu N [bench options]: the CPU bench's and the GPU bench's total, unique and nodes agree.
+# cpu_vs_gpu N [bench options]: the CPU bench's and the GPU bench's total and unique agree, and their
+# nodes where the GPU's kernel counts the CPU's (parity; NQ_GPU_KERNEL picks it).
 cpu_vs_gpu() {
     local n=$1; shift
     "$NQ" bench count "$n" --json "$@" >"$T/cpu.json" || fail "cpu bench $n"
     "$NQ" bench count "$n" --gpu --json "$@" >"$T/gpu.json" 2>"$T/gpu.err" \
         || fail "gpu bench $n: $(cat "$T/gpu.err")"
-    local k
-    for k in total unique nodes; do
+    local k keys="total unique"
+    grep -q '"gpu_nodes_cpu":true' "$T/gpu.json" && keys="$keys nodes"
+    for k in $keys; do
         [ "$(json_num "$T/cpu.json" "$k")" = "$(json_num "$T/gpu.json" "$k")" ] \
             || fail "N=$n $*: $k differs: cpu $(cat "$T/cpu.json") gpu $(cat "$T/gpu.json")"
     done

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# GPU workers through OpenCL (pocl in CI): `nq run count --gpu`; a broker with a --gpu worker and
-# a CPU worker on a --quorum 2 job (exact, no conflict: the two agree on every shard, nodes
-# included); `nq workers` naming the device; a GPU that miscounts (test fault switch) caught by
-# the quorum; a GPU lost mid-job (its shards reported as errors, recounted elsewhere, the worker
-# exits 3); and no platform: one line, exit 3, nothing left behind.
+# GPU workers through OpenCL (pocl in CI): `nq run count --gpu` with either kernel; a broker with a
+# --gpu-kernel parity worker and a CPU worker on a --quorum 2 job (exact, no conflict: the two agree
+# on every shard, nodes included); `nq workers` naming the device; a GPU that miscounts (test fault
+# switch) caught by the quorum; a GPU lost mid-job (its shards reported as errors, recounted
+# elsewhere, the worker exits 3); and no platform: one line, exit 3, nothing left behind.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_gpu.sh"
 cd "$T" || exit 1
@@ -12,8 +12,12 @@ nodes12=$("$NQ" bench count 12 --json | json_get nodes)
 "$NQ" run count 12 --gpu --db run.db --json >run.json 2>run.err || fail "run count 12 --gpu: $(cat run.err)"
 [ "$(json_get total <run.json)" = "$(oeis_total 12)" ] || fail "run --gpu total: $(cat run.json)"
 [ "$(json_get unique <run.json)" = "$(oeis_unique 12)" ] || fail "run --gpu unique: $(cat run.json)"
-[ "$(json_get nodes <run.json)" = "$nodes12" ] || fail "run --gpu nodes, want $nodes12: $(cat run.json)"
-ok "nq run count 12 --gpu: exact, the CPU's nodes"
+"$NQ" run count 12 --gpu-kernel parity --db runp.db --json >run.json 2>run.err \
+    || fail "run count 12 --gpu-kernel parity: $(cat run.err)"
+[ "$(json_get total <run.json)" = "$(oeis_total 12)" ] || fail "run --gpu parity total: $(cat run.json)"
+[ "$(json_get nodes <run.json)" = "$nodes12" ] \
+    || fail "run --gpu parity nodes, want $nodes12: $(cat run.json)"
+ok "nq run count 12 --gpu: exact; with --gpu-kernel parity, the CPU's nodes"
 
 mkdir -p no-vendors
 OCL_ICD_VENDORS=$T/no-vendors "$NQ" run count 10 --gpu --db none.db >out 2>err; rc=$?
@@ -26,7 +30,7 @@ ok "no OpenCL platform: nq run and nq worker say so in one line, exit 3, no DB m
 
 # one GPU worker and one CPU worker, every shard counted by both: quorum needs them to agree
 start_broker q.db
-NQ_GPU_ROWS=6 start_worker gpu --gpu --threads 2 --id gpu1
+NQ_GPU_ROWS=6 start_worker gpu --gpu-kernel parity --threads 2 --id gpu1
 gpu_pid=$LAST_PID
 start_worker cpu --threads 1 --id cpu1
 cpu1_pid=$LAST_PID
@@ -48,7 +52,7 @@ if ! "$NQ" --version | grep -q "fault switches"; then
 fi
 kill "$gpu_pid"
 # all three connected before the job, so the GPU worker takes its share of the shards
-NQ_FAULT_GPU_WRONG=0.5 NQ_GPU_ROWS=6 start_worker bad --gpu --threads 2 --id badgpu
+NQ_FAULT_GPU_WRONG=0.5 NQ_GPU_ROWS=6 start_worker bad --gpu-kernel parity --threads 2 --id badgpu
 bad_pid=$LAST_PID
 start_worker cpu2 --threads 1 --id cpu2
 cpu2_pid=$LAST_PID

@@ -1,8 +1,9 @@
 /*
- * The GPU engine (common/gpu) on its host backend, the kernel compiled as C: shards split
+ * The GPU engine (common/gpu) on its host backend, the kernels compiled as C: shards split
  * between host and GPU, expanded into tasks, spread over many launches and chunks, folded back
- * per shard, must give count_shard's result exactly (total, unique, residues, nodes), in every
- * shard encoding; cancels, a lost device and the test fault switches end shards as they should.
+ * per shard, must give count_shard's result exactly (total, unique, residues; nodes too with the
+ * parity kernel), in every shard encoding; cancels, a lost device and the test fault switches end
+ * shards as they should.
  */
 #include "t.h"
 #include "count.h"
@@ -67,9 +68,12 @@ static void sink_free(sink_t *s)
     pthread_cond_destroy(&s->cv);
 }
 
-/* An engine on the host backend: small launches and chunks, so shards span many of each; tasks in
-   chunks of one shard (chunked), or one by one in order of their estimated cost. */
-static nq_gpu_t *host_engine_as(int rows_left, uint32_t max_tasks, int chunked)
+/* How an engine of the tests runs: the parity kernel taking tasks one by one (in order of their
+   estimated cost) or in chunks of one shard, or the fast kernel (the default). */
+enum { PARITY = 0, PARITY_CHUNKED = 1, FAST = 2 };
+
+/* An engine on the host backend: small launches and chunks, so shards span many of each. */
+static nq_gpu_t *host_engine_as(int rows_left, uint32_t max_tasks, int mode)
 {
     nq_gpu_cfg_t cfg;
     char err[256];
@@ -77,7 +81,8 @@ static nq_gpu_t *host_engine_as(int rows_left, uint32_t max_tasks, int chunked)
     cfg.rows_left = rows_left;
     cfg.max_tasks = max_tasks;
     cfg.chunk = 3;
-    cfg.chunked = chunked;
+    cfg.chunked = mode == PARITY_CHUNKED;
+    cfg.kernel = mode == FAST ? NQ_GPU_KERNEL_FAST : NQ_GPU_KERNEL_PARITY;
     gpu_cfg_resolve(&cfg);
     gpu_backend_t *b = gpu_host_open(&cfg, err, sizeof err);
     T_CHECK(b != NULL);
@@ -88,7 +93,7 @@ static nq_gpu_t *host_engine_as(int rows_left, uint32_t max_tasks, int chunked)
 
 static nq_gpu_t *host_engine(int rows_left, uint32_t max_tasks)
 {
-    return host_engine_as(rows_left, max_tasks, 0);
+    return host_engine_as(rows_left, max_tasks, FAST);
 }
 
 static void submit(nq_gpu_t *g, sink_t *s, size_t i, const uint8_t *spec, size_t len,
@@ -99,8 +104,8 @@ static void submit(nq_gpu_t *g, sink_t *s, size_t i, const uint8_t *spec, size_t
     T_EQ_U64(gpu_count_shard(g, spec, len, ctl, on_done, u), 0);
 }
 
-/* Every shard of (n, depth, encoding) through the engine against count_shard; returns the
-   shards compared. */
+/* Every shard of (n, depth, encoding) through the engine against count_shard (nodes too where the
+   engine's are the CPU's); returns the shards compared. */
 static size_t compare_list(nq_gpu_t *g, int n, int depth, int enc)
 {
     char err[256];
@@ -117,12 +122,15 @@ static size_t compare_list(nq_gpu_t *g, int n, int depth, int enc)
         submit(g, &s, i, b, len, NULL);
     }
     sink_wait(&s, cnt);
+    int nodes = gpu_nodes_cpu(g);
     for (size_t i = 0; i < cnt; i++) {
         uint8_t b[NQ_MAX_SPEC];
         size_t len = shards_get(l, i, b);
         nq_count_result_t want;
         T_EQ_U64(count_shard(b, len, &want, NULL, err, sizeof err), 0);
         const nq_count_result_t *got = &s.r[i];
+        if (!nodes)
+            want.nodes = got->nodes;    /* the fast kernel's are its own */
         if (s.rc[i] != 0 || got->total != want.total || got->unique != want.unique ||
             got->nodes != want.nodes || got->res13 != want.res13 || got->res15 != want.res15)
             fprintf(stderr, "  n=%d depth %d encoding %d shard %zu: rc %d, %llu/%llu/%llu nodes, want "
@@ -144,8 +152,9 @@ static size_t compare_list(nq_gpu_t *g, int n, int depth, int enc)
 
 T_TEST(test_gpu_engine_matches_count_shard_in_every_encoding)
 {
-    for (int chunked = 0; chunked <= 1; chunked++) {
-        nq_gpu_t *g = host_engine_as(5, 100, chunked);   /* tasks of 5 rows, launches of <= 100 tasks */
+    static const char *how[3] = { "parity, largest first", "parity, chunked", "fast" };
+    for (int mode = PARITY; mode <= FAST; mode++) {
+        nq_gpu_t *g = host_engine_as(5, 100, mode);   /* tasks of 5 rows, launches of <= 100 tasks */
         size_t shards = 0;
         for (int enc = NQ_SHARD_ENCODING_MIN; enc <= NQ_SHARD_ENCODING; enc++)
             for (int n = 1; n <= 12; n++)
@@ -153,9 +162,11 @@ T_TEST(test_gpu_engine_matches_count_shard_in_every_encoding)
                     shards += compare_list(g, n, n < 4 ? 0 : depth, enc);
         nq_gpu_stats_t st;
         gpu_stats(g, &st);
-        fprintf(stderr, "  %s: %zu shards, %llu launches, %llu tasks\n",
-                chunked ? "chunked" : "largest first", shards, (unsigned long long)st.launches,
-                (unsigned long long)st.tasks);
+        fprintf(stderr, "  %s: %zu shards, %llu launches, %llu tasks\n", how[mode], shards,
+                (unsigned long long)st.launches, (unsigned long long)st.tasks);
+        T_CHECK(strcmp(gpu_kernel_name(g), mode == FAST ? "fast" : "parity") == 0);
+        T_EQ_U64(gpu_nodes_cpu(g), mode != FAST);
+        T_CHECK(strcmp(gpu_backend_name(g), "host") == 0);
         T_CHECK(st.launches > 100);
         gpu_close(&g);
         T_CHECK(g == NULL);
@@ -235,6 +246,88 @@ T_TEST(test_gpu_split_takes_every_path)
     T_CHECK(gpu_only > 1000 && gpu_rare > 10 && gpu_flip > 1000 && host_only > 10);
 }
 
+/* The GPU's part of a shard counted on the host instead (what the engine does with a plan the fast
+   search's table cannot hold): count_shard's result, nodes and all, at n = 9..12. */
+T_TEST(test_gpu_split_host_rest_matches_count_shard)
+{
+    char err[256];
+    int moved = 0;
+    for (int n = 9; n <= 12; n++) {
+        nq_shards_t *l = shards_new(NQ_KIND_COUNT, n, 2, err, sizeof err);
+        for (size_t i = 0; l && i < shards_count(l); i++) {
+            uint8_t b[NQ_MAX_SPEC];
+            size_t len = shards_get(l, i, b);
+            nq_gpu_split_t sp;
+            nq_count_result_t want, got;
+            T_EQ_U64(gpu_split_shard(b, len, &sp, NULL, err, sizeof err), 0);
+            if (!sp.gpu)
+                continue;
+            T_EQ_U64(gpu_split_host_rest(&sp, NULL, err, sizeof err), 0);
+            T_EQ_U64(sp.gpu, 0);
+            T_EQ_U64(gpu_split_finish(&sp, 0, 0, &got, err, sizeof err), 0);
+            T_EQ_U64(count_shard(b, len, &want, NULL, err, sizeof err), 0);
+            T_EQ_U64(got.total, want.total);
+            T_EQ_U64(got.unique, want.unique);
+            T_EQ_U64(got.nodes, want.nodes);
+            T_EQ_U64(got.res13, want.res13);
+            moved++;
+        }
+        shards_destroy(&l);
+    }
+    T_CHECK(moved > 100);
+}
+
+/* Which table the fast search takes: up to n = 27 any; past that only rows close enough for the
+   distance to fit above the cells; never n = 32. */
+T_TEST(test_gpu_fast_fits_by_board_and_distance)
+{
+    nq_gpu_table_t tb;
+    memset(&tb, 0, sizeof tb);
+    tb.m = 6;
+    tb.level = 1;
+    for (int n = 20; n <= 32; n++) {
+        tb.full = n == 32 ? ~0u : (1u << n) - 1;
+        for (nq_u32 L = 0; L < tb.m; L++)
+            tb.geo[L] = 1;
+        tb.geo[2] = 7;                  /* six fixed rows between two free ones */
+        T_EQ_U64(gpu_fast_fits(&tb), n <= 29);
+        tb.geo[2] = 31;
+        T_EQ_U64(gpu_fast_fits(&tb), n <= 27);
+        tb.geo[0] = 31;                 /* above the tasks' level: not in the table */
+        tb.geo[2] = 1;
+        T_EQ_U64(gpu_fast_fits(&tb), n <= 31);
+    }
+}
+
+/* The kernel's settings: fast by default with its own rows, launches and tasks; parity's settings
+   refused with it; NQ_GPU_KERNEL and its bad values. */
+T_TEST(test_gpu_cfg_kernel_defaults_and_checks)
+{
+    nq_gpu_cfg_t c;
+    char err[256];
+    gpu_cfg_defaults(&c);
+    gpu_cfg_resolve(&c);
+    T_EQ_U64(c.kernel, NQ_GPU_KERNEL_FAST);
+    T_EQ_U64(c.rows_left, NQ_GPU_ROWS_FAST);
+    T_EQ_U64(gpu_cfg_check(&c, err, sizeof err), 0);
+    c.chunked = 1;
+    T_CHECK(gpu_cfg_check(&c, err, sizeof err) != 0 && strstr(err, "parity") != NULL);
+    gpu_cfg_defaults(&c);
+    T_EQ_U64(gpu_cfg_kernel(&c, "parity", err, sizeof err), 0);
+    c.chunked = 1;
+    gpu_cfg_resolve(&c);
+    T_EQ_U64(c.rows_left, NQ_GPU_ROWS_LEFT);
+    T_EQ_U64(gpu_cfg_check(&c, err, sizeof err), 0);
+    gpu_cfg_defaults(&c);
+    setenv("NQ_GPU_KERNEL", "parity", 1);
+    T_EQ_U64(gpu_cfg_from_env(&c, err, sizeof err), 0);
+    T_EQ_U64(c.kernel, NQ_GPU_KERNEL_PARITY);
+    setenv("NQ_GPU_KERNEL", "quick", 1);
+    T_CHECK(gpu_cfg_from_env(&c, err, sizeof err) != 0 && strstr(err, "NQ_GPU_KERNEL=quick") != NULL);
+    unsetenv("NQ_GPU_KERNEL");
+    T_CHECK(gpu_cfg_kernel(&c, "", err, sizeof err) != 0);
+}
+
 T_TEST(test_gpu_engine_cancel_ends_shards_cancelled)
 {
     char err[256];
@@ -310,7 +403,7 @@ T_TEST(test_gpu_engine_lost_device_fails_every_shard)
         T_EQ_U64(count_shard(b, len, &want, NULL, err, sizeof err), 0);
         T_CHECK(s.rc[i] == 0 || s.rc[i] == -1);
         if (s.rc[i] == 0)               /* a shard that ended before the loss: exact */
-            T_CHECK(s.r[i].total == want.total && s.r[i].nodes == want.nodes);
+            T_CHECK(s.r[i].total == want.total && s.r[i].unique == want.unique);
         else
             T_CHECK(s.r[i].total == 0 && s.r[i].nodes == 0);
         ok += s.rc[i] == 0;
