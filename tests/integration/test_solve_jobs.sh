@@ -32,7 +32,7 @@ ok "a large solution is stored beside the DB by hash and verifies after the roun
 # written, no round of the loop is slow; a hostile worker's clashing
 # 300,000-row permutation (sent twice) is refused once and stored nowhere.
 need_wire_python
-BROKER_N=2 start_broker s2.db
+BROKER_N=2 start_broker s2.db --heartbeat-ms 1000 --liveness 10   # a worker sending 80 MB of columns is busy
 start_worker w2 --threads 1
 id=$("$NQ" submit solve 20000000) || fail "submit"
 wait_for 180 job_done "$id" || fail "solve 2x10^7 did not finish: $("$NQ" status "$id" --json)"
