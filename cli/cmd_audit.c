@@ -244,9 +244,10 @@ static uint64_t report_recount(const picks_t *k)
                    (unsigned long long)g->total, (unsigned long long)g->unique, (unsigned long long)g->nodes, w);
             bad++;
         } else if (p->nodes_kind != NQ_MANIFEST_NODES_CPU) {
-            printf("shard %llu: agrees (total %llu, unique %llu; its nodes %llu are the fast GPU kernel's own,"
-                   " not compared with the %llu counted again)%s\n", idx, (unsigned long long)g->total,
-                   (unsigned long long)g->unique, (unsigned long long)c->nodes, (unsigned long long)g->nodes, w);
+            printf("shard %llu: agrees (total %llu, unique %llu; its nodes %llu are the fast GPU kernel's"
+                   " own, not compared with the %llu counted again)%s\n", idx, (unsigned long long)g->total,
+                   (unsigned long long)g->unique, (unsigned long long)c->nodes, (unsigned long long)g->nodes,
+                   w);
         } else {
             printf("shard %llu: agrees (total %llu, unique %llu, nodes %llu)%s\n", idx,
                    (unsigned long long)g->total, (unsigned long long)g->unique, (unsigned long long)g->nodes, w);
@@ -278,7 +279,8 @@ static int summary(const nq_manifest_scan_t *s, const audit_args_t *o, const pic
     describe(o, k, how, sizeof how);
     if (s->fast_lines)
         printf("audit: %llu of %llu line(s) carry the fast GPU kernel's own nodes: their total, unique and"
-               " residues are checked, their nodes neither bounded nor compared (the header sums the others)\n",
+               " residues are checked, their nodes neither bounded nor compared (the header sums the"
+               " others)\n",
                (unsigned long long)s->fast_lines, (unsigned long long)s->head.shards);
     if (s->problems + bad == 0) {
         printf("audit: OK: N=%d, %llu shards, total %s, unique %s, root %s; %zu shard(s) (%s) counted"

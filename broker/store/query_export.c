@@ -93,8 +93,8 @@ static int export_shards(sqlite3 *db, const qjob_t *j, const export_args_t *a,
     if (end - a->cursor > a->max_rows)
         end = a->cursor + a->max_rows;
     sqlite3_stmt *st = query_prep(db, "SELECT idx, state, total, uniq, nodes, res13, res15, elapsed, worker,"
-                                " confirmations, NULL, NULL, status, CASE WHEN state = 'done' THEN nodes_kind END"
-                                " FROM shards"
+                                " confirmations, NULL, NULL, status,"
+                                " CASE WHEN state = 'done' THEN nodes_kind END FROM shards"
                                 " WHERE job = ? AND idx >= ? AND idx < ? ORDER BY idx", err, errlen);
     if (!st)
         return -2;

@@ -108,7 +108,8 @@ static int shard_lines(sqlite3 *db, uint64_t job, const nq_shards_t *list, const
     /* evidence: a range of its primary key per shard, and nearly always empty */
     if (sqlite3_prepare_v2(db, "SELECT idx, state, spec, total, uniq, nodes, res13, res15, worker, confirmations,"
                                " (SELECT count(*) FROM evidence e WHERE e.job = s.job AND e.idx = s.idx),"
-                               " nodes_kind FROM shards s WHERE job = ?1 ORDER BY idx", -1, &q, NULL) != SQLITE_OK)
+                               " nodes_kind FROM shards s WHERE job = ?1 ORDER BY idx",
+                           -1, &q, NULL) != SQLITE_OK)
         return nq_errf(err, errlen, "shards: %s", sqlite3_errmsg(db)), -2;
     sqlite3_bind_int64(q, 1, (sqlite3_int64)job);
     int rc = 0;

@@ -251,7 +251,8 @@ static int put_same(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c)
     if (r->status != c->status || r->total != c->total || r->unique != c->unique ||
         r->res13 != c->res13 || r->res15 != c->res15)
         return 0;
-    if (c->kind == NQ_KIND_COUNT && store_nodes_comparable(r->nodes_kind, c->nodes_kind) && r->nodes != c->nodes)
+    if (c->kind == NQ_KIND_COUNT && store_nodes_comparable(r->nodes_kind, c->nodes_kind) &&
+        r->nodes != c->nodes)
         return 0;
     if (c->kind == NQ_KIND_ENUMERATE)
         return enum_payload_equal(s, r);

@@ -33,7 +33,8 @@ static const char *const spot_sql[S_COUNT] = {
         " WHERE job = ?1 AND idx = ?2 ORDER BY seq",
     [S_CHECK_PUT] =
         "INSERT OR REPLACE INTO checks (job, idx, seq, who, status, total, uniq, nodes, res13, res15,"
-        " elapsed, nodes_kind, agreed, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+        " elapsed, nodes_kind, agreed, at)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [S_JOB_CHECKS] = "UPDATE jobs SET checks = checks + 1, disagreed = disagreed + ?2 WHERE id = ?1",
     [S_SET_VERIFY] = "UPDATE shards SET verify = ?3 WHERE job = ?1 AND idx = ?2",
     [S_REPLACE] =

@@ -104,7 +104,8 @@ static int check_counts(const nq_count_bounds_t *b, const nq_count_result_t *r, 
     return 0;
 }
 
-int count_bounds_check_counts(const nq_count_bounds_t *b, const nq_count_result_t *r, char *why, size_t whylen)
+int count_bounds_check_counts(const nq_count_bounds_t *b, const nq_count_result_t *r, char *why,
+                              size_t whylen)
 {
     nq_u128 sols;
     return check_counts(b, r, &sols, why, whylen);

@@ -265,8 +265,8 @@ static int root_line(nq_manifest_scan_t *s, char *err, size_t errlen)
     }
     sum_check(s, "total", s->head.total, s->total, "");
     sum_check(s, "unique", s->head.unique, s->unique, "");
-    sum_check(s, "nodes", s->head.nodes, s->nodes,
-              s->fast_lines ? " (the nodes of the lines of kind 0: the others are the fast GPU kernel's own)" : "");
+    sum_check(s, "nodes", s->head.nodes, s->nodes, s->fast_lines ? " (the nodes of the lines of kind 0: the"
+              " others are the fast GPU kernel's own)" : "");
     return 0;
 }
 

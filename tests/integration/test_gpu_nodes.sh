@@ -24,17 +24,19 @@ wait_for 120 job_done "$id" || fail "verify-rate job did not finish: $("$NQ" sta
 st=$("$NQ" status "$id" --json)
 [ "$(echo "$st" | json_get total)" = "$(oeis_total 12)" ] || fail "verify-rate total: $st"
 [ "$(echo "$st" | json_get unique)" = "$(oeis_unique 12)" ] || fail "verify-rate unique: $st"
-[ "$(echo "$st" | json_get checks_disagreed)" = 0 ] || fail "checks disagreed between the fast GPU and the CPU: $st"
+[ "$(echo "$st" | json_get checks_disagreed)" = 0 ] \
+    || fail "checks disagreed between the fast GPU and the CPU: $st"
 [ "$(echo "$st" | json_get checks)" -gt 0 ] || fail "no check ran: $st"
 [ "$(echo "$st" | json_get evidence)" = 0 ] || fail "evidence between the fast GPU and the CPU: $st"
 [ "$(echo "$st" | json_get shards_conflict)" = 0 ] || fail "conflicts: $st"
 echo "$st" | grep -q '"flagged":\[\]' || fail "someone flagged: $st"
 "$NQ" workers | grep -q FLAGGED && fail "a worker was flagged: $("$NQ" workers)"
-fast=$(sql v.db "SELECT count(*) FROM checks WHERE job = $id AND nodes_kind = 1")
-[ "$(sql v.db "SELECT count(*) FROM shards WHERE job = $id AND nodes_kind = 1")" -gt 0 ] || [ "$fast" -gt 0 ] \
-    || fail "no result of the fast GPU kernel was compared"
+fast=$(sql v.db "SELECT (SELECT count(*) FROM checks WHERE job = $id AND nodes_kind = 1)
+                      + (SELECT count(*) FROM shards WHERE job = $id AND nodes_kind = 1)")
+[ "$fast" -gt 0 ] || fail "no result of the fast GPU kernel was compared"
 "$NQ" check "$id" --db v.db >check.out || fail "nq check: $(cat check.out)"
-ok "--verify-rate 1 across a fast GPU worker and a CPU worker: exact, $(echo "$st" | json_get checks) checks all agree, no evidence"
+ok "--verify-rate 1 across a fast GPU worker and a CPU worker: exact," \
+   "$(echo "$st" | json_get checks) checks all agree, no evidence"
 
 # the fast GPU alone: its nodes apart from the CPU kernels', in the job and in the manifest
 kill "$cpu_pid"
@@ -43,11 +45,13 @@ wait_for 120 job_done "$id2" || fail "GPU job did not finish: $("$NQ" status "$i
 st=$("$NQ" status "$id2" --json)
 shards=$(echo "$st" | json_get shards_total)
 [ "$(echo "$st" | json_get total)" = "$(oeis_total 12)" ] || fail "GPU job total: $st"
-[ "$(echo "$st" | json_get fast_shards)" = "$shards" ] || fail "not every shard says the fast GPU counted it: $st"
+[ "$(echo "$st" | json_get fast_shards)" = "$shards" ] \
+    || fail "not every shard says the fast GPU counted it: $st"
 [ "$(echo "$st" | json_get nodes)" = 0 ] || fail "fast GPU nodes summed as the CPU kernels': $st"
 [ "$(echo "$st" | json_get fast_nodes)" -gt 0 ] || fail "no fast GPU nodes: $st"
 "$NQ" check "$id2" --db v.db >check.out || fail "nq check: $(cat check.out)"
-ok "a job on the fast GPU: nodes 0 of the CPU kernels', $(echo "$st" | json_get fast_nodes) of its own over $shards shards; nq check agrees"
+ok "a job on the fast GPU: nodes 0 of the CPU kernels', $(echo "$st" | json_get fast_nodes) of its own" \
+   "over $shards shards; nq check agrees"
 
 "$NQ" export "$id2" --manifest m.txt --db v.db >/dev/null || fail "export --manifest"
 head -1 m.txt | grep -q '^nq-manifest 3 count n=12 .* nodes=0$' || fail "manifest header: $(head -1 m.txt)"
@@ -55,7 +59,8 @@ lines=$(awk 'NR > 1 && $1 ~ /^[0-9]+$/' m.txt | wc -l)
 [ "$lines" = "$shards" ] || fail "manifest has $lines shard lines, want $shards"
 awk 'NR > 1 && $1 ~ /^[0-9]+$/ && (NF != 11 || $11 != 1) { bad = 1 } END { exit bad }' m.txt \
     || fail "a shard line does not say kind 1: $(sed -n 2p m.txt)"
-"$NQ" audit m.txt --shards 0-$((shards - 1)) >audit.out || fail "audit of the fast GPU's manifest: $(cat audit.out)"
+"$NQ" audit m.txt --shards 0-$((shards - 1)) >audit.out \
+    || fail "audit of the fast GPU's manifest: $(cat audit.out)"
 grep -q "^audit: $shards of $shards line(s) carry the fast GPU kernel's own nodes" audit.out \
     || fail "audit does not say the nodes are the fast kernel's: $(tail -2 audit.out)"
 grep -q "^audit: OK" audit.out || fail "audit: $(tail -1 audit.out)"
@@ -71,5 +76,6 @@ $ED edit m.txt forged.txt "$s" total "${t% *}" unique "${t#* }" --residues --hea
 grep -q "shard $s: DISAGREES" audit.out || grep -q "shard $s: no count of it gives this" audit.out \
     || fail "audit does not name the forged shard: $(cat audit.out)"
 $ED edit m.txt nodes.txt "$s" nodes 1 --header --reroot      # its nodes are its own: not compared
-"$NQ" audit nodes.txt --shards "$s-$s" >audit.out || fail "audit compared a fast line's nodes: $(cat audit.out)"
+"$NQ" audit nodes.txt --shards "$s-$s" >audit.out \
+    || fail "audit compared a fast line's nodes: $(cat audit.out)"
 ok "nq audit fails a forged total on a fast GPU line (shard $s) and leaves its nodes alone"

@@ -50,7 +50,8 @@ wait_for 120 job_done "$id" || fail "quorum job with a GPU worker did not finish
 "$NQ" workers --json | grep -o '{[^{}]*"id":"gpu1"[^{}]*}' | grep -Eq '"shards_done":[1-9]' \
     || fail "the GPU worker did no shard"
 "$NQ" workers | grep -q FLAGGED && fail "a worker was flagged: $("$NQ" workers)"
-ok "quorum 2 with a fast GPU worker and a CPU worker: exact, no conflict, no evidence; nq workers names the device"
+ok "quorum 2 with a fast GPU worker and a CPU worker: exact, no conflict, no evidence;" \
+   "nq workers names the device"
 
 # the parity kernel beside the CPU: nodes compared too, and the job's nodes are the CPU's
 kill "$gpu_pid"
@@ -58,10 +59,12 @@ NQ_GPU_ROWS=6 start_worker gpup --gpu-kernel parity --threads 2 --id gpup
 gpu_pid=$LAST_PID
 wait_for 30 grep -q 'worker.join worker=gpup' "$T/broker.log" || fail "the parity GPU worker did not join"
 idp=$("$NQ" submit count 12 --quorum 2) || fail "submit quorum parity"
-wait_for 120 job_done "$idp" || fail "quorum job with a parity GPU worker did not finish: $("$NQ" status "$idp")"
+wait_for 120 job_done "$idp" \
+    || fail "quorum job with a parity GPU worker did not finish: $("$NQ" status "$idp")"
 [ "$(job_field "$idp" total)" = "$(oeis_total 12)" ] || fail "parity quorum total"
 [ "$(job_field "$idp" shards_conflict)" = 0 ] || fail "conflicts between the parity GPU and the CPU worker"
-[ "$(job_field "$idp" nodes)" = "$nodes12" ] || fail "parity quorum nodes, want $nodes12: $("$NQ" status "$idp" --json)"
+[ "$(job_field "$idp" nodes)" = "$nodes12" ] \
+    || fail "parity quorum nodes, want $nodes12: $("$NQ" status "$idp" --json)"
 [ "$(job_field "$idp" fast_shards)" = 0 ] || fail "a parity result stored as the fast kernel's"
 ok "quorum 2 with a parity GPU worker and a CPU worker: exact, no conflict, the CPU's nodes"
 
