@@ -87,12 +87,15 @@ static uint64_t bytes_hash(const uint8_t *p, size_t n)
     return h;
 }
 
+/* Equal votes. A count's nodes are compared only between two results of the CPU kernels'
+   (store_nodes_comparable): a fast GPU vote agrees with a CPU one on total, unique and residues. */
 static int same(const vote_t *a, const vote_t *b)
 {
     const nq_result_t *x = &a->r, *y = &b->r;
     return x->status == y->status && x->total == y->total && x->unique == y->unique &&
            x->res13 == y->res13 && x->res15 == y->res15 &&
-           (x->kind != NQ_KIND_COUNT || x->nodes == y->nodes) &&
+           (x->kind != NQ_KIND_COUNT || !store_nodes_comparable(x->nodes_kind, y->nodes_kind) ||
+            x->nodes == y->nodes) &&
            a->payload_hash == b->payload_hash && strcmp(a->sol_hash, b->sol_hash) == 0;
 }
 

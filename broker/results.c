@@ -99,9 +99,10 @@ int results_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t 
 /*
  * A count result against what a count of its shard can give (count_bounds.h, the audit's
  * per-line check): residues alone let totals of 2^64-1, unique above total and nodes below
- * total become final. The descriptor comes from the job's list. 0 within them, -1 outside (why),
- * 1 not known yet: the list is being built after a restart (the caller leaves the result
- * unacknowledged, and the worker sends it again).
+ * total become final. Nodes are held to their bounds only where they are the CPU kernels' (the
+ * search those bounds describe); the fast GPU kernel's own are not. The descriptor comes from the
+ * job's list. 0 within them, -1 outside (why), 1 not known yet: the list is being built after a
+ * restart (the caller leaves the result unacknowledged, and the worker sends it again).
  */
 static int check_bounds(nq_broker_t *b, const nq_job_t *j, const nq_result_t *r, char *why, size_t whylen)
 {
@@ -124,7 +125,9 @@ static int check_bounds(nq_broker_t *b, const nq_job_t *j, const nq_result_t *r,
     char text[200];
     if (count_bounds(spec, len, &cb, text, sizeof text) != 0)
         return nq_errf(why, whylen, "the shard's descriptor does not decode: %s", text);
-    if (count_bounds_check(&cb, &cr, text, sizeof text) != 0)
+    int off = r->nodes_kind == NQ_NODES_CPU ? count_bounds_check(&cb, &cr, text, sizeof text)
+                                            : count_bounds_check_counts(&cb, &cr, text, sizeof text);
+    if (off != 0)
         return nq_errf(why, whylen, "no count of the shard can give it: %s", text);
     return 0;
 }
@@ -158,6 +161,8 @@ static int check_result(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol
         return nq_errf(why, whylen, "result kind does not match the job");
     if (r->shard >= shards_total)
         return nq_errf(why, whylen, "no such shard");
+    if (r->kind != NQ_KIND_COUNT && r->nodes_kind != NQ_NODES_CPU)   /* steps are the solver's own */
+        return nq_errf(why, whylen, "only a count result says whose nodes it carries");
     if (r->kind == NQ_KIND_COUNT) {
         if (r->total % 13 != r->res13 || r->total % 15 != r->res15)
             return nq_errf(why, whylen, "residues do not match the total");

@@ -137,14 +137,17 @@ static int peer_identity(nq_broker_t *b, nq_peer_t *p, nq_identity_t *rec)
 static nq_vote_t vote_of(const nq_result_t *r, int64_t who)
 {
     nq_vote_t v = { who, r->status, r->total, r->unique, r->nodes, r->res13, r->res15,
-                    r->elapsed_us / 1e6 };
+                    r->elapsed_us / 1e6, r->nodes_kind };
     return v;
 }
 
+/* Nodes are compared only between two results of the CPU kernels' (store_nodes_comparable): a
+   fast GPU result agrees with a CPU one on its total, unique count and residues. */
 static int vote_same(const nq_vote_t *a, const nq_vote_t *b)
 {
     return a->status == b->status && a->total == b->total && a->unique == b->unique &&
-           a->nodes == b->nodes && a->res13 == b->res13 && a->res15 == b->res15;
+           (!store_nodes_comparable(a->nodes_kind, b->nodes_kind) || a->nodes == b->nodes) &&
+           a->res13 == b->res13 && a->res15 == b->res15;
 }
 
 int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_result_t *e)

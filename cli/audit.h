@@ -20,6 +20,7 @@ typedef struct {
     audit_why_t why;
     int claimed;                  /* the manifest's line for it was read */
     nq_count_result_t claim;      /* what the manifest says */
+    unsigned nodes_kind;          /* whose nodes the claim's are: only the CPU kernels' are recounted */
     nq_count_result_t got;        /* what the kernel says */
     int rc;                       /* count_shard's: 0 ok */
     char err[128];

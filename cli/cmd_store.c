@@ -118,6 +118,8 @@ static int check_job(sqlite3 *db, uint64_t id)
     SAME("total", row.total, rows.total)
     SAME("unique", row.unique, rows.unique)
     SAME("nodes", row.nodes, rows.nodes)
+    SAME("fast GPU nodes", row.fast_nodes, rows.fast_nodes)
+    SAME("shards with fast GPU nodes", row.fast_shards, rows.fast_shards)
     SAME("residue sum mod 13", row.res13, rows.res13)
     SAME("residue sum mod 15", row.res15, rows.res15)
 #undef SAME

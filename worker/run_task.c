@@ -231,6 +231,7 @@ void task_run_gpu(nq_wtask_t *t, nq_gpu_t *g, void (*done)(void *ud, nq_wtask_t 
 {
     nq_kernel_ctl_t ctl = { .cancel = &t->cancel, .progress = &t->progress };
     task_begin(t);
+    t->r.nodes_kind = gpu_nodes_cpu(g) ? NQ_NODES_CPU : NQ_NODES_GPU_FAST;   /* whose nodes it counts */
     t->gpu_done = done;
     t->gpu_ud = ud;
     gpu_count_shard(g, t->t.spec, t->t.spec_len, &ctl, gpu_task_done, t);

@@ -240,6 +240,8 @@ static int job_scan(sqlite3 *db, qjob_t *j, char *err, size_t errlen)
     j->total = t.total;
     j->unique = t.unique;
     j->nodes = t.nodes;
+    j->fast_nodes = t.fast_nodes;
+    j->fast_shards = t.fast_shards;
     j->core_seconds = t.core_seconds;
     j->res13 = t.res13;
     j->res15 = t.res15;
@@ -314,7 +316,7 @@ uint32_t query_job_npairs(const qjob_t *j)
 {
     uint32_t n = 21;
     if (j->evidence > 0) n++;
-    if (strcmp(j->kind, "count") == 0) n += 4;
+    if (strcmp(j->kind, "count") == 0) n += 6;
     else if (strcmp(j->kind, "solve") == 0) n += 3;
     else if (strcmp(j->kind, "enumerate") == 0) n += 1;
     if (j->verify_ppm > 0) n += 6;
@@ -375,7 +377,11 @@ void query_pack_job(msgpack_packer *pk, const qjob_t *j)
     if (strcmp(j->kind, "count") == 0) {
         query_pack_str(pk, "total"); query_pack_u128(pk, j->total);
         query_pack_str(pk, "unique"); query_pack_u128(pk, j->unique);
+        /* nodes in one unit: the CPU kernels', over the done shards that carry them; the fast GPU
+           kernel's own apart, with their shards (010_nodes_kind.sql) */
         query_pack_str(pk, "nodes"); query_pack_u128(pk, j->nodes);
+        query_pack_str(pk, "fast_nodes"); query_pack_u128(pk, j->fast_nodes);
+        query_pack_str(pk, "fast_shards"); msgpack_pack_uint64(pk, j->fast_shards);
         query_pack_str(pk, "final");
         if (strcmp(j->state, "done") == 0) msgpack_pack_true(pk);
         else msgpack_pack_false(pk);

@@ -32,12 +32,13 @@ static void pk_rowless(msgpack_packer *r, const qjob_t *j, uint64_t idx, int sol
     const char *state = strcmp(j->state, "pending") == 0 || strcmp(j->state, "running") == 0 ? "pending"
                                                                                                 : "cancelled";
     if (!solve) {
-        msgpack_pack_array(r, 10);
+        msgpack_pack_array(r, 11);
         msgpack_pack_uint64(r, idx);
         query_pack_str(r, state);
         for (int i = 2; i <= 8; i++)
             msgpack_pack_nil(r);
         msgpack_pack_uint64(r, 0);
+        msgpack_pack_nil(r);
         return;
     }
     char algo[64];
@@ -53,10 +54,11 @@ static void pk_rowless(msgpack_packer *r, const qjob_t *j, uint64_t idx, int sol
 static void pk_shard_row(msgpack_packer *r, sqlite3_stmt *st, const qjob_t *j, uint64_t idx, int solve)
 {
     if (!solve) {
-        msgpack_pack_array(r, 10);
+        msgpack_pack_array(r, 11);
         query_pack_col_u64(r, st, 0); query_pack_col_text(r, st, 1);
         for (int i = 2; i <= 6; i++) query_pack_col_u64(r, st, i);
         query_pack_col_double(r, st, 7); query_pack_col_text(r, st, 8); query_pack_col_u64(r, st, 9);
+        query_pack_col_u64(r, st, 13);
         return;
     }
     const char *state = (const char *)sqlite3_column_text(st, 1);
@@ -80,8 +82,10 @@ static void pk_shard_row(msgpack_packer *r, sqlite3_stmt *st, const qjob_t *j, u
 static int export_shards(sqlite3 *db, const qjob_t *j, const export_args_t *a,
                          msgpack_packer *pk, char *err, size_t errlen)
 {
-    static const char *const count_cols[10] = { "idx", "state", "total", "unique", "nodes", "res13",
-                                                "res15", "seconds", "worker", "confirmations" };
+    /* nodes_kind: whose nodes the row's are (0 the CPU kernels', 1 the fast GPU kernel's own) */
+    static const char *const count_cols[11] = { "idx", "state", "total", "unique", "nodes", "res13",
+                                                "res15", "seconds", "worker", "confirmations",
+                                                "nodes_kind" };
     static const char *const solve_cols[7] = { "idx", "seed", "algo", "status", "steps", "seconds",
                                                "worker" };
     int solve = strcmp(j->kind, "solve") == 0;
@@ -89,7 +93,8 @@ static int export_shards(sqlite3 *db, const qjob_t *j, const export_args_t *a,
     if (end - a->cursor > a->max_rows)
         end = a->cursor + a->max_rows;
     sqlite3_stmt *st = query_prep(db, "SELECT idx, state, total, uniq, nodes, res13, res15, elapsed, worker,"
-                                " confirmations, NULL, NULL, status FROM shards"
+                                " confirmations, NULL, NULL, status,"
+                                " CASE WHEN state = 'done' THEN nodes_kind END FROM shards"
                                 " WHERE job = ? AND idx >= ? AND idx < ? ORDER BY idx", err, errlen);
     if (!st)
         return -2;
@@ -111,7 +116,7 @@ static int export_shards(sqlite3 *db, const qjob_t *j, const export_args_t *a,
     if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
         msgpack_pack_map(pk, 3);
         if (solve) pk_columns(pk, solve_cols, 7);
-        else pk_columns(pk, count_cols, 10);
+        else pk_columns(pk, count_cols, 11);
         query_pack_str(pk, "rows");
         msgpack_pack_array(pk, (uint32_t)(end - a->cursor));
         query_buf_append(pk, &rows);

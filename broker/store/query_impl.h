@@ -55,7 +55,9 @@ typedef struct {
     uint64_t shards_total, shards[ST_COUNT];
     double created, started, finished;
     int has_started, has_finished;
-    unsigned __int128 total, unique, nodes;   /* sums over done shards */
+    unsigned __int128 total, unique, nodes;   /* sums over done shards (nodes: the CPU kernels') */
+    unsigned __int128 fast_nodes;             /* the fast GPU kernel's own nodes, over fast_shards */
+    uint64_t fast_shards;
     double core_seconds;
     unsigned res13, res15;                    /* the done shards' residues, summed */
     uint64_t solutions_found;

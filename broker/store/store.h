@@ -98,6 +98,7 @@ typedef struct {
     uint64_t back;             /* ... and those at or above it (009_schedule.sql) */
     uint64_t checks, disagreed;   /* spot-check results compared, and those that disagreed (006) */
     uint64_t evidence;         /* results that disagreed with a decided shard (007) */
+    uint64_t fast_shards;      /* done shards whose nodes are the fast GPU kernel's own (010) */
     double created_at, started_at, finished_at;   /* unix seconds, 0 = not yet */
 } nq_job_row_t;
 
@@ -235,6 +236,15 @@ int store_result_put_by(nq_store_t *s, const nq_result_t *r, const char *worker,
 int store_result_dispute(nq_store_t *s, const nq_result_t *r, const char *worker, const nq_put_by_t *by,
                          const char *other_worker);
 
+/* Whether two count results' nodes may be compared (RESULT.nodes_kind, 010_nodes_kind.sql): only
+   when both are the CPU kernels'. The fast GPU kernel's nodes are its own, and not even two of them
+   compare: their number moves with the worker's settings (N=12: 132,356, 170,435 and 159,206 nodes
+   with 4, 6 and 8 rows left to the GPU). Totals, unique counts and residues always compare. */
+static inline int store_nodes_comparable(int a, int b)
+{
+    return a == NQ_NODES_CPU && b == NQ_NODES_CPU;
+}
+
 /* Broker settings that survive restarts (table meta). get: 0 found, 1 absent, -1 error, 2 the value
    is not text of fewer than vallen bytes (not one nq wrote: val is ""). */
 int store_meta_get(nq_store_t *s, const char *key, char *val, size_t vallen);
@@ -255,9 +265,12 @@ int store_job_note_error(nq_store_t *s, uint64_t job, uint64_t idx, const char *
 uint64_t store_solve_seed(uint64_t seed0, uint64_t restarts, uint64_t idx);
 void store_solve_method(const char *algos, uint64_t restarts, uint64_t idx, char *out, size_t outlen);
 
-/* Sums over the job's done shards: 128-bit totals. 0 ok. */
+/* Sums over the job's done shards: 128-bit totals. 0 ok. nodes sums one unit, the CPU kernels'
+   nodes, over the done shards whose result carries them; the fast GPU kernel's own nodes are
+   summed apart (fast_nodes, over fast_shards shards: 010_nodes_kind.sql). */
 typedef struct {
-    unsigned __int128 total, unique, nodes;
+    unsigned __int128 total, unique, nodes, fast_nodes;
+    uint64_t fast_shards;
     double core_seconds;
     uint64_t shards_done, shards_failed, shards_conflict, workers, solutions;
     unsigned res13, res15;     /* sum of the done shards' residues, mod 13 and mod 15 */

@@ -158,7 +158,7 @@ enum {
     J_ID, J_KIND, J_N, J_STATE, J_PRIORITY, J_DEPTH, J_ENCODING, J_ALGO, J_SEED0, J_RESTARTS,
     J_SOLUTIONS, J_MAX_STEPS, J_MAX_ATTEMPTS, J_QUORUM, J_SHARDS_TOTAL, J_SHARDS_DONE, J_CREATED,
     J_STARTED, J_FINISHED, J_SHARDS_FAILED, J_SHARDS_CONFLICT, J_FRONTIER, J_VERIFY_PPM, J_CHECKS,
-    J_DISAGREED, J_EVIDENCE, J_BACK, J_LEASE_ORDER, J_COUNT
+    J_DISAGREED, J_EVIDENCE, J_BACK, J_LEASE_ORDER, J_FAST_SHARDS, J_COUNT
 };
 _Static_assert(J_COUNT == STORE_JOB_NCOLS, "STORE_JOB_COLUMNS and this list must agree");
 
@@ -311,6 +311,7 @@ static void job_progress(row_t *r, nq_job_row_t *o)
     o->shards_done = (uint64_t)col_int(r, J_SHARDS_DONE, "shards_done", 0, total);
     o->shards_failed = (uint64_t)col_int(r, J_SHARDS_FAILED, "shards_failed", 0, total);
     o->shards_conflict = (uint64_t)col_int(r, J_SHARDS_CONFLICT, "shards_conflict", 0, total);
+    o->fast_shards = (uint64_t)col_int(r, J_FAST_SHARDS, "fast_shards", 0, (int64_t)o->shards_done);
     o->frontier = (uint64_t)col_int(r, J_FRONTIER, "frontier", 0, total);
     o->back = (uint64_t)col_int(r, J_BACK, "back", (int64_t)o->frontier, total);   /* [frontier, back): no rows */
     o->spec.lease_order = (uint32_t)col_int(r, J_LEASE_ORDER, "lease_order", 1, NQ_LEASE_ORDER_MAX);

@@ -29,8 +29,8 @@
     "id, kind, n, state, priority, depth, encoding, algo, seed0, restarts, solutions, max_steps," \
     " max_attempts, quorum, shards_total, shards_done, created_at, started_at, finished_at," \
     " shards_failed, shards_conflict, frontier, verify_ppm, checks, disagreed, evidence," \
-    " coalesce(back, shards_total), lease_order"
-#define STORE_JOB_NCOLS 28                /* a caller may select more columns after these */
+    " coalesce(back, shards_total), lease_order, fast_shards"
+#define STORE_JOB_NCOLS 29                /* a caller may select more columns after these */
 #define STORE_SHARD_COLUMNS "job, idx, state, attempts, lease, spec, seed, algo, cost"
 
 /* The current row of q (selected with STORE_JOB_COLUMNS) into *out: 0, or -1 with the reason. */

@@ -41,13 +41,16 @@ static const char *const sql_text[J_COUNT] = {
         "SELECT id FROM jobs WHERE kind = ?1 AND n = ?2 AND (?3 = 0 OR depth = ?3)"
         " AND (?4 = 0 OR encoding = ?4) AND algo = ?5 AND seed0 = ?6 AND restarts = ?7"
         " AND solutions = ?8 AND max_steps = ?9 AND quorum = ?10 ORDER BY id DESC LIMIT 1",
-    /* one done shard in (?2 = 1) or out (-1), with its sums in 32-bit limbs (see 004_campaign.sql) */
+    /* one done shard in (?2 = 1) or out (-1), with its sums in 32-bit limbs (see 004_campaign.sql);
+       its nodes in nodes (?7, ?8) or, the fast GPU kernel's own, in fast_nodes (?14, ?15; ?16 = 1) */
     [J_JOB_DONE_ADD] =
         "UPDATE jobs SET shards_done = shards_done + ?2, total_lo = total_lo + ?2 * ?3,"
         " total_hi = total_hi + ?2 * ?4, uniq_lo = uniq_lo + ?2 * ?5, uniq_hi = uniq_hi + ?2 * ?6,"
         " nodes_lo = nodes_lo + ?2 * ?7, nodes_hi = nodes_hi + ?2 * ?8, res13_sum = res13_sum + ?2 * ?9,"
         " res15_sum = res15_sum + ?2 * ?10, core_seconds = core_seconds + ?2 * ?11,"
-        " shards_conflict = shards_conflict + ?12, shards_failed = shards_failed + ?13 WHERE id = ?1",
+        " shards_conflict = shards_conflict + ?12, shards_failed = shards_failed + ?13,"
+        " fast_nodes_lo = fast_nodes_lo + ?2 * ?14, fast_nodes_hi = fast_nodes_hi + ?2 * ?15,"
+        " fast_shards = fast_shards + ?2 * ?16 WHERE id = ?1",
     [J_JOB_ERROR] = "UPDATE jobs SET last_error = ?2 WHERE id = ?1",
     [J_TOTALS_WORKERS] =
         "SELECT count(*) FROM job_workers WHERE job = ?1",
@@ -336,14 +339,19 @@ int store_job_move(nq_store_t *s, uint64_t job, int dir, const store_sums_t *d, 
     if (!q)
         return -1;
     const uint64_t lo = 0xffffffffu;
+    int fast = d->nodes_kind != NQ_NODES_CPU;
     sqlite3_bind_int64(q, 1, i64(job));
     sqlite3_bind_int(q, 2, dir);
     sqlite3_bind_int64(q, 3, (sqlite3_int64)(d->total & lo));
     sqlite3_bind_int64(q, 4, (sqlite3_int64)(d->total >> 32));
     sqlite3_bind_int64(q, 5, (sqlite3_int64)(d->unique & lo));
     sqlite3_bind_int64(q, 6, (sqlite3_int64)(d->unique >> 32));
-    sqlite3_bind_int64(q, 7, (sqlite3_int64)(d->nodes & lo));
-    sqlite3_bind_int64(q, 8, (sqlite3_int64)(d->nodes >> 32));
+    uint64_t cpu_nodes = fast ? 0 : d->nodes, fast_nodes = fast ? d->nodes : 0;
+    sqlite3_bind_int64(q, 7, (sqlite3_int64)(cpu_nodes & lo));
+    sqlite3_bind_int64(q, 8, (sqlite3_int64)(cpu_nodes >> 32));
+    sqlite3_bind_int64(q, 14, (sqlite3_int64)(fast_nodes & lo));
+    sqlite3_bind_int64(q, 15, (sqlite3_int64)(fast_nodes >> 32));
+    sqlite3_bind_int(q, 16, fast);
     sqlite3_bind_int(q, 9, d->res13);
     sqlite3_bind_int(q, 10, d->res15);
     sqlite3_bind_double(q, 11, d->seconds);
@@ -406,7 +414,8 @@ int store_job_sums(sqlite3 *db, uint64_t job, nq_job_totals_t *out)
 {
     sqlite3_stmt *q;
     int rc = sqlite3_prepare_v2(db, "SELECT shards_done, total_lo, total_hi, uniq_lo, uniq_hi, nodes_lo,"
-                                " nodes_hi, core_seconds, res13_sum, res15_sum FROM jobs WHERE id = ?1",
+                                " nodes_hi, core_seconds, res13_sum, res15_sum, fast_nodes_lo, fast_nodes_hi,"
+                                " fast_shards FROM jobs WHERE id = ?1",
                                 -1, &q, NULL);
     if (rc != SQLITE_OK)
         return rc;
@@ -419,6 +428,8 @@ int store_job_sums(sqlite3 *db, uint64_t job, nq_job_totals_t *out)
         out->core_seconds += sqlite3_column_double(q, 7);
         out->res13 = (unsigned)(col_u64(q, 8) % 13);
         out->res15 = (unsigned)(col_u64(q, 9) % 15);
+        out->fast_nodes += limbs(q, 10);
+        out->fast_shards += col_u64(q, 12);
         rc = SQLITE_DONE;
     }
     sqlite3_finalize(q);
@@ -428,8 +439,8 @@ int store_job_sums(sqlite3 *db, uint64_t job, nq_job_totals_t *out)
 int store_job_recount(sqlite3 *db, uint64_t job, nq_job_totals_t *out)
 {
     sqlite3_stmt *q;
-    int rc = sqlite3_prepare_v2(db, "SELECT state, total, uniq, nodes, elapsed, res13, res15 FROM shards"
-                                " WHERE job = ?1", -1, &q, NULL);
+    int rc = sqlite3_prepare_v2(db, "SELECT state, total, uniq, nodes, elapsed, res13, res15, nodes_kind"
+                                " FROM shards WHERE job = ?1", -1, &q, NULL);
     if (rc != SQLITE_OK)
         return rc;
     sqlite3_bind_int64(q, 1, i64(job));
@@ -444,7 +455,10 @@ int store_job_recount(sqlite3 *db, uint64_t job, nq_job_totals_t *out)
         uint64_t total = col_u64(q, 1);
         out->total += total;
         out->unique += col_u64(q, 2);
-        out->nodes += col_u64(q, 3);
+        if (sqlite3_column_int(q, 7) == NQ_NODES_CPU)
+            out->nodes += col_u64(q, 3);
+        else
+            out->fast_nodes += col_u64(q, 3), out->fast_shards++;
         out->core_seconds += sqlite3_column_double(q, 4);
         out->res13 = (out->res13 + (unsigned)(col_u64(q, 5) % 13)) % 13;
         out->res15 = (out->res15 + (unsigned)(col_u64(q, 6) % 15)) % 15;

@@ -12,6 +12,9 @@
 
 #include <string.h>
 
+_Static_assert(NQ_MANIFEST_NODES_CPU == NQ_NODES_CPU && NQ_MANIFEST_NODES_GPU_FAST == NQ_NODES_GPU_FAST,
+               "a manifest line's NODES_KIND is the wire's and the store's nodes_kind");
+
 /* The header from the job's row, checked (store_check.h): 0, -1 refused as asked (no such job, not
    count, not done), -2 a DB error or a row nq could not have written. */
 static int job_head(sqlite3 *db, uint64_t job, nq_job_row_t *row, nq_manifest_head_t *h, char *err,
@@ -34,7 +37,8 @@ static int job_head(sqlite3 *db, uint64_t job, nq_job_row_t *row, nq_manifest_he
     return 0;
 }
 
-/* The claimed sums: what `nq result` prints, from the job's row. */
+/* The claimed sums: what `nq result` prints, from the job's row (nodes: the CPU kernels', as the
+   header's are). */
 static int job_claims(sqlite3 *db, uint64_t job, nq_manifest_head_t *h, char *err, size_t errlen)
 {
     nq_job_totals_t t;
@@ -85,10 +89,16 @@ static int row_line(sqlite3_stmt *q, const nq_shards_t *list, uint64_t idx, nq_m
     snprintf(l->worker, sizeof l->worker, "%s", w && *w ? w : "-");
     l->confirmations = (uint64_t)sqlite3_column_int64(q, 9);
     l->evidence = (uint64_t)sqlite3_column_int64(q, 10);
+    int64_t kind = sqlite3_column_int64(q, 11);
+    if (sqlite3_column_type(q, 11) != SQLITE_INTEGER || kind < NQ_NODES_CPU || kind > NQ_NODES_GPU_FAST)
+        return nq_errf(err, errlen, "damaged store: shard %llu's nodes_kind is not %d or %d",
+                       (unsigned long long)idx, NQ_NODES_CPU, NQ_NODES_GPU_FAST), -2;
+    l->nodes_kind = (unsigned)kind;
     return 0;
 }
 
-/* Every shard line, and the sums of what was written (checked against the job's row). */
+/* Every shard line, and the sums of what was written (checked against the job's row; nodes of the
+   lines of the CPU kernels' alone). */
 static int shard_lines(sqlite3 *db, uint64_t job, const nq_shards_t *list, const nq_manifest_head_t *h, FILE *f,
                        nq_merkle_t *tree, nq_u128 sums[3], char *err, size_t errlen)
 {
@@ -97,8 +107,9 @@ static int shard_lines(sqlite3 *db, uint64_t job, const nq_shards_t *list, const
     nq_manifest_line_t l;
     /* evidence: a range of its primary key per shard, and nearly always empty */
     if (sqlite3_prepare_v2(db, "SELECT idx, state, spec, total, uniq, nodes, res13, res15, worker, confirmations,"
-                               " (SELECT count(*) FROM evidence e WHERE e.job = s.job AND e.idx = s.idx)"
-                               " FROM shards s WHERE job = ?1 ORDER BY idx", -1, &q, NULL) != SQLITE_OK)
+                               " (SELECT count(*) FROM evidence e WHERE e.job = s.job AND e.idx = s.idx),"
+                               " nodes_kind FROM shards s WHERE job = ?1 ORDER BY idx",
+                           -1, &q, NULL) != SQLITE_OK)
         return nq_errf(err, errlen, "shards: %s", sqlite3_errmsg(db)), -2;
     sqlite3_bind_int64(q, 1, (sqlite3_int64)job);
     int rc = 0;
@@ -122,7 +133,7 @@ static int shard_lines(sqlite3 *db, uint64_t job, const nq_shards_t *list, const
         else if ((rc = put_line(f, buf, len, tree, err, errlen)) == 0) {
             sums[0] += l.total;
             sums[1] += l.unique;
-            sums[2] += l.nodes;
+            sums[2] += l.nodes_kind == NQ_NODES_CPU ? l.nodes : 0;
         }
     }
     if (rc == 0 && sqlite3_step(q) == SQLITE_ROW)

@@ -5,6 +5,8 @@
  * another identity confirms it (table confirmations), a differing one is kept as evidence
  * against its sender (table evidence). Only store_result_dispute, for quorum votes that never
  * agreed, makes a shard CONFLICT. Enumerate payloads and solve solutions are stored here too.
+ * "Equal" holds a count's nodes to account only between two results of the CPU kernels'
+ * (store_nodes_comparable): the fast GPU kernel's are its own.
  */
 #include "clock.h"
 #include "log.h"
@@ -25,14 +27,15 @@ static const char *const sql_text[R_COUNT] = {
     [R_PUT_LOOKUP] =
         "SELECT s.state, s.done_at IS NOT NULL, s.status, s.total, s.uniq, s.nodes, s.res13,"
         " s.res15, s.worker, s.lease, j.seed0, j.kind, j.state, j.n, j.shards_total, j.restarts, s.elapsed,"
-        " s.who FROM jobs j LEFT JOIN shards s ON s.job = j.id AND s.idx = ?2 WHERE j.id = ?1",
+        " s.who, s.nodes_kind FROM jobs j LEFT JOIN shards s ON s.job = j.id AND s.idx = ?2 WHERE j.id = ?1",
     [R_PUT_FIRST] =
         "INSERT INTO shards (job, idx, state, status, total, uniq, nodes, res13, res15, elapsed, worker,"
-        " lease, done_at, who, verify) VALUES (?1, ?2, 'done', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12,"
-        " ?13, ?14)"
+        " lease, done_at, who, verify, nodes_kind) VALUES (?1, ?2, 'done', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
+        " ?11, ?12, ?13, ?14, ?15)"
         " ON CONFLICT (job, idx) DO UPDATE SET state = 'done', status = ?3, total = ?4, uniq = ?5,"
         " nodes = ?6, res13 = ?7, res15 = ?8, elapsed = ?9, worker = ?10, lease = ?11, done_at = ?12,"
-        " leased_at = NULL, confirmations = 0, conflict_with = NULL, who = ?13, verify = ?14",
+        " leased_at = NULL, confirmations = 0, conflict_with = NULL, who = ?13, verify = ?14,"
+        " nodes_kind = ?15",
     [R_PUT_CONFIRM] =
         "UPDATE shards SET confirmations = confirmations + 1 WHERE job = ?1 AND idx = ?2",
     [R_PUT_CONFLICT] =
@@ -41,8 +44,8 @@ static const char *const sql_text[R_COUNT] = {
     [R_CONFIRM_ADD] =
         "INSERT OR IGNORE INTO confirmations (job, idx, who) VALUES (?1, ?2, ?3)",
     [R_EVIDENCE_PUT] =
-        "INSERT OR IGNORE INTO evidence (job, idx, who, worker, status, total, uniq, nodes, res13, res15, at)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        "INSERT OR IGNORE INTO evidence (job, idx, who, worker, status, total, uniq, nodes, res13, res15, at,"
+        " nodes_kind) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     [R_JOB_EVIDENCE_ADD] =
         "UPDATE jobs SET evidence = evidence + 1 WHERE id = ?1",
     [R_JOB_WORKER_ADD] =
@@ -75,6 +78,7 @@ typedef struct {
     int status;
     uint64_t total, unique, nodes;
     int res13, res15;
+    int nodes_kind;                    /* the stored result's: NQ_NODES_* */
     double elapsed;
     char worker[NQ_STR_MAX];
 } put_ctx_t;
@@ -110,6 +114,7 @@ static int put_lookup(nq_store_t *s, const nq_result_t *r, put_ctx_t *c)
         c->shards_total = col_u64(q, 14);
         c->elapsed = sqlite3_column_double(q, 16);
         c->who = sqlite3_column_int64(q, 17);
+        c->nodes_kind = sqlite3_column_int(q, 18);
     }
     sqlite3_reset(q);
     if (rc == SQLITE_ROW && r->shard >= c->shards_total)
@@ -218,10 +223,11 @@ static int put_first(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
     if (by && by->who > 0)
         sqlite3_bind_int64(q, 13, by->who);   /* for every job: resends are told by identity */
     sqlite3_bind_int(q, 14, by ? by->verify : 0);
+    sqlite3_bind_int(q, 15, r->nodes_kind);
     int rc = store_step_done(q);
     if (rc)
         return store_fail(s, "result.first", rc);
-    store_sums_t d = { r->total, r->unique, r->nodes, r->res13, r->res15, secs };
+    store_sums_t d = { r->total, r->unique, r->nodes, r->res13, r->res15, secs, r->nodes_kind };
     if (store_job_move(s, r->job, 1, &d, 0, c->shard_state == NQ_SHARD_FAILED ? -1 : 0) != 0)
         return -1;
     if (worker && job_worker_add(s, r->job, worker, r->nodes, secs) != 0)
@@ -238,13 +244,15 @@ static int put_first(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
     return NQ_PUT_NEW;
 }
 
-/* 1 when r says the same as the stored first result, 0 when not, -1 error. */
+/* 1 when r says the same as the stored first result, 0 when not, -1 error. A count's nodes count
+   only where both are the CPU kernels': a fast GPU result with the stored total confirms it. */
 static int put_same(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c)
 {
     if (r->status != c->status || r->total != c->total || r->unique != c->unique ||
         r->res13 != c->res13 || r->res15 != c->res15)
         return 0;
-    if (c->kind == NQ_KIND_COUNT && r->nodes != c->nodes)
+    if (c->kind == NQ_KIND_COUNT && store_nodes_comparable(r->nodes_kind, c->nodes_kind) &&
+        r->nodes != c->nodes)
         return 0;
     if (c->kind == NQ_KIND_ENUMERATE)
         return enum_payload_equal(s, r);
@@ -299,6 +307,7 @@ static int put_evidence(nq_store_t *s, const nq_result_t *r, const char *worker,
     sqlite3_bind_int(q, 9, r->res13);
     sqlite3_bind_int(q, 10, r->res15);
     sqlite3_bind_double(q, 11, nq_wall());
+    sqlite3_bind_int(q, 12, r->nodes_kind);
     int rc = store_step_done(q);
     if (rc)
         return store_fail(s, "result.evidence", rc);
@@ -321,7 +330,7 @@ static int put_conflict(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c,
     if (bind_run(s, R_PUT_CONFLICT, r->job, r->shard, worker ? worker : "", "result.conflict") != 0)
         return -1;
     if (c->shard_state == NQ_SHARD_DONE) {   /* no longer done: its sums leave the job's */
-        store_sums_t d = { c->total, c->unique, c->nodes, c->res13, c->res15, c->elapsed };
+        store_sums_t d = { c->total, c->unique, c->nodes, c->res13, c->res15, c->elapsed, c->nodes_kind };
         if (store_job_move(s, r->job, -1, &d, 1, 0) != 0)
             return -1;
     }

@@ -74,7 +74,7 @@ static const char *const sql_text[S_COUNT] = {
         "UPDATE shards SET state = 'pending', attempts = 0, lease = NULL, worker = NULL,"
         " leased_at = NULL, status = NULL, total = NULL, uniq = NULL, nodes = NULL, res13 = NULL,"
         " res15 = NULL, elapsed = NULL, confirmations = 0, conflict_with = NULL, done_at = NULL,"
-        " who = NULL, verify = 0"
+        " who = NULL, verify = 0, nodes_kind = 0"
         " WHERE job = ?1 AND state IN ('failed', 'conflict', 'cancelled') AND state <> 'done'",
     /* a retry turns every failed and conflict row back to pending */
     [S_JOB_RETRY_COUNTS] =

@@ -27,19 +27,20 @@ static const char *const spot_sql[S_COUNT] = {
     [S_IDENT_NAME] = "SELECT worker FROM identities WHERE id = ?1",
     [S_SHARD_FIRST] =
         "SELECT state, verify, coalesce(who, 0), status, total, uniq, nodes, res13, res15, elapsed,"
-        " done_at IS NOT NULL FROM shards WHERE job = ?1 AND idx = ?2",
+        " nodes_kind, done_at IS NOT NULL FROM shards WHERE job = ?1 AND idx = ?2",
     [S_SHARD_CHECKS] =
-        "SELECT who, status, total, uniq, nodes, res13, res15, elapsed FROM checks"
+        "SELECT who, status, total, uniq, nodes, res13, res15, elapsed, nodes_kind FROM checks"
         " WHERE job = ?1 AND idx = ?2 ORDER BY seq",
     [S_CHECK_PUT] =
         "INSERT OR REPLACE INTO checks (job, idx, seq, who, status, total, uniq, nodes, res13, res15,"
-        " elapsed, agreed, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        " elapsed, nodes_kind, agreed, at)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [S_JOB_CHECKS] = "UPDATE jobs SET checks = checks + 1, disagreed = disagreed + ?2 WHERE id = ?1",
     [S_SET_VERIFY] = "UPDATE shards SET verify = ?3 WHERE job = ?1 AND idx = ?2",
     [S_REPLACE] =
         "UPDATE shards SET status = ?3, total = ?4, uniq = ?5, nodes = ?6, res13 = ?7, res15 = ?8,"
-        " elapsed = ?9, who = ?10, verify = 0, confirmations = 1,"
-        " worker = coalesce((SELECT worker FROM identities WHERE id = ?10), worker)"
+        " elapsed = ?9, nodes_kind = ?10, who = ?11, verify = 0, confirmations = 1,"
+        " worker = coalesce((SELECT worker FROM identities WHERE id = ?11), worker)"
         " WHERE job = ?1 AND idx = ?2",
     [S_CONFLICT] =
         "UPDATE shards SET state = 'conflict', verify = 0, conflict_with = 'spot-check'"
@@ -167,6 +168,7 @@ static void vote_read(sqlite3_stmt *q, int col, nq_vote_t *v)
     v->res13 = sqlite3_column_int(q, col + 4);
     v->res15 = sqlite3_column_int(q, col + 5);
     v->elapsed = sqlite3_column_double(q, col + 6);
+    v->nodes_kind = sqlite3_column_int(q, col + 7);
 }
 
 int store_shard_votes(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_votes_t *out)
@@ -182,7 +184,7 @@ int store_shard_votes(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_votes_
     if (e == SQLITE_ROW) {
         out->state = store_shard_state_parse(sqlite3_column_text(q, 0));
         out->verify = sqlite3_column_int(q, 1);
-        if (sqlite3_column_int(q, 10)) {        /* it has a result: the first vote */
+        if (sqlite3_column_int(q, 11)) {        /* it has a result: the first vote */
             out->votes[0].who = sqlite3_column_int64(q, 2);
             vote_read(q, 3, &out->votes[0]);
             out->nvotes = 1;
@@ -215,6 +217,7 @@ static void bind_vote(sqlite3_stmt *q, int col, const nq_vote_t *v)
     sqlite3_bind_int(q, col + 4, v->res13);
     sqlite3_bind_int(q, col + 5, v->res15);
     sqlite3_bind_double(q, col + 6, v->elapsed);
+    sqlite3_bind_int(q, col + 7, v->nodes_kind);
 }
 
 int store_check_put(nq_store_t *s, uint64_t job, uint64_t idx, int seq, const nq_vote_t *v, int agreed)
@@ -227,8 +230,8 @@ int store_check_put(nq_store_t *s, uint64_t job, uint64_t idx, int seq, const nq
     sqlite3_bind_int(q, 3, seq);
     sqlite3_bind_int64(q, 4, v->who);
     bind_vote(q, 5, v);
-    sqlite3_bind_int(q, 12, agreed);
-    sqlite3_bind_double(q, 13, nq_wall());
+    sqlite3_bind_int(q, 13, agreed);
+    sqlite3_bind_double(q, 14, nq_wall());
     int rc = store_step_done(q);
     if (rc)
         return store_fail(s, "check.put", rc);
@@ -251,7 +254,7 @@ int store_shard_set_verify(nq_store_t *s, uint64_t job, uint64_t idx, int verify
 
 static store_sums_t vote_sums(const nq_vote_t *v)
 {
-    store_sums_t d = { v->total, v->unique, v->nodes, v->res13, v->res15, v->elapsed };
+    store_sums_t d = { v->total, v->unique, v->nodes, v->res13, v->res15, v->elapsed, v->nodes_kind };
     return d;
 }
 
@@ -263,7 +266,7 @@ int store_shard_replace(nq_store_t *s, uint64_t job, uint64_t idx, const nq_vote
     sqlite3_bind_int64(q, 1, (int64_t)job);
     sqlite3_bind_int64(q, 2, (int64_t)idx);
     bind_vote(q, 3, v);
-    sqlite3_bind_int64(q, 10, v->who);
+    sqlite3_bind_int64(q, 11, v->who);
     int rc = store_step_done(q);
     if (rc)
         return store_fail(s, "shard.replace", rc);

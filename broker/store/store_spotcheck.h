@@ -36,6 +36,7 @@ typedef struct {
     uint64_t total, unique, nodes;
     int res13, res15;
     double elapsed;
+    int nodes_kind;            /* NQ_NODES_*: nodes compare only between two of the CPU's */
 } nq_vote_t;
 
 #define NQ_SPOT_MAX_VOTES 4    /* the first result, the check and two tie-breakers */

@@ -73,12 +73,16 @@ int count_bounds(const uint8_t *spec, size_t len, nq_count_bounds_t *b, char *er
     return 0;
 }
 
-int count_bounds_check(const nq_count_bounds_t *b, const nq_count_result_t *r, char *why, size_t whylen)
+/* Total and unique against the weights and the completions the rows admit: 0, or -1 with why.
+   *sols gets the fewest completions that give them, for the node bounds. */
+static int check_counts(const nq_count_bounds_t *b, const nq_count_result_t *r, nq_u128 *sols, char *why,
+                        size_t whylen)
 {
     char x[40], y[40];
-    nq_u128 t = r->total, u = r->unique, sols = (t + (b->wmax ? b->wmax - 1 : 0)) / (b->wmax ? b->wmax : 1);
-    if (u > sols)
-        sols = u;                     /* the fewest completions that give this total and unique */
+    nq_u128 t = r->total, u = r->unique;
+    *sols = (t + (b->wmax ? b->wmax - 1 : 0)) / (b->wmax ? b->wmax : 1);
+    if (u > *sols)
+        *sols = u;                    /* the fewest completions that give this total and unique */
     if (b->wmax == 0 && (t || u))
         return nq_errf(why, whylen, "total %llu, unique %llu, but no completion of this shard can count",
                        (unsigned long long)r->total, (unsigned long long)r->unique);
@@ -93,10 +97,26 @@ int count_bounds_check(const nq_count_bounds_t *b, const nq_count_result_t *r, c
         return nq_errf(why, whylen, "total %llu is not 8 x unique %llu, and every solution here is the one"
                        " member of its class that the shard holds, of weight 8",
                        (unsigned long long)r->total, (unsigned long long)r->unique);
-    if (sols > b->leaves_max)
+    if (*sols > b->leaves_max)
         return nq_errf(why, whylen, "total %llu and unique %llu need at least %s solutions, and its %d free"
                        " rows admit at most %s", (unsigned long long)r->total, (unsigned long long)r->unique,
-                       u128_to_str(sols, x), b->free_rows, u128_to_str(b->leaves_max, y));
+                       u128_to_str(*sols, x), b->free_rows, u128_to_str(b->leaves_max, y));
+    return 0;
+}
+
+int count_bounds_check_counts(const nq_count_bounds_t *b, const nq_count_result_t *r, char *why,
+                              size_t whylen)
+{
+    nq_u128 sols;
+    return check_counts(b, r, &sols, why, whylen);
+}
+
+int count_bounds_check(const nq_count_bounds_t *b, const nq_count_result_t *r, char *why, size_t whylen)
+{
+    char x[40], y[40];
+    nq_u128 sols;
+    if (check_counts(b, r, &sols, why, whylen) != 0)
+        return -1;
     if (sols && r->nodes < sols + (nq_u128)b->free_rows - 1)
         return nq_errf(why, whylen, "nodes %llu are fewer than the %s that %s solutions in %d free rows need",
                        (unsigned long long)r->nodes, u128_to_str(sols + (nq_u128)b->free_rows - 1, x),

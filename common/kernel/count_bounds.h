@@ -45,5 +45,10 @@ int count_bounds(const uint8_t *spec, size_t len, nq_count_bounds_t *b, char *er
 /* 0 when an honest count of a shard with bounds b can give r's total, unique and nodes;
    -1 with the first bound it breaks, in words, in why. */
 int count_bounds_check(const nq_count_bounds_t *b, const nq_count_result_t *r, char *why, size_t whylen);
+/* The same for total and unique alone: for a result whose nodes are not the CPU kernels' (the fast
+   GPU search's own steps, whose number also moves with how many rows the host leaves it), which
+   the bounds on nodes, made for the CPU kernels' search, do not describe. */
+int count_bounds_check_counts(const nq_count_bounds_t *b, const nq_count_result_t *r, char *why,
+                              size_t whylen);
 
 #endif

@@ -7,17 +7,21 @@
  * ("0" is zero); hex is lowercase. Nothing else is accepted: a line has exactly one
  * spelling, so its bytes are what the hash tree commits to.
  *
- *   line 1        nq-manifest 1 count n=N depth=D encoding=E shards=S total=T unique=U nodes=X
+ *   line 1        nq-manifest 3 count n=N depth=D encoding=E shards=S total=T unique=U nodes=X
  *                 the job's parameters (its shard list is shards_new_ex(count, N, D, E)),
- *                 its number of shards and the claimed 128-bit sums of the lines below
- *   lines 2..S+1  IDX SPEC TOTAL UNIQUE NODES RES13 RES15 WORKER CONFIRMATIONS EVIDENCE
+ *                 its number of shards and the claimed 128-bit sums of the lines below (nodes:
+ *                 of the lines of NODES_KIND 0 alone, as the job's row sums them)
+ *   lines 2..S+1  IDX SPEC TOTAL UNIQUE NODES RES13 RES15 WORKER CONFIRMATIONS EVIDENCE NODES_KIND
  *                 shard IDX = 0..S-1 in order: its descriptor (hex of shards_get's bytes),
  *                 its total, unique and nodes (64-bit), its residues mod 13 and mod 15 as the
  *                 kernel counted them, the worker whose result was stored ("-" when the store
  *                 does not know it), how many other identities' later results agreed with it,
- *                 and how many identities sent a later result that disagreed with it (evidence
- *                 against them: the decided result stands; an auditor recounts these first).
- *                 Version 1 lines have no EVIDENCE field; this build reads both.
+ *                 how many identities sent a later result that disagreed with it (evidence
+ *                 against them: the decided result stands; an auditor recounts these first),
+ *                 and whose nodes NODES are: 0 the CPU kernels' (a recount gives them again),
+ *                 1 the fast GPU kernel's own (a recount checks total, unique and residues).
+ *                 Version 1 lines have neither EVIDENCE nor NODES_KIND, version 2 lines no
+ *                 NODES_KIND (their nodes are all the CPU kernels'); this build reads all three.
  *   line S+2      root HEX
  *                 the hash tree (common/core/merkle.h, BLAKE2b-256) over S+1 leaves: the
  *                 header line's bytes, then each shard line's bytes, without the "\n"
@@ -34,14 +38,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NQ_MANIFEST_VERSION 2     /* written; 1 is still read */
+#define NQ_MANIFEST_VERSION 3     /* written; 1 and 2 are still read */
 #define NQ_MANIFEST_WORKER_MAX 255      /* a worker id's bytes (proto_check_worker_id) */
 /* Longest valid line: 20-digit index, 512 hex digits, three 20-digit numbers, two residues,
-   a 255-byte worker id, a 20-digit count and 8 spaces come to 881; header and root are shorter. */
+   a 255-byte worker id, two 20-digit counts, a kind and 10 spaces come to 904; header and root
+   are shorter. */
 #define NQ_MANIFEST_LINE_MAX 1024
 
 typedef struct {
-    int version;                        /* 1 or 2: which fields the shard lines have (0 writes the current) */
+    int version;                        /* 1..3: which fields the shard lines have (0 writes the current) */
     int n, depth, encoding;
     uint64_t shards;
     nq_u128 total, unique, nodes;
@@ -56,11 +61,16 @@ typedef struct {
     char worker[NQ_MANIFEST_WORKER_MAX + 1];
     uint64_t confirmations;
     uint64_t evidence;                  /* version 2; 0 in a version 1 line */
+    unsigned nodes_kind;                /* version 3: NQ_MANIFEST_NODES_*; 0 in older lines */
 } nq_manifest_line_t;
+
+/* Whose nodes a line carries (the wire's RESULT.nodes_kind, as the store kept it). */
+#define NQ_MANIFEST_NODES_CPU 0         /* the CPU kernels' (and the GPU's parity kernel's) */
+#define NQ_MANIFEST_NODES_GPU_FAST 1    /* the fast GPU kernel's own: not comparable */
 
 /* Each writes one line without its "\n" into buf and returns its length; 0 when it does not fit
    in cap, or the record cannot be written (a worker id with a space or control byte, an empty
-   descriptor, a residue out of range). */
+   descriptor, a residue or a nodes kind out of range, a kind other than 0 in a version before 3). */
 size_t manifest_head_format(const nq_manifest_head_t *h, char *buf, size_t cap);
 size_t manifest_line_format(const nq_manifest_line_t *l, int version, char *buf, size_t cap);
 size_t manifest_root_format(const uint8_t root[32], char *buf, size_t cap);
@@ -91,7 +101,8 @@ int manifest_root_parse(const char *s, size_t len, uint8_t root[32], char *err, 
  * the lines are read again (where the input can seek) to name each one.
  * Format errors stop the scan (the lines after one cannot be trusted to be where they claim);
  * disagreements (a descriptor that is not the list's, residues that disagree with a total,
- * numbers that no count of the shard can give (count_bounds.h), sums that disagree with the
+ * numbers that no count of the shard can give (count_bounds.h: nodes only on lines of NODES_KIND
+ * 0, whose nodes are the CPU kernels'), sums that disagree with the
  * header or that no count of N can have, a root that disagrees with the lines) are each
  * reported through `problem` and the scan goes on, so one run names them all.
  * Memory: one line, the tree's stack and, at the end, the list.
@@ -113,7 +124,8 @@ typedef struct {
     nq_manifest_head_t head;
     nq_shards_t *list;                 /* the job's list, made after the lines; freed by manifest_scan_free */
     nq_merkle_t tree;
-    nq_u128 total, unique, nodes;      /* sums of the shard lines read */
+    nq_u128 total, unique, nodes;      /* sums of the shard lines read (nodes: of NODES_KIND 0) */
+    uint64_t fast_lines;               /* lines whose nodes are the fast GPU kernel's own */
     uint8_t root[NQ_MERKLE_BYTES];     /* as the root line says */
     long long body_at;                 /* where line 2 starts; -1 when the input cannot be read again */
     crypto_generichash_state specs;    /* the shard lines' descriptors, in order */

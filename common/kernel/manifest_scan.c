@@ -151,6 +151,7 @@ int manifest_scan_head(nq_manifest_scan_t *s, char *err, size_t errlen)
     merkle_init(&s->tree);
     crypto_generichash_init(&s->specs, NULL, 0, NQ_MERKLE_BYTES);
     s->total = s->unique = s->nodes = 0;
+    s->fast_lines = 0;
     s->body_at = -1;
     if (len < 0)
         return read_err(s, len, bad, "the header", err, errlen);
@@ -166,11 +167,14 @@ int manifest_scan_head(nq_manifest_scan_t *s, char *err, size_t errlen)
 
 /* What a line claims that its own bytes refute, without the list and without counting: its
    residues, and the bounds of its descriptor (count_bounds.h; a descriptor that is not the
-   list's is named after the lines, and one that does not decode has none). 1 when refuted. */
+   list's is named after the lines, and one that does not decode has none): on nodes too when
+   they are the CPU kernels', the only search those bounds describe. 1 when refuted. */
 static int line_check(nq_manifest_scan_t *s, const nq_manifest_line_t *l)
 {
     nq_count_bounds_t b;
     nq_count_result_t r = { l->total, l->unique, l->nodes, 0, 0 };
+    int (*check)(const nq_count_bounds_t *, const nq_count_result_t *, char *, size_t) =
+        l->nodes_kind == NQ_MANIFEST_NODES_CPU ? count_bounds_check : count_bounds_check_counts;
     char why[256];
     int refuted = 0;
     if (l->total % 13 != l->res13 || l->total % 15 != l->res15) {
@@ -179,8 +183,7 @@ static int line_check(nq_manifest_scan_t *s, const nq_manifest_line_t *l)
                 (unsigned)(l->total % 13), (unsigned)(l->total % 15));
         refuted = 1;
     }
-    if (count_bounds(l->spec, l->spec_len, &b, why, sizeof why) == 0 &&
-        count_bounds_check(&b, &r, why, sizeof why) != 0) {
+    if (count_bounds(l->spec, l->spec_len, &b, why, sizeof why) == 0 && check(&b, &r, why, sizeof why) != 0) {
         problem(s, s->line, "shard %llu: no count of it gives this: %s", (unsigned long long)l->idx, why);
         refuted = 1;
     }
@@ -216,19 +219,22 @@ static int shard_line(nq_manifest_scan_t *s, uint64_t idx, char *err, size_t err
     spec_hash(&s->specs, l.spec, l.spec_len);
     s->total += l.total;            /* < 2^28 shards of < 2^64 each: no 128-bit overflow */
     s->unique += l.unique;
-    s->nodes += l.nodes;
+    if (l.nodes_kind == NQ_MANIFEST_NODES_CPU)
+        s->nodes += l.nodes;        /* the header's nodes are the CPU kernels' alone */
+    else
+        s->fast_lines++;
     merkle_add(&s->tree, s->buf, (size_t)len);
     if (s->on_line && s->on_line(s->ud, &l, refuted, why, sizeof why) != 0)
         return nq_errf(err, errlen, "line %llu: %s", (unsigned long long)s->line, why);
     return 0;
 }
 
-static void sum_check(nq_manifest_scan_t *s, const char *name, nq_u128 claimed, nq_u128 sum)
+static void sum_check(nq_manifest_scan_t *s, const char *name, nq_u128 claimed, nq_u128 sum, const char *note)
 {
     char a[40], b[40];
     if (claimed != sum)
-        problem(s, 1, "header: %s=%s, but the shard lines sum to %s", name, u128_to_str(claimed, a),
-                u128_to_str(sum, b));
+        problem(s, 1, "header: %s=%s, but the shard lines sum to %s%s", name, u128_to_str(claimed, a),
+                u128_to_str(sum, b), note);
 }
 
 /* The root line, nothing after it, then the checks that need every line. */
@@ -257,9 +263,10 @@ static int root_line(nq_manifest_scan_t *s, char *err, size_t errlen)
         merkle_hex(s->root, want);
         problem(s, root_at, "root: the lines hash to %s, the root line says %s", got, want);
     }
-    sum_check(s, "total", s->head.total, s->total);
-    sum_check(s, "unique", s->head.unique, s->unique);
-    sum_check(s, "nodes", s->head.nodes, s->nodes);
+    sum_check(s, "total", s->head.total, s->total, "");
+    sum_check(s, "unique", s->head.unique, s->unique, "");
+    sum_check(s, "nodes", s->head.nodes, s->nodes, s->fast_lines ? " (the nodes of the lines of kind 0: the"
+              " others are the fast GPU kernel's own)" : "");
     return 0;
 }
 

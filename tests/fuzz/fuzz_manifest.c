@@ -14,7 +14,8 @@
  *     of those lines, and its tree has S + 1 leaves;
  *   - the problems are exactly the disagreements recounted here, independently: descriptors
  *     that are not the list's (each line read again from the input), residues that are not
- *     the total's, numbers that the line's descriptor cannot give (count_bounds), the root
+ *     the total's, numbers that the line's descriptor cannot give (count_bounds; nodes only
+ *     on lines whose nodes are the CPU kernels', whose nodes alone the header sums), the root
  *     against a level-by-level tree over the lines (not the scan's streaming one), the three
  *     sums, a header count outside 2..8 times its unique; and a line is refuted to on_line
  *     exactly when its residues or its bounds are broken;
@@ -35,7 +36,8 @@ typedef struct {
     const nq_manifest_scan_t *s;
     uint64_t next;                     /* the shard index on_line expects */
     uint64_t problems, expected;       /* reported through the callback; recounted here */
-    nq_u128 total, unique, nodes;
+    nq_u128 total, unique, nodes;      /* nodes: of the lines whose nodes are the CPU kernels' */
+    uint64_t fast;
 } seen_t;
 
 static void fail(const char *what, const char *detail)
@@ -68,14 +70,17 @@ static int on_line(void *ud, const nq_manifest_line_t *l, int refuted, char *err
     if (n == 0 || n != strlen(v->s->buf) || memcmp(again, v->s->buf, n) != 0)
         fail("a shard line accepted in a spelling other than its own", v->s->buf);
     int res = l->total % 13 != l->res13 || l->total % 15 != l->res15;
+    int cpu = l->nodes_kind == NQ_MANIFEST_NODES_CPU;     /* nodes bounded only where they are the CPU's */
     int bound = count_bounds(l->spec, l->spec_len, &b, why, sizeof why) == 0 &&
-                count_bounds_check(&b, &r, why, sizeof why) != 0;
+                (cpu ? count_bounds_check(&b, &r, why, sizeof why)
+                     : count_bounds_check_counts(&b, &r, why, sizeof why)) != 0;
     if (refuted != (res || bound))
         fail("a line refuted to on_line other than by its residues and bounds", v->s->buf);
     v->expected += res + bound;
     v->total += l->total;
     v->unique += l->unique;
-    v->nodes += l->nodes;
+    v->nodes += cpu ? l->nodes : 0;
+    v->fast += !cpu;
     v->next++;
     return 0;
 }
@@ -163,7 +168,7 @@ static void check_accepted(const nq_manifest_scan_t *s, seen_t *v, const uint8_t
         fail("accepted a header in a spelling other than its own", line);
     if (!line_is(data, at[lines - 1], size - 1, line, manifest_root_format(s->root, line, sizeof line)))
         fail("accepted a root line in a spelling other than its own", line);
-    if (s->total != v->total || s->unique != v->unique || s->nodes != v->nodes)
+    if (s->total != v->total || s->unique != v->unique || s->nodes != v->nodes || s->fast_lines != v->fast)
         fail("the scan's sums are not the sums of its lines", "");
     root_by_levels(data, at, lines - 1, root);
     v->expected += specs_not_the_lists(s, data, at);

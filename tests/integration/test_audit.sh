@@ -13,7 +13,7 @@ ED="python3 $SRC/tests/tools/manifest_edit.py"
 shards=$(sql a.db "SELECT shards_total FROM jobs WHERE id = 1")
 encoding=$(sql a.db "SELECT encoding FROM jobs WHERE id = 1")   # the job's, whatever is current
 [ "$(wc -l <m.txt)" = $((shards + 2)) ] || fail "manifest has $(wc -l <m.txt) lines for $shards shards"
-head -1 m.txt | grep -qx "nq-manifest 2 count n=10 depth=[0-9]* encoding=$encoding shards=$shards total=$(oeis_total 10) unique=92 nodes=[0-9]*" \
+head -1 m.txt | grep -qx "nq-manifest 3 count n=10 depth=[0-9]* encoding=$encoding shards=$shards total=$(oeis_total 10) unique=92 nodes=[0-9]*" \
     || fail "header: $(head -1 m.txt)"
 root=$(tail -1 m.txt | sed -n 's/^root \([0-9a-f]\{64\}\)$/\1/p')
 [ -n "$root" ] || fail "root line: $(tail -1 m.txt)"
@@ -104,7 +104,7 @@ bad mshards.txt 1 "line $((shards + 2)): the root line comes after $shards of $(
 # (it ran for minutes): refused once the lines are read, by the list's length or its cost
 { sed '1s/shards=[0-9]*/shards=7/' m.txt | head -8; tail -1 m.txt; } >short.txt
 bad short.txt 1 "line 1: shards=7, but no list of n=10 .* has that many: more than 7 shards"
-{ sed "1s/shards=[0-9]*/shards=$((shards + 1))/" m.txt | head -n $((shards + 1)); echo "$shards 00 0 0 0 0 0 - 0 0"
+{ sed "1s/shards=[0-9]*/shards=$((shards + 1))/" m.txt | head -n $((shards + 1)); echo "$shards 00 0 0 0 0 0 - 0 0 0"
   tail -1 m.txt; } >lshards.txt
 bad lshards.txt 1 "line 1: shards=$((shards + 1)), but the list of n=10 .* has $shards$"
 printf '%s\n%s\n%s\n' "nq-manifest 1 count n=32 depth=30 encoding=2 shards=1 total=0 unique=0 nodes=0" \

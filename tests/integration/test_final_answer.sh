@@ -46,7 +46,7 @@ for q in 1 2; do
     grep -q "event=result.evidence.*worker=hostile-rewriter" "$T/broker.log" || fail "no evidence logged"
     "$NQ" workers | grep "hostile-rewriter" | grep -q FLAGGED || fail "the rewriter is not flagged: $("$NQ" workers)"
     "$NQ" export "$id" --manifest ev$q.txt --db "$DB" >/dev/null || fail "export --manifest"
-    marked=$(awk 'NR > 1 && NF == 10 && $10 > 0' ev$q.txt | wc -l)
+    marked=$(awk 'NR > 1 && NF == 11 && $10 > 0' ev$q.txt | wc -l)
     [ "$marked" -ge 1 ] || fail "the manifest does not mark the shards with evidence"
     "$NQ" audit ev$q.txt --sample 3 >audit.txt || fail "audit of the manifest: $(cat audit.txt)"
     grep -q "0 of 0 line(s) refuted by the checks and 3 of [0-9]* with evidence against a late result, on top of 3 drawn" audit.txt \

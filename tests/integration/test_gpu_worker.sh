@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU workers through OpenCL (pocl in CI): `nq run count --gpu` with either kernel; a broker with a
-# --gpu-kernel parity worker and a CPU worker on a --quorum 2 job (exact, no conflict: the two agree
-# on every shard, nodes included); `nq workers` naming the device; a GPU that miscounts (test fault
+# GPU worker on the default (fast) kernel and a CPU worker on a --quorum 2 job (exact, no conflict,
+# no evidence: they agree on total, unique and residues, and their nodes, each kernel's own, are
+# not compared), then the same with a --gpu-kernel parity worker (nodes compared and equal: the
+# job's nodes are the CPU's); `nq workers` naming the device; a GPU that miscounts (test fault
 # switch) caught by the quorum; a GPU lost mid-job (its shards reported as errors, recounted
 # elsewhere, the worker exits 3); and no platform: one line, exit 3, nothing left behind.
 . "$(dirname "$0")/lib.sh"
@@ -28,23 +30,43 @@ OCL_ICD_VENDORS=$T/no-vendors "$NQ" worker --gpu --connect tcp://127.0.0.1:9 >ou
 [ "$rc" = 3 ] && grep -q "nq worker: no OpenCL platform" err || fail "worker without platform: $rc $(cat err)"
 ok "no OpenCL platform: nq run and nq worker say so in one line, exit 3, no DB made"
 
-# one GPU worker and one CPU worker, every shard counted by both: quorum needs them to agree
+# one GPU worker (the fast kernel, the default) and one CPU worker, every shard counted by both:
+# quorum needs them to agree, on what both count alike
 start_broker q.db
-NQ_GPU_ROWS=6 start_worker gpu --gpu-kernel parity --threads 2 --id gpu1
+NQ_GPU_ROWS=6 start_worker gpu --gpu --threads 2 --id gpu1
 gpu_pid=$LAST_PID
 start_worker cpu --threads 1 --id cpu1
 cpu1_pid=$LAST_PID
 id=$("$NQ" submit count 13 --quorum 2) || fail "submit quorum"
 wait_for 120 job_done "$id" || fail "quorum job with a GPU worker did not finish: $("$NQ" status "$id")"
 [ "$(job_field "$id" total)" = "$(oeis_total 13)" ] || fail "quorum total"
-[ "$(job_field "$id" shards_conflict)" = 0 ] || fail "conflicts between the GPU and the CPU worker"
+[ "$(job_field "$id" unique)" = "$(oeis_unique 13)" ] || fail "quorum unique"
+[ "$(job_field "$id" shards_conflict)" = 0 ] || fail "conflicts between the fast GPU and the CPU worker"
+[ "$(job_field "$id" evidence)" = 0 ] || fail "evidence between the fast GPU and the CPU worker"
 "$NQ" workers --json | grep -o '{[^{}]*"id":"gpu1"[^{}]*}' | grep -q '"kernel":"nq-[^"]* gpu: ' \
     || fail "nq workers --json does not name the GPU: $("$NQ" workers --json)"
 "$NQ" workers | grep '^gpu1 ' | grep -q 'gpu: ' \
     || fail "nq workers does not show the device: $("$NQ" workers)"
 "$NQ" workers --json | grep -o '{[^{}]*"id":"gpu1"[^{}]*}' | grep -Eq '"shards_done":[1-9]' \
     || fail "the GPU worker did no shard"
-ok "quorum 2 with a GPU worker and a CPU worker: exact, no conflict; nq workers names the device"
+"$NQ" workers | grep -q FLAGGED && fail "a worker was flagged: $("$NQ" workers)"
+ok "quorum 2 with a fast GPU worker and a CPU worker: exact, no conflict, no evidence;" \
+   "nq workers names the device"
+
+# the parity kernel beside the CPU: nodes compared too, and the job's nodes are the CPU's
+kill "$gpu_pid"
+NQ_GPU_ROWS=6 start_worker gpup --gpu-kernel parity --threads 2 --id gpup
+gpu_pid=$LAST_PID
+wait_for 30 grep -q 'worker.join worker=gpup' "$T/broker.log" || fail "the parity GPU worker did not join"
+idp=$("$NQ" submit count 12 --quorum 2) || fail "submit quorum parity"
+wait_for 120 job_done "$idp" \
+    || fail "quorum job with a parity GPU worker did not finish: $("$NQ" status "$idp")"
+[ "$(job_field "$idp" total)" = "$(oeis_total 12)" ] || fail "parity quorum total"
+[ "$(job_field "$idp" shards_conflict)" = 0 ] || fail "conflicts between the parity GPU and the CPU worker"
+[ "$(job_field "$idp" nodes)" = "$nodes12" ] \
+    || fail "parity quorum nodes, want $nodes12: $("$NQ" status "$idp" --json)"
+[ "$(job_field "$idp" fast_shards)" = 0 ] || fail "a parity result stored as the fast kernel's"
+ok "quorum 2 with a parity GPU worker and a CPU worker: exact, no conflict, the CPU's nodes"
 
 if ! "$NQ" --version | grep -q "fault switches"; then
     echo "skipped the fault cases: this nq was built without -DNQ_TEST_FAULTS=ON"

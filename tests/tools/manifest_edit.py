@@ -6,13 +6,20 @@ to catch what the ones before it were made blind to.
 
   manifest_edit.py root FILE                  prints the root of FILE's lines (hashlib.blake2b)
   manifest_edit.py edit IN OUT SHARD FIELD VALUE [FIELD VALUE ...] [--residues] [--header] [--reroot]
-      FIELD: spec, total, unique, nodes, res13, res15, worker, confirmations
-      --header: the header's total, unique and nodes follow the edit
+      FIELD: spec, total, unique, nodes, res13, res15, worker, confirmations, evidence, nodes_kind
+      --header: the header's total, unique and nodes follow the edit (nodes: of the lines of
+                nodes_kind 0 alone, as in version 3)
 """
 import sys
 from hashlib import blake2b
 
-FIELDS = ["idx", "spec", "total", "unique", "nodes", "res13", "res15", "worker", "confirmations", "evidence"]
+FIELDS = ["idx", "spec", "total", "unique", "nodes", "res13", "res15", "worker", "confirmations", "evidence",
+          "nodes_kind"]
+
+
+def cpu_nodes(f):
+    """A line's nodes as the header sums them: 0 for a line of the fast GPU kernel's own."""
+    return int(f[4]) if len(f) < 11 or f[10] == b"0" else 0
 
 
 def h(b):
@@ -44,7 +51,7 @@ def edit(args):
     lines, root_line = read(src)
     i = int(shard) + 1
     f = lines[i].split(b" ")
-    old = {k: int(f[FIELDS.index(k)]) for k in ("total", "unique", "nodes")}
+    old = {"total": int(f[2]), "unique": int(f[3]), "nodes": cpu_nodes(f)}
     for field, value in pairs:
         f[FIELDS.index(field)] = value.encode()
     if "--residues" in flags:
@@ -56,7 +63,8 @@ def edit(args):
         for k, kv in enumerate(head):
             key, _, val = kv.partition(b"=")
             if key.decode() in old:
-                new = int(val) - old[key.decode()] + int(f[FIELDS.index(key.decode())])
+                now = cpu_nodes(f) if key == b"nodes" else int(f[FIELDS.index(key.decode())])
+                new = int(val) - old[key.decode()] + now
                 head[k] = key + b"=" + str(new).encode()
         lines[0] = b" ".join(head)
     if "--reroot" in flags:

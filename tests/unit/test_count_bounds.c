@@ -155,4 +155,27 @@ T_TEST(test_a_descriptor_that_does_not_decode_has_no_bounds)
     T_CHECK(err[0] != '\0');
 }
 
+/* A result whose nodes are another search's (the fast GPU kernel's): its total and unique are held
+   to every bound, its nodes to none. */
+T_TEST(test_the_counts_check_holds_total_and_unique_and_leaves_nodes_alone)
+{
+    find_t f = { .want_all8 = 1 };
+    char why[256] = "";
+    each_shard(10, find, &f);
+    T_CHECK(f.found);
+    nq_count_result_t r = f.r;
+    r.nodes = 0;                                    /* fewer than any CPU search of it takes */
+    T_CHECK(count_bounds_check(&f.b, &r, why, sizeof why) == -1);
+    T_CHECK(count_bounds_check_counts(&f.b, &r, why, sizeof why) == 0);
+    r.nodes = (uint64_t)f.b.nodes_max + 1;          /* more than it can visit */
+    T_CHECK(count_bounds_check_counts(&f.b, &r, why, sizeof why) == 0);
+    r.total += 8;
+    T_CHECK(count_bounds_check_counts(&f.b, &r, why, sizeof why) == -1);
+    T_CHECK(strstr(why, "not 8 x unique") != NULL);
+    r = f.r;
+    r.total = 8 * (uint64_t)(f.b.leaves_max + 1), r.unique = r.total / 8;
+    T_CHECK(count_bounds_check_counts(&f.b, &r, why, sizeof why) == -1);
+    T_CHECK(strstr(why, "admit at most") != NULL);
+}
+
 T_RUN_ALL()

@@ -36,7 +36,7 @@ T_TEST(test_line_round_trip_is_byte_exact)
     char buf[NQ_MANIFEST_LINE_MAX], again[NQ_MANIFEST_LINE_MAX], err[256];
     nq_manifest_line_t l = sample_line(), back;
     size_t n = manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, sizeof buf);
-    T_EQ_STR(buf, "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 1");
+    T_EQ_STR(buf, "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 1 0");
     T_CHECK(manifest_line_parse(buf, n, NQ_MANIFEST_VERSION, &back, err, sizeof err) == 0);
     T_CHECK(manifest_line_format(&back, NQ_MANIFEST_VERSION, again, sizeof again) == n && memcmp(buf, again, n) == 0);
 }
@@ -59,13 +59,44 @@ T_TEST(test_version_1_lines_still_read)
     T_CHECK(manifest_head_parse(head, strlen(head), &h, err, sizeof err) == 0 && h.version == 1);
 }
 
+/* Version 3 says whose nodes each line carries: 1 the fast GPU kernel's own. It reads back as
+   written; version 2 lines still read (their nodes are the CPU kernels'); a kind outside 0..1, or
+   one that an older version cannot say, is neither read nor written. */
+T_TEST(test_version_3_lines_say_whose_nodes_and_version_2_still_reads)
+{
+    char buf[NQ_MANIFEST_LINE_MAX], err[256] = "";
+    nq_manifest_line_t l = sample_line(), back;
+    l.nodes_kind = NQ_MANIFEST_NODES_GPU_FAST;
+    size_t n = manifest_line_format(&l, 3, buf, sizeof buf);
+    T_EQ_STR(buf, "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 1 1");
+    T_CHECK(manifest_line_parse(buf, n, 3, &back, err, sizeof err) == 0);
+    T_CHECK(back.nodes_kind == NQ_MANIFEST_NODES_GPU_FAST && back.evidence == 1 && back.nodes == 1234567);
+    T_CHECK(manifest_line_format(&l, 2, buf, sizeof buf) == 0);     /* v2 cannot say it */
+    l.nodes_kind = 2;
+    T_CHECK(manifest_line_format(&l, 3, buf, sizeof buf) == 0);
+    const char *v2 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 7";
+    back.nodes_kind = 9;
+    T_CHECK(manifest_line_parse(v2, strlen(v2), 2, &back, err, sizeof err) == 0);
+    T_CHECK(back.evidence == 7 && back.nodes_kind == NQ_MANIFEST_NODES_CPU);
+    T_CHECK(manifest_line_parse(v2, strlen(v2), 3, &back, err, sizeof err) == -1);
+    T_CHECK(strstr(err, "10 field(s), expected 11") != NULL);
+    const char *k2 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 7 2";
+    T_CHECK(manifest_line_parse(k2, strlen(k2), 3, &back, err, sizeof err) == -1);
+    T_CHECK(strstr(err, "nodes_kind") != NULL);
+    nq_manifest_head_t h;
+    const char *head = "nq-manifest 3 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0";
+    T_CHECK(manifest_head_parse(head, strlen(head), &h, err, sizeof err) == 0 && h.version == 3);
+    head = "nq-manifest 2 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0";
+    T_CHECK(manifest_head_parse(head, strlen(head), &h, err, sizeof err) == 0 && h.version == 2);
+}
+
 T_TEST(test_head_round_trip_with_128_bit_sums)
 {
     char buf[NQ_MANIFEST_LINE_MAX], err[256];
     nq_manifest_head_t h = { .n = 27, .depth = 3, .encoding = 2, .shards = 13500000,
                              .total = (nq_u128)UINT64_MAX * 1000, .unique = 5, .nodes = 7 }, back;
     size_t n = manifest_head_format(&h, buf, sizeof buf);
-    T_EQ_STR(buf, "nq-manifest 2 count n=27 depth=3 encoding=2 shards=13500000 total=18446744073709551615000"
+    T_EQ_STR(buf, "nq-manifest 3 count n=27 depth=3 encoding=2 shards=13500000 total=18446744073709551615000"
                   " unique=5 nodes=7");
     T_CHECK(manifest_head_parse(buf, n, &back, err, sizeof err) == 0);
     T_CHECK(back.total == h.total && back.n == 27 && back.shards == 13500000);
@@ -105,7 +136,8 @@ T_TEST(test_head_parse_refuses_other_kinds_versions_and_ranges)
 {
     static const struct { const char *line, *names; } bad[] = {
         { "nq-manifest 1 solve n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "count jobs only" },
-        { "nq-manifest 3 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "version" },
+        { "nq-manifest 4 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "version" },
+        { "nq-manifest 0 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "version" },
         { "nq-manifesto 1 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "not a manifest" },
         { "nq-manifest 1 count n=33 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "n " },
         { "nq-manifest 1 count n=8 depth=1 encoding=9 shards=1 total=0 unique=0 nodes=0", "encoding" },
@@ -137,8 +169,10 @@ T_TEST(test_format_refuses_what_it_could_not_read_back)
 }
 
 /* A true manifest of N=8 made here: every shard counted, lines formatted, the tree built.
-   change >= 0 adds 1 to that shard's total after the root is taken. */
-static char *make_manifest(long change, size_t *len)
+   change >= 0 adds 1 to that shard's total after the root is taken. fast: the odd shards' lines
+   carry nodes of the fast GPU kernel's own (none here: fewer than any CPU search takes), which
+   the header's nodes leave out. */
+static char *make_manifest_ex(long change, int fast, size_t *len)
 {
     char err[256], buf[NQ_MANIFEST_LINE_MAX];
     nq_shards_t *list = shards_new(NQ_KIND_COUNT, 8, 0, err, sizeof err);
@@ -154,7 +188,9 @@ static char *make_manifest(long change, size_t *len)
         l[i].total = r.total, l[i].unique = r.unique, l[i].nodes = r.nodes, l[i].res13 = r.res13,
         l[i].res15 = r.res15;
         snprintf(l[i].worker, sizeof l[i].worker, "-");
-        h.total += r.total, h.unique += r.unique, h.nodes += r.nodes;
+        if (fast && i % 2)
+            l[i].nodes_kind = NQ_MANIFEST_NODES_GPU_FAST, l[i].nodes = 0;
+        h.total += r.total, h.unique += r.unique, h.nodes += l[i].nodes_kind ? 0 : r.nodes;
     }
     char *out = NULL;
     FILE *f = open_memstream(&out, len);
@@ -177,6 +213,11 @@ static char *make_manifest(long change, size_t *len)
     free(l);
     shards_destroy(&list);
     return out;
+}
+
+static char *make_manifest(long change, size_t *len)
+{
+    return make_manifest_ex(change, 0, len);
 }
 
 static void count_problem(void *ud, uint64_t line, const char *what)
@@ -219,6 +260,26 @@ T_TEST(test_scan_names_a_changed_total_four_ways)
     char *text = make_manifest(3, &len);
     nq_manifest_scan_t s;
     int problems;
+    T_CHECK(scan(text, len, &s, &problems) == 0);
+    T_EQ_U64(problems, 4);
+    free(text);
+}
+
+/* Lines of the fast GPU kernel: their nodes are held to no bound and left out of the header's
+   nodes; their totals still are (shard 3, odd: + 1 is caught by the tree, residues, sum and bounds). */
+T_TEST(test_scan_holds_fast_lines_to_their_counts_and_sums_only_cpu_nodes)
+{
+    size_t len;
+    char *text = make_manifest_ex(-1, 1, &len);
+    nq_manifest_scan_t s;
+    int problems;
+    T_CHECK(strstr(text, "nq-manifest 3 ") == text);
+    T_CHECK(scan(text, len, &s, &problems) == 0);
+    T_EQ_U64(problems, 0);
+    T_EQ_U64((uint64_t)s.total, 92);
+    T_EQ_U64(s.fast_lines, 15);            /* of the 31 shards of N=8 */
+    free(text);
+    text = make_manifest_ex(3, 1, &len);
     T_CHECK(scan(text, len, &s, &problems) == 0);
     T_EQ_U64(problems, 4);
     free(text);

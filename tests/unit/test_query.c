@@ -625,14 +625,17 @@ static uint64_t export_all(sqlite3 *db, uint64_t job, uint32_t max_rows, int uni
 static void count_row(void *ud, const msgpack_object *row)
 {
     uint64_t *expect = ud;
-    T_CHECK(row->type == MSGPACK_OBJECT_ARRAY && row->via.array.size == 10);
-    if (row->type != MSGPACK_OBJECT_ARRAY || row->via.array.size != 10)
+    T_CHECK(row->type == MSGPACK_OBJECT_ARRAY && row->via.array.size == 11);
+    if (row->type != MSGPACK_OBJECT_ARRAY || row->via.array.size != 11)
         return;
     T_EQ_U64(row->via.array.ptr[0].via.u64, *expect);   /* every idx once, in order */
-    if (*expect % 3 == 0)
+    if (*expect % 3 == 0) {
         T_EQ_U64(row->via.array.ptr[2].via.u64, *expect * 10);
-    else
+        T_CHECK(row->via.array.ptr[10].type == MSGPACK_OBJECT_POSITIVE_INTEGER);   /* whose nodes */
+    } else {
         T_CHECK(row->via.array.ptr[2].type == MSGPACK_OBJECT_NIL);
+        T_CHECK(row->via.array.ptr[10].type == MSGPACK_OBJECT_NIL);
+    }
     (*expect)++;
 }
 
@@ -653,9 +656,10 @@ T_TEST(test_export_count)
     doc_init(&d);
     T_CHECK(query_export(db, 1, 500, 2, 0, &d.pk, d.err, sizeof d.err) == 0);
     const msgpack_object *p = doc_obj(&d), *c = get(p, "columns");
-    T_CHECK(c->type == MSGPACK_OBJECT_ARRAY && c->via.array.size == 10);
-    if (c->type == MSGPACK_OBJECT_ARRAY && c->via.array.size == 10)
-        T_CHECK(str_is(&c->via.array.ptr[0], "idx") && str_is(&c->via.array.ptr[9], "confirmations"));
+    T_CHECK(c->type == MSGPACK_OBJECT_ARRAY && c->via.array.size == 11);
+    if (c->type == MSGPACK_OBJECT_ARRAY && c->via.array.size == 11)
+        T_CHECK(str_is(&c->via.array.ptr[0], "idx") && str_is(&c->via.array.ptr[9], "confirmations") &&
+                str_is(&c->via.array.ptr[10], "nodes_kind"));
     T_EQ_U64(getu(p, "next"), 502);
     doc_free(&d);
 

@@ -925,6 +925,9 @@ static void aggregates_agree(nq_store_t *s, uint64_t job)
     T_EQ_U64(row.shards_failed, b.shards_failed);
     T_EQ_U64(row.shards_conflict, b.shards_conflict);
     T_CHECK(a.total == b.total && a.unique == b.unique && a.nodes == b.nodes);
+    T_CHECK(a.fast_nodes == b.fast_nodes);
+    T_EQ_U64(a.fast_shards, b.fast_shards);
+    T_EQ_U64(row.fast_shards, b.fast_shards);
     T_EQ_U64(a.res13, b.res13);
     T_EQ_U64(a.res15, b.res15);
     T_CHECK(a.core_seconds > b.core_seconds - 1e-6 && a.core_seconds < b.core_seconds + 1e-6);
@@ -991,6 +994,86 @@ T_TEST(test_lazy_job_aggregates)
     T_CHECK(store_job_get(s, job, &row) == 0 && row.shards_conflict == 0 && row.shards_done == 3);
     aggregates_agree(s, job);
     T_EQ_U64(sql_int(s, "SELECT count(*) FROM job_workers WHERE job = 1"), 4);
+    store_destroy(&s);
+}
+
+static nq_result_t fast_result(uint64_t job, uint64_t shard, uint64_t lease, uint64_t total)
+{
+    nq_result_t r = count_result(job, shard, lease, total);
+    r.nodes = total * 7 + 5;            /* the fast GPU kernel's own count: not the CPU's */
+    r.nodes_kind = NQ_NODES_GPU_FAST;
+    return r;
+}
+
+/*
+ * Results of the fast GPU kernel (010_nodes_kind.sql): a later result with the decided total and
+ * other nodes confirms it when either's nodes are the fast kernel's (not even two of those
+ * compare), and is evidence when both are the CPU kernels'; a different total is evidence
+ * whoever counted. The row keeps whose nodes it holds, and the job sums the CPU kernels' nodes
+ * apart from the fast kernel's, through results, conflicts and a spot-check's replacement.
+ */
+T_TEST(test_put_compares_nodes_only_between_cpu_results)
+{
+    const char *path = db_path("kinds");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    uint64_t job = make_job(s, NQ_KIND_COUNT, 12, 10, 3);
+    nq_identity_t id[4];
+    nq_put_by_t by[4];
+    for (int i = 0; i < 4; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "key%c", 'A' + i);
+        T_CHECK(store_identity(s, key, key, &id[i]) == 0);
+        by[i] = (nq_put_by_t){ .who = id[i].id };
+    }
+    nq_result_t cpu0 = count_result(job, 0, 1, 800), fast1 = fast_result(job, 1, 2, 1600);
+    T_CHECK(store_result_put_by(s, &cpu0, "wA", NULL, NULL, &by[0]) == NQ_PUT_NEW);
+    T_CHECK(store_result_put_by(s, &fast1, "wA", NULL, NULL, &by[0]) == NQ_PUT_NEW);
+    T_EQ_U64(sql_int(s, "SELECT nodes_kind FROM shards WHERE job = 1 AND idx = 1"), NQ_NODES_GPU_FAST);
+    T_EQ_U64(sql_int(s, "SELECT nodes_kind FROM shards WHERE job = 1 AND idx = 0"), NQ_NODES_CPU);
+    T_CHECK(sqlite3_exec(store_db(s), "UPDATE shards SET nodes_kind = 2 WHERE job = 1", NULL, NULL, NULL) ==
+            SQLITE_CONSTRAINT);                                    /* 0 or 1, nothing else */
+
+    nq_result_t r = fast_result(job, 0, 3, 800);                   /* decided by the CPU */
+    T_CHECK(store_result_put_by(s, &r, "wB", NULL, NULL, &by[1]) == NQ_PUT_CONFIRMED);
+    r = count_result(job, 0, 4, 800);
+    r.nodes += 1;
+    T_CHECK(store_result_put_by(s, &r, "wC", NULL, NULL, &by[2]) == NQ_PUT_EVIDENCE);
+    r = fast_result(job, 0, 5, 808);
+    T_CHECK(store_result_put_by(s, &r, "wD", NULL, NULL, &by[3]) == NQ_PUT_EVIDENCE);
+    r = fast_result(job, 1, 6, 1600);                              /* decided by the fast kernel */
+    r.nodes += 1;
+    T_CHECK(store_result_put_by(s, &r, "wB", NULL, NULL, &by[1]) == NQ_PUT_CONFIRMED);
+    r = count_result(job, 1, 7, 1600);
+    T_CHECK(store_result_put_by(s, &r, "wC", NULL, NULL, &by[2]) == NQ_PUT_CONFIRMED);
+    r = count_result(job, 1, 8, 1608);
+    T_CHECK(store_result_put_by(s, &r, "wD", NULL, NULL, &by[3]) == NQ_PUT_EVIDENCE);
+    T_EQ_U64(sql_int(s, "SELECT confirmations FROM shards WHERE job = 1 AND idx = 1"), 2);
+    T_EQ_U64(sql_int(s, "SELECT count(*) FROM evidence WHERE job = 1 AND nodes_kind = 1"), 1);
+
+    nq_job_totals_t t;
+    T_CHECK(store_job_totals(s, job, &t) == 0);
+    T_CHECK(t.total == 2400 && t.nodes == cpu0.nodes && t.fast_nodes == fast1.nodes && t.fast_shards == 1);
+    aggregates_agree(s, job);
+
+    nq_result_t split = fast_result(job, 2, 9, 80);               /* votes that never agreed */
+    T_CHECK(store_result_dispute(s, &split, "wB", NULL, "quorum-dissent") == NQ_PUT_CONFLICT);
+    T_CHECK(store_job_totals(s, job, &t) == 0 && t.fast_shards == 1 && t.fast_nodes == fast1.nodes);
+    aggregates_agree(s, job);
+
+    nq_shard_votes_t sv;                                          /* a check's fast result wins */
+    T_CHECK(store_shard_votes(s, job, 0, &sv) == 0 && sv.votes[0].nodes_kind == NQ_NODES_CPU);
+    nq_vote_t win = sv.votes[0];
+    win.total = 816, win.unique = 102, win.res13 = 816 % 13, win.res15 = 816 % 15;
+    win.nodes = 99, win.nodes_kind = NQ_NODES_GPU_FAST;
+    T_CHECK(store_check_put(s, job, 0, 1, &win, 0) == 0);
+    T_CHECK(store_shard_replace(s, job, 0, &sv.votes[0], &win) == 0);
+    T_CHECK(store_shard_votes(s, job, 0, &sv) == 0 && sv.votes[0].nodes_kind == NQ_NODES_GPU_FAST);
+    T_CHECK(sv.nvotes == 2 && sv.votes[1].nodes_kind == NQ_NODES_GPU_FAST);
+    T_CHECK(store_job_totals(s, job, &t) == 0);
+    T_CHECK(t.nodes == 0 && t.fast_nodes == fast1.nodes + 99 && t.fast_shards == 2);
+    aggregates_agree(s, job);
     store_destroy(&s);
 }
 

@@ -134,6 +134,9 @@ T_TEST(test_job_values_nq_could_not_write_are_refused)
                       "column shards_done holds 76 (allowed 0..75)");
     job_refused(s, 1, "UPDATE jobs SET frontier = 80 WHERE id = 1", "column frontier holds 80");
     job_refused(s, 1, "UPDATE jobs SET checks = 2, disagreed = 3 WHERE id = 1", "column disagreed holds 3");
+    job_refused(s, 1, "UPDATE jobs SET fast_shards = 1 WHERE id = 1",
+                      "column fast_shards holds 1 (allowed 0..0)");      /* more than its done shards */
+    job_refused(s, 1, "UPDATE jobs SET fast_shards = -1 WHERE id = 1", "column fast_shards holds -1");
     job_refused(s, 1, "UPDATE jobs SET created_at = 'yesterday' WHERE id = 1",
                 "column created_at holds 'yesterday' (allowed a finite number >= 0)");
     job_refused(s, 1, "UPDATE jobs SET started_at = 9e999 WHERE id = 1",
