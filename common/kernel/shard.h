@@ -99,6 +99,8 @@
                                      nodes, largest first */
 #define NQ_ORDER_CURRENT NQ_ORDER_COST
 #define NQ_ORDER_BLOCKS_FROM 1000000   /* 16 bytes a shard up to here, 24 a block beyond */
+#define NQ_SHARD_COST_FLOOR 1000  /* nodes in every shard's estimate for its cost outside the search
+                                     (decoding, planning, recording: ~0.5 us, docs/kernel.md) */
 
 enum { NQ_SHARD_PLAIN = 0, NQ_SHARD_BORDER = 1 };
 

@@ -29,13 +29,9 @@
  */
 #define PATHS_PER_LIST (1u << 21)
 #define PATHS_MIN 1
-#define PATHS_MAX 32
+#define PATHS_MAX 64
 #define ROOT_PATHS 16
 
-/* What a shard costs beyond its search, in nodes: the per-shard floor of docs/kernel.md
-   (0.5-0.9 us of decoding, planning and recording, ~2,000 nodes at 2.5e9 nodes/s). It also
-   makes every shard's cost positive. */
-#define SHARD_FLOOR_NODES 1000
 
 static uint32_t unit_paths(int unit, size_t nunits)
 {
@@ -61,7 +57,7 @@ static nq_cost_u128 shard_paths(const uint8_t *spec, size_t len, uint32_t paths,
     nq_cost_plan_t cp;
     if (shard_decode(spec, len, &d, NULL, 0) != 0 || cost_plan_init(&cp, &d) != 0)
         return 0;
-    return cost_sat_add(cost_estimate(&cp, paths, rng), SHARD_FLOOR_NODES);
+    return cost_sat_add(cost_estimate(&cp, paths, rng), NQ_SHARD_COST_FLOOR);
 }
 
 /* Paths from a prefix of lv levels (board p, its columns in cols) down the list's other levels. */
@@ -170,7 +166,7 @@ int costs_compute(const nq_shards_t *s, int unit, uint32_t *keys, const atomic_i
         }
         rng_init(&rng, seed, u);
         nq_cost_u128 est = group_paths(s, unit, u, paths, &rng);
-        uint64_t floor = list_unit_count(s, unit, u) * SHARD_FLOOR_NODES;
+        uint64_t floor = list_unit_count(s, unit, u) * NQ_SHARD_COST_FLOOR;
         keys[u] = key_of(est > floor ? est : floor);   /* paths that all died still leave shards */
     }
     return 0;
