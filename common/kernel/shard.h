@@ -76,7 +76,8 @@
  *   NQ_ORDER_ROOTS (1): roots (a, c, d) by a rough log tree size, largest first, a root's
  *     shards in list order (every job stored before order 2 existed).
  *   NQ_ORDER_COST (2): shards by estimated nodes, largest first, ties by index; lists of more
- *     than NQ_ORDER_BLOCKS_FROM shards order their blocks so, a block's shards in list order.
+ *     than NQ_ORDER_BLOCKS_FROM shards order their blocks by their estimate a shard, a block's
+ *     shards in list order.
  * Both give every shard an estimate of count_shard's nodes (order 1 shares a root's among its
  * shards), from seeded random paths through the list's and the kernel's levels
  * (shard_list_cost.c, shard_cost.h): the same on every machine and at every rebuild.
@@ -96,7 +97,7 @@
 #define NQ_SHARD_MAX_LIST (1ull << 28) /* shards_new refuses to list more than this */
 #define NQ_ORDER_ROOTS 1          /* roots by a log tree size, a root's shards in list order */
 #define NQ_ORDER_COST 2           /* shards (blocks past NQ_ORDER_BLOCKS_FROM shards) by estimated
-                                     nodes, largest first */
+                                     nodes a shard, largest first */
 #define NQ_ORDER_CURRENT NQ_ORDER_COST
 #define NQ_ORDER_BLOCKS_FROM 1000000   /* 16 bytes a shard up to here, 24 a block beyond */
 #define NQ_SHARD_COST_FLOOR 1000  /* nodes in every shard's estimate for its cost outside the search

@@ -111,6 +111,13 @@ uint32_t costs_pack(uint64_t v)
     return (uint32_t)(shift + 1) << 23 | (uint32_t)((v >> shift) & ((1u << 23) - 1));
 }
 
+uint64_t costs_nodes(uint32_t key)
+{
+    if (key < (1u << 24))
+        return key;
+    return (uint64_t)((1u << 23) | (key & ((1u << 23) - 1))) << ((key >> 23) - 1);
+}
+
 double costs_unpack(uint32_t key)
 {
     if (key < (1u << 24))

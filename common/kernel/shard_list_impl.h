@@ -76,6 +76,7 @@ uint64_t list_unit_count(const nq_shards_t *s, int unit, size_t u);
    stop (*stop non-zero) or out of memory (*stopped says which). */
 int costs_compute(const nq_shards_t *s, int unit, uint32_t *keys, const atomic_int *stop, int *stopped);
 uint32_t costs_pack(uint64_t nodes);
+uint64_t costs_nodes(uint32_t key);   /* the packed value, as an integer */
 double costs_unpack(uint32_t key);
 
 /* shard_order.c: the lease order of s->order, built once the index is (0; -1 stopped or out of
