@@ -100,7 +100,9 @@ static void *bench_thread(void *arg)
 static int bench_order(void)
 {
     const char *e = getenv("NQ_ORDER");
-    return e && strcmp(e, "1") == 0 ? NQ_ORDER_ROOTS : e && strcmp(e, "2") == 0 ? NQ_ORDER_COST : NQ_ORDER_CURRENT;
+    if (e && strcmp(e, "1") == 0)
+        return NQ_ORDER_ROOTS;
+    return e && strcmp(e, "2") == 0 ? NQ_ORDER_COST : NQ_ORDER_CURRENT;
 }
 
 /* Runs of up to 64 shards, enough of them that the last runs (the smallest shards) balance. */
@@ -197,8 +199,8 @@ int cmd_bench_count(int argc, char **argv)
     if (rc)
         return rc < 0 ? NQ_EXIT_OK : rc;
     double t0 = now_s();
-    nq_shards_t *shards = shards_new_ordered(NQ_KIND_COUNT, (int)o.n, (int)o.depth, NQ_SHARD_ENCODING, bench_order(),
-                                             err, sizeof err);
+    nq_shards_t *shards = shards_new_ordered(NQ_KIND_COUNT, (int)o.n, (int)o.depth, NQ_SHARD_ENCODING,
+                                             bench_order(), err, sizeof err);
     if (!shards)
         return cli_usage_error(CMD, "%s", err);
     bench_t b = { .list = shards, .nshards = shards_count(shards),

@@ -65,7 +65,8 @@ static int est_parse(int argc, char **argv, est_opts_t *o)
         case 'k': if ((rc = cli_parse_u64(CMD, "--sample", optarg, 2, 1000000, &o->sample))) return rc; break;
         case 's': if ((rc = cli_parse_u64(CMD, "--seed", optarg, 0, UINT64_MAX, &o->seed))) return rc; break;
         case 'd': if ((rc = cli_parse_u64(CMD, "--depth", optarg, 0, NQ_SHARD_MAX_N, &o->depth))) return rc; break;
-        case 'N': if ((rc = cli_parse_u64(CMD, "--node-sample", optarg, 2, 100000000, &o->node_sample))) return rc;
+        case 'N': rc = cli_parse_u64(CMD, "--node-sample", optarg, 2, 100000000, &o->node_sample);
+                  if (rc) return rc;
                   break;
         case 'P': if ((rc = cli_parse_u64(CMD, "--paths", optarg, 2, 1u << 20, &o->paths))) return rc; break;
         case 'j': o->json = 1; break;
@@ -234,7 +235,8 @@ static int est_combine(const est_opts_t *o, const nq_shards_t *sh, int probes, s
         for (size_t i = 0; i < k; i++)
             sum += nod[i];
         r->nodes = (nq_est_nodes_t){ sum, 0, s, 1, 0 };
-    } else if (estimate_nodes(sh, o->node_sample, (uint32_t)o->paths, o->seed, &r->nodes, err, sizeof err) != 0) {
+    } else if (estimate_nodes(sh, o->node_sample, (uint32_t)o->paths, o->seed, &r->nodes, err,
+                              sizeof err) != 0) {
         return cli_error(CMD, "%s", err);
     }
     if (r->counted)
@@ -243,7 +245,8 @@ static int est_combine(const est_opts_t *o, const nq_shards_t *sh, int probes, s
     double rate_rel = rate.v > 0 ? (rate.hi - rate.v) / 1.96 / rate.v : 0;
     r->node = est_ci(r->nodes.nodes, node_rel);
     r->rate = rate;
-    r->secs = est_ci(rate.v > 0 ? r->nodes.nodes / rate.v : 0, sqrt(node_rel * node_rel + rate_rel * rate_rel));
+    r->secs = est_ci(rate.v > 0 ? r->nodes.nodes / rate.v : 0,
+                     sqrt(node_rel * node_rel + rate_rel * rate_rel));
     if (!probes) {                      /* whole shards: never below what the sample itself holds */
         double sn = 0, st = 0;
         for (size_t i = 0; i < k; i++) {
@@ -273,9 +276,9 @@ static void est_print(const est_opts_t *o, const nq_shards_t *sh, size_t k, int 
                "\"sd_shard_s\":%.6g,\"core_hours\":%.6g,\"ci95_low\":%.6g,\"ci95_high\":%.6g,"
                "\"nodes\":%.0f,\"nodes_ci95_low\":%.0f,\"nodes_ci95_high\":%.0f,"
                "\"method\":\"%s\",\"probe_levels\":%d,\"core_years\":%.6g,",
-               (int)o->n, shards_depth(sh), s, k, (unsigned long long)o->seed, r->mean_s, r->sd_s, r->secs.v / h,
-               r->secs.lo / h, r->secs.hi / h, r->node.v, r->node.lo, r->node.hi, probes ? "probes" : "shards", extra,
-               r->secs.v / h / (24 * 365.25));
+               (int)o->n, shards_depth(sh), s, k, (unsigned long long)o->seed, r->mean_s, r->sd_s,
+               r->secs.v / h, r->secs.lo / h, r->secs.hi / h, r->node.v, r->node.lo, r->node.hi,
+               probes ? "probes" : "shards", extra, r->secs.v / h / (24 * 365.25));
         printf("\"nodes_per_s\":%.6g,\"nodes_per_s_ci95_low\":%.6g,\"nodes_per_s_ci95_high\":%.6g,"
                "\"nodes_method\":\"%s\",\"node_sample\":%llu,\"node_paths\":%u}\n", r->rate.v, r->rate.lo,
                r->rate.hi, nodes_method(r), (unsigned long long)r->nodes.shards, r->nodes.paths);
@@ -287,10 +290,12 @@ static void est_print(const est_opts_t *o, const nq_shards_t *sh, size_t k, int 
     if (!r->counted)
         printf(": %llu shards, %u paths each", (unsigned long long)r->nodes.shards, r->nodes.paths);
     printf("; the same on any machine)\n");
-    printf("rate %.4g nodes/s  95%% interval %.4g .. %.4g  (%zu %s counted whole, CPU time, this machine now)\n",
+    printf("rate %.4g nodes/s  95%% interval %.4g .. %.4g  (%zu %s counted whole, CPU time, this "
+           "machine now)\n",
            r->rate.v, r->rate.lo, r->rate.hi, k, probes ? "probes" : "shards");
     printf("core-hours %.4g  95%% interval %.4g .. %.4g  (%.3g core-years; on 1000 cores %.3g days)\n",
-           r->secs.v / h, r->secs.lo / h, r->secs.hi / h, r->secs.v / h / (24 * 365.25), r->secs.v / h / 1000 / 24);
+           r->secs.v / h, r->secs.lo / h, r->secs.hi / h, r->secs.v / h / (24 * 365.25),
+           r->secs.v / h / 1000 / 24);
     printf("shard CPU seconds: mean %.4g  sd %.4g%s\n", r->mean_s, r->sd_s,
            probes ? "  (probes: their choices times their time)" : "");
 }
@@ -323,8 +328,8 @@ static void est_print_gpu(const est_opts_t *o, const nq_shards_t *sh, size_t k, 
                "nodes %.4g  95%% interval %.4g .. %.4g  (%s; the same on any machine)\n"
                "(GPU time: nodes / the rate measured on the sample%s)\n",
                (int)o->n, shards_depth(sh), s, probes ? "probes" : "sampled", k, (unsigned long long)o->seed,
-               dev, r->rate.v, r->secs.v / h, r->secs.lo / h, r->secs.hi / h, r->secs.v / y, r->node.v, r->node.lo,
-               r->node.hi, nodes_method(r), probes ? "; Knuth probes, levels below each shard" : "");
+               dev, r->rate.v, r->secs.v / h, r->secs.lo / h, r->secs.hi / h, r->secs.v / y, r->node.v,
+               r->node.lo, r->node.hi, nodes_method(r), probes ? "; Knuth probes, levels below each shard" : "");
 }
 
 /* The sample on the GPU: the same draws as est_time_sample / est_probe_sample make, one batch; each
@@ -359,7 +364,8 @@ int cmd_estimate(int argc, char **argv)
         return cli_usage_error(CMD, "%s", err);
     /* whole shards when K of them take at most ~10 s by the model (N <= 20 at the defaults); probes
        otherwise: the rate needs counts of tens of milliseconds, not whole minutes of them */
-    int probes = shard_count_core_seconds((int)o.n) / (double)shards_count(sh) * (double)o.sample > 10, extra = 0;
+    double model_s = shard_count_core_seconds((int)o.n) / (double)shards_count(sh) * (double)o.sample;
+    int probes = model_s > 10, extra = 0;
     size_t s = shards_count(sh), k = probes || o.sample < s ? (size_t)o.sample : s;
     double *secs = calloc(k ? k : 1, sizeof *secs), *nod = calloc(k ? k : 1, sizeof *nod);
     if (!secs || !nod) {

@@ -18,7 +18,7 @@ typedef struct {
 /* The nodes of the count of list's shards, from `paths` random paths (shard_cost.h) down each
    of `sample` shards drawn with `seed` (all of them, with a stratified interval, when the list
    has no more). 0, or -1 with a reason (out of memory). */
-int estimate_nodes(const nq_shards_t *list, uint64_t sample, uint32_t paths, uint64_t seed, nq_est_nodes_t *out,
-                   char *err, size_t errlen);
+int estimate_nodes(const nq_shards_t *list, uint64_t sample, uint32_t paths, uint64_t seed,
+                   nq_est_nodes_t *out, char *err, size_t errlen);
 
 #endif

@@ -55,8 +55,8 @@ static int every_shard(void *ud, uint64_t i, const uint8_t *spec, size_t len)
     return 0;
 }
 
-int estimate_nodes(const nq_shards_t *list, uint64_t sample, uint32_t paths, uint64_t seed, nq_est_nodes_t *out,
-                   char *err, size_t errlen)
+int estimate_nodes(const nq_shards_t *list, uint64_t sample, uint32_t paths, uint64_t seed,
+                   nq_est_nodes_t *out, char *err, size_t errlen)
 {
     uint64_t s = shards_count(list);
     uint64_t mixed = seed ^ STREAM_NODES;

@@ -154,7 +154,8 @@ enum {
 nq_shards_t *shards_new_limited(int kind, int n, int depth, int encoding, nq_shards_limits_t *lim,
                                 char *err, size_t errlen);
 /* shards_new_ex in a given lease order (NQ_ORDER_*). */
-nq_shards_t *shards_new_ordered(int kind, int n, int depth, int encoding, int order, char *err, size_t errlen);
+nq_shards_t *shards_new_ordered(int kind, int n, int depth, int encoding, int order, char *err,
+                                size_t errlen);
 uint64_t shards_count(const nq_shards_t *s);
 /* Writes shard i's descriptor to out (NQ_MAX_SPEC bytes); returns its length, 0 when i is past the end. */
 size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out);

@@ -9,10 +9,14 @@ nq_cost_u128 cost_sat_add(nq_cost_u128 x, nq_cost_u128 y) { return x > SATURATED
 nq_cost_u128 cost_sat_mul(nq_cost_u128 x, uint64_t k)
 {
     nq_cost_u128 p;
-    return __builtin_mul_overflow(x, (nq_cost_u128)k, &p) || p > SATURATED ? SATURATED : p;   /* no division */
+    /* no division: a 128-bit one is a libgcc call (__udivti3) */
+    return __builtin_mul_overflow(x, (nq_cost_u128)k, &p) || p > SATURATED ? SATURATED : p;
 }
 
-static inline __attribute__((always_inline)) unsigned pop(uint32_t x) { return (unsigned)__builtin_popcount(x); }
+static inline __attribute__((always_inline)) unsigned pop(uint32_t x)
+{
+    return (unsigned)__builtin_popcount(x);
+}
 
 /* ---- count_fast.c's accounting ---- */
 
@@ -131,10 +135,12 @@ look_weight(const nq_levels_t *K, int L, uint32_t col, uint32_t dl, uint32_t dr,
     return h;
 }
 
-/* est + v x 2^e, saturating. */
+/* est + v x 2^e, saturating (e grows without bound on a path of ever larger weights). */
 static inline __attribute__((always_inline)) nq_cost_u128 add_shifted(nq_cost_u128 est, uint64_t v, int e)
 {
-    if (v && 64 - __builtin_clzll(v) + e > 126)
+    if (!v)
+        return est;
+    if (64 - __builtin_clzll(v) + e > 126)
         return SATURATED;
     return cost_sat_add(est, (nq_cost_u128)v << e);
 }
@@ -190,8 +196,8 @@ static nq_cost_u128 drawn_popcnt(const nq_levels_t *K, int L, uint32_t no, uint3
 }
 #endif
 
-static nq_cost_u128 fast_drawn(const nq_levels_t *K, int L, uint32_t no, uint32_t col, uint32_t dl, uint32_t dr,
-                               nq_rng_t *rng)
+static nq_cost_u128 fast_drawn(const nq_levels_t *K, int L, uint32_t no, uint32_t col, uint32_t dl,
+                               uint32_t dr, nq_rng_t *rng)
 {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     if (__builtin_cpu_supports("popcnt"))
@@ -201,8 +207,8 @@ static nq_cost_u128 fast_drawn(const nq_levels_t *K, int L, uint32_t no, uint32_
 }
 
 /* The fast tree below level L entered with `no`, estimated with `budget` paths. */
-static nq_cost_u128 fast_paths(const nq_levels_t *K, int L, uint32_t no, uint32_t col, uint32_t dl, uint32_t dr,
-                               uint32_t budget, nq_rng_t *rng)
+static nq_cost_u128 fast_paths(const nq_levels_t *K, int L, uint32_t no, uint32_t col, uint32_t dl,
+                               uint32_t dr, uint32_t budget, nq_rng_t *rng)
 {
     if (L == K->m - 3)
         return last3_nodes(K, L, no, col, dl, dr);
@@ -235,8 +241,8 @@ static uint64_t leaves_exact(const nq_plan_t *pl, int L, uint32_t av, uint32_t c
     return nodes;
 }
 
-static nq_cost_u128 leaves_paths(const nq_plan_t *pl, int L, uint32_t av, uint32_t col, uint32_t dl, uint32_t dr,
-                                 uint32_t budget, nq_rng_t *rng)
+static nq_cost_u128 leaves_paths(const nq_plan_t *pl, int L, uint32_t av, uint32_t col, uint32_t dl,
+                                 uint32_t dr, uint32_t budget, nq_rng_t *rng)
 {
     if (L == pl->m - 1)
         return pop(av);
@@ -299,6 +305,8 @@ int cost_plan_init(nq_cost_plan_t *cp, const nq_shard_desc_t *d)
 nq_cost_u128 cost_estimate(const nq_cost_plan_t *cp, uint32_t paths, nq_rng_t *rng)
 {
     nq_cost_u128 est = 0;
+    if (paths == 0)
+        paths = 1;                      /* a budget of none would scale by k / 0 */
     for (int i = 0; i < cp->nplans; i++) {
         const nq_plan_t *pl = &cp->plan[i];
         const nq_levels_t *K = &cp->lv[i];
@@ -321,7 +329,8 @@ uint64_t cost_exact(const nq_cost_plan_t *cp)
     for (int i = 0; i < cp->nplans; i++) {
         const nq_plan_t *pl = &cp->plan[i];
         if (cp->fast[i] && pl->m == 2)
-            nodes += last2_nodes(&cp->lv[i], cp->lv[i].open_of[0] & ~pl->colfix, pl->colfix, 0, 0, pl->shift[1]);
+            nodes += last2_nodes(&cp->lv[i], cp->lv[i].open_of[0] & ~pl->colfix, pl->colfix, 0, 0,
+                                 pl->shift[1]);
         else if (cp->fast[i])
             nodes += fast_exact(&cp->lv[i], 0, cp->lv[i].open_of[0] & ~pl->colfix, pl->colfix, 0, 0);
         else if (pl->m > 0)

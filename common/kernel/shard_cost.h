@@ -47,7 +47,11 @@ uint64_t cost_exact(const nq_cost_plan_t *cp);
 /* The children of a node (open: their bits) that `budget` paths go down (shard_cost.c): all of them
    with the paths shared out, or `budget` of them drawn uniformly without replacement, one path
    each; cost_scale turns the sum of their estimates into the node's. */
-typedef struct { uint32_t bit[NQ_SHARD_MAX_N], budget[NQ_SHARD_MAX_N]; int n; unsigned k, taken; } nq_cost_kids_t;
+typedef struct {
+    uint32_t bit[NQ_SHARD_MAX_N], budget[NQ_SHARD_MAX_N];
+    int n;
+    unsigned k, taken;
+} nq_cost_kids_t;
 void cost_share(uint32_t open, uint32_t budget, nq_rng_t *rng, nq_cost_kids_t *kids);
 nq_cost_u128 cost_scale(nq_cost_u128 sum, const nq_cost_kids_t *kids);
 

@@ -331,7 +331,8 @@ int list_order_set(nq_shards_t *s, nq_shards_limits_t *lim, char *err, size_t er
     if (order_build(s, lim->stop, &stopped) == 0)
         return 0;
     lim->why = stopped ? NQ_SHARDS_STOPPED : NQ_SHARDS_REFUSED;
-    return nq_errf(err, errlen, stopped ? "listing stopped: the process is stopping" : "out of memory listing shards");
+    return nq_errf(err, errlen, stopped ? "listing stopped: the process is stopping"
+                                        : "out of memory listing shards");
 }
 
 nq_shards_t *shards_new_limited(int kind, int n, int depth, int encoding, nq_shards_limits_t *lim,

@@ -228,7 +228,8 @@ double shards_cost_before(const nq_shards_t *s, uint64_t pos)
     if (into == 0)
         return s->cost_before[k];
     size_t u = s->perm[k];
-    return s->cost_before[k] + (double)into * costs_unpack(s->cost_key[u]) / (double)list_unit_count(s, s->unit, u);
+    double each = costs_unpack(s->cost_key[u]) / (double)list_unit_count(s, s->unit, u);
+    return s->cost_before[k] + (double)into * each;
 }
 
 double shards_cost_total(const nq_shards_t *s) { return s->cost_before[s->nunits]; }

@@ -4,15 +4,23 @@
 # NQ_ORDER=2 alternating (the knob of cli/bench_count.c): wall seconds (the list included)
 # and the list's own seconds, medians, and order 2's ratio. With --run-nq PATH, the same
 # rounds of `PATH run count N --fresh` (a build whose broker lists new jobs in NQ_ORDER's
-# order), wall seconds.
+# order), wall seconds. With --sim PATH (build/tests/nq_order_sim), no timing at all: each
+# order's makespan for 2 to 1,024 identical workers over the shards' true nodes, against the
+# bound max(total / workers, largest shard): what a shared host's load cannot blur.
 #   tests/bench/bench_order.sh [--nq PATH] [--ns "18 19"] [--threads T] [--runs R] [--run-nq PATH]
+#                              [--sim PATH]
 set -euo pipefail
-NQ=${NQ:-build/nq}; NS="18 19"; T=$(nproc); R=3; RUN_NQ=
+NQ=${NQ:-build/nq}; NS="18 19"; T=$(nproc); R=3; RUN_NQ=; SIM=
 while [ $# -gt 0 ]; do
     case $1 in --nq) NQ=$2; shift 2 ;; --ns) NS=$2; shift 2 ;; --threads) T=$2; shift 2 ;;
-               --runs) R=$2; shift 2 ;; --run-nq) RUN_NQ=$2; shift 2 ;;
-               *) echo "usage: $0 [--nq P] [--ns \"N..\"] [--threads T] [--runs R] [--run-nq P]" >&2; exit 2 ;; esac
+               --runs) R=$2; shift 2 ;; --run-nq) RUN_NQ=$2; shift 2 ;; --sim) SIM=$2; shift 2 ;;
+               *) echo "usage: $0 [--nq P] [--ns \"N..\"] [--threads T] [--runs R] [--run-nq P] [--sim P]" >&2
+                  exit 2 ;; esac
 done
+if [ -n "$SIM" ]; then
+    for n in $NS; do "$SIM" "$n" 0 "$T" | { [ "$n" = "${NS%% *}" ] && cat || tail -n +3; }; done
+    exit 0
+fi
 [ -x "$NQ" ] || { echo "bench_order: $NQ is not executable" >&2; exit 2; }
 # shellcheck source=tests/bench/bench_lib.sh
 . "$(dirname "$0")/bench_lib.sh"   # median
