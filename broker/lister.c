@@ -58,7 +58,8 @@ static void queue_free(queue_t *q)
 static void build(nq_lister_t *l, item_t *it)
 {
     const nq_lister_req_t *r = &it->req;
-    nq_shards_limits_t lim = { .max_shards = r->max_shards, .max_steps = r->max_steps, .stop = &l->stop };
+    nq_shards_limits_t lim = { .max_shards = r->max_shards, .max_steps = r->max_steps, .stop = &l->stop,
+                               .order = r->order };
     double t0 = nq_mono();
     it->done.ticket = r->ticket;
     char *err = it->done.err;

@@ -1,29 +1,27 @@
 /*
- * `nq estimate count N`: times a seeded uniform random sample of K shards
- * (without replacement) and extrapolates the core-hours of the whole count.
+ * `nq estimate count N`: the nodes a count searches, the rate this machine searches them at, and
+ * the time that makes, each with a 95 % interval.
  *
- * When shards are too long to time K of them (N >= 20 at the default depth:
- * seconds to minutes each), each sample is a Knuth probe instead: a uniform
- * random shard, then E more levels each chosen uniformly among its open cells
- * (shard_probe), timed; that time times the number of choices on the path is
- * an unbiased estimate of the shard's time (Knuth 1975). E is the smallest
- * that brings a probe to ~20 ms, so the default K = 1000 probes take 10-80 s at any N.
+ * Nodes (estimate_nodes.c): Knuth paths down the kernel's own tree, cheap enough for thousands
+ * of shards (--node-sample, default 100,000; every shard of a list that has no more), each with
+ * --paths paths. Nodes do not depend on the machine or its load: plan with them.
  *
- * Interval: with S shards, sample mean m and sample standard deviation sd of
- * the K per-shard CPU times, the total is S*m and its 95% interval is
- * S * (m +- 1.96 * sd/sqrt(K) * sqrt((S-K)/(S-1))) (normal approximation with
- * the finite-population correction; exact when K = S). Shard times are very
- * skewed, so a small K gives a wide interval: that is the honest answer.
+ * Rate: a seeded random sample of K timed counts (--sample, default 200): whole shards drawn
+ * uniformly without replacement where K of them take ~10 s by the planning model, else Knuth
+ * probes, a random shard and E more random levels (shard_probe) counted whole, E the smallest
+ * that brings a probe to ~20 ms. The rate is the ratio of the sample's nodes to its CPU seconds,
+ * each weighted by the probe's choices: sum(w n) / sum(w t), a ratio whose numerator and
+ * denominator move together, so its interval is narrow where the old estimate of time,
+ * S * mean(w t), was as skewed as the shard sizes (N=28: 30 and 300 probes gave intervals that
+ * missed each other). Interval by linearization: se = sd(w n - rate w t) / (sqrt(K) mean(w t)).
  *
- * The same sample also estimates the nodes the count searches (nodes, or weight
- * x nodes for a probe), the same way. Unlike CPU time, that figure does not
- * depend on the machine or on what else it runs: two seeds' node estimates
- * differ only by sampling, so a planner can tell the tree's spread from the
- * host's, and scale nodes by the nodes/s of the machines a campaign will use.
+ * Time: nodes / rate, its relative interval from both (independent samples). When the sample is
+ * every shard, counted whole, nodes, rate and time are the count's own, a point.
  */
 #include "bench_gpu.h"
 #include "cli.h"
 #include "count.h"
+#include "estimate.h"
 #include "proto.h"
 #include "rng.h"
 #include "shard.h"
@@ -39,7 +37,7 @@
 #define CMD "estimate"
 
 typedef struct {
-    uint64_t n, sample, seed, depth;
+    uint64_t n, sample, seed, depth, node_sample, paths;
     int json, gpu, gpu_device, gpu_list, gpu_kernel;
 } est_opts_t;
 
@@ -50,11 +48,13 @@ static int est_parse(int argc, char **argv, est_opts_t *o)
         { "depth", required_argument, NULL, 'd' }, { "json", no_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' }, { "gpu", no_argument, NULL, 'g' },
         { "gpu-device", required_argument, NULL, 'G' }, { "gpu-kernel", required_argument, NULL, 'K' },
+        { "node-sample", required_argument, NULL, 'N' }, { "paths", required_argument, NULL, 'P' },
         { 0, 0, 0, 0 } };
     int c, rc;
-    /* 1000: smaller samples often miss the long tail of shard sizes, and their intervals the count
-       (N=21: two seeds of three at 200; docs/benchmarks.md) */
-    o->sample = 1000; o->seed = 1; o->depth = 0; o->json = 0;
+    /* 200 timed counts: the rate is a ratio of two sums that move together (see above); 100,000
+       shards of 16 paths: the node intervals of seeds and sizes agree (docs/benchmarks.md) */
+    o->sample = 200; o->seed = 1; o->depth = 0; o->json = 0;
+    o->node_sample = 100000; o->paths = 16;
     o->gpu = o->gpu_list = o->gpu_kernel = 0; o->gpu_device = -1;
     if (argc < 2 || strcmp(argv[1], "count") != 0)
         return cli_usage_error(CMD, "expected 'count N' (only counts can be estimated)");
@@ -66,6 +66,10 @@ static int est_parse(int argc, char **argv, est_opts_t *o)
         case 'k': if ((rc = cli_parse_u64(CMD, "--sample", optarg, 2, 1000000, &o->sample))) return rc; break;
         case 's': if ((rc = cli_parse_u64(CMD, "--seed", optarg, 0, UINT64_MAX, &o->seed))) return rc; break;
         case 'd': if ((rc = cli_parse_u64(CMD, "--depth", optarg, 0, NQ_SHARD_MAX_N, &o->depth))) return rc; break;
+        case 'N': rc = cli_parse_u64(CMD, "--node-sample", optarg, 2, 100000000, &o->node_sample);
+                  if (rc) return rc;
+                  break;
+        case 'P': if ((rc = cli_parse_u64(CMD, "--paths", optarg, 2, 1u << 20, &o->paths))) return rc; break;
         case 'j': o->json = 1; break;
         case 'g': o->gpu = 1; break;
         case 'G': if ((rc = cli_gpu_device_option(CMD, optarg, &o->gpu_device, &o->gpu_list))) return rc;
@@ -149,16 +153,17 @@ static int probe_depth(const nq_shards_t *sh, int n, nq_rng_t *rng, int *extra)
         mean /= n / 2.5;                /* a level of these depths divides the work by about n/2.5 */
         e++;
     }
-    for (int pass = 0; pass < 3; pass++) {
-        double t[6], est, est_nodes;
-        for (int i = 0; i < 6; i++)
-            if (probe_once(sh, e, rng, &est, &est_nodes, &t[i]) != 0)
+    /* by the pilots' mean, not their worst: a worst under 10x the target let N=24's probes
+       average 0.28 s, and a rate sample of 200 take a minute */
+    for (int pass = 0; pass < 4; pass++) {
+        double t, est, est_nodes, mean_t = 0;
+        for (int i = 0; i < 6; i++) {
+            if (probe_once(sh, e, rng, &est, &est_nodes, &t) != 0)
                 return NQ_EXIT_ERROR;
-        double worst = 0;
-        for (int i = 0; i < 6; i++)
-            worst = t[i] > worst ? t[i] : worst;
-        if (worst > 10 * target && e < room) e++;
-        else if (worst < target / 20 && e > 0) e--;
+            mean_t += t / 6;
+        }
+        if (mean_t > 3 * target && e < room) e++;
+        else if (mean_t < target / 8 && e > 0) e--;
         else break;
     }
     *extra = e;
@@ -178,66 +183,130 @@ static int est_probe_sample(const nq_shards_t *sh, int n, size_t k, uint64_t see
     return rc;
 }
 
-/* A total over all S shards from K sampled values, with its 95% interval (see the top of the file).
-   Whole shards (not probes): never below what the sample alone adds up to. */
-typedef struct { double mean, sd, total, lo, hi; } est_total_t;
+/* A value with its 95 % interval. */
+typedef struct { double v, lo, hi; } est_ci_t;
 
-static est_total_t est_total(const double *x, size_t k, size_t s, int probes)
+static est_ci_t est_ci(double v, double rel_se)
 {
-    est_total_t e = { 0, 0, 0, 0, 0 };
-    double sum = 0, ss = 0;
+    double half = 1.96 * rel_se * v;
+    return (est_ci_t){ v, v - half > 0 ? v - half : 0, v + half };
+}
+
+/* What the command found: nodes, rate and CPU seconds of the whole count, and the timed sample. */
+typedef struct {
+    nq_est_nodes_t nodes;
+    int counted;                       /* the timed sample was every shard, whole: all exact */
+    est_ci_t node, rate, secs;
+    double mean_s, sd_s;               /* per shard: the estimate's mean; the timed sample's spread */
+} est_result_t;
+
+/* The rate from the timed sample: sum(w n) / sum(w t), with its linearized standard error. */
+static est_ci_t est_rate(const double *secs, const double *nod, size_t k)
+{
+    double sy = 0, sx = 0, ss = 0;
+    for (size_t i = 0; i < k; i++) {
+        sy += nod[i];
+        sx += secs[i];
+    }
+    double r = sx > 0 ? sy / sx : 0;
     for (size_t i = 0; i < k; i++)
-        sum += x[i];
-    e.mean = k ? sum / (double)k : 0;
+        ss += (nod[i] - r * secs[i]) * (nod[i] - r * secs[i]);
+    double se = k > 1 && sx > 0 ? sqrt(ss / (double)(k - 1) / (double)k) / (sx / (double)k) : 0;
+    return est_ci(r, r > 0 ? se / r : 0);
+}
+
+static void est_spread(const double *secs, size_t k, double *sd)
+{
+    double mean = 0, ss = 0;
     for (size_t i = 0; i < k; i++)
-        ss += (x[i] - e.mean) * (x[i] - e.mean);
-    e.sd = k > 1 ? sqrt(ss / (double)(k - 1)) : 0;
-    double fpc = probes ? 1 : s > 1 ? sqrt((double)(s - k) / (double)(s - 1)) : 0;   /* probes: with replacement */
-    double half = 1.96 * e.sd / sqrt(k ? (double)k : 1) * fpc;
-    /* sum * (s / k), not s * mean: exact when every shard was sampled */
-    e.total = k ? sum * ((double)s / (double)k) : 0;
-    e.lo = (double)s * (e.mean - half);
-    e.hi = (double)s * (e.mean + half);
-    if (!probes && e.lo < sum)
-        e.lo = sum;
-    if (e.lo < 0)
-        e.lo = 0;
-    if (e.lo > e.total)   /* rounding, when the interval is a point */
-        e.lo = e.total;
-    if (e.hi < e.total)
-        e.hi = e.total;
-    return e;
+        mean += secs[i] / (double)k;
+    for (size_t i = 0; i < k; i++)
+        ss += (secs[i] - mean) * (secs[i] - mean);
+    *sd = k > 1 ? sqrt(ss / (double)(k - 1)) : 0;
+}
+
+/* Nodes (counted, or estimated), the rate, and the time they make. 0, or an exit code. */
+static int est_combine(const est_opts_t *o, const nq_shards_t *sh, int probes, size_t k, const double *secs,
+                       const double *nod, est_ci_t rate, est_result_t *r)
+{
+    char err[256];
+    size_t s = shards_count(sh);
+    memset(r, 0, sizeof *r);
+    r->counted = !probes && k == s;
+    if (r->counted) {
+        double sum = 0;
+        for (size_t i = 0; i < k; i++)
+            sum += nod[i];
+        r->nodes = (nq_est_nodes_t){ sum, 0, s, 1, 0 };
+    } else if (estimate_nodes(sh, o->node_sample, (uint32_t)o->paths, o->seed, &r->nodes, err,
+                              sizeof err) != 0) {
+        return cli_error(CMD, "%s", err);
+    }
+    if (r->counted)
+        rate.lo = rate.hi = rate.v;     /* the whole count's own */
+    double node_rel = r->nodes.nodes > 0 ? r->nodes.se / r->nodes.nodes : 0;
+    double rate_rel = rate.v > 0 ? (rate.hi - rate.v) / 1.96 / rate.v : 0;
+    r->node = est_ci(r->nodes.nodes, node_rel);
+    r->rate = rate;
+    r->secs = est_ci(rate.v > 0 ? r->nodes.nodes / rate.v : 0,
+                     sqrt(node_rel * node_rel + rate_rel * rate_rel));
+    if (!probes) {                      /* whole shards: never below what the sample itself holds */
+        double sn = 0, st = 0;
+        for (size_t i = 0; i < k; i++) {
+            sn += nod[i];
+            st += secs[i];
+        }
+        r->node.lo = r->node.lo > sn ? r->node.lo : sn;
+        r->secs.lo = r->secs.lo > st ? r->secs.lo : st;
+    }
+    r->mean_s = s ? r->secs.v / (double)s : 0;
+    est_spread(secs, k, &r->sd_s);
+    return 0;
+}
+
+static const char *nodes_method(const est_result_t *r)
+{
+    return r->counted ? "counted" : r->nodes.every ? "every shard" : "sampled shards";
 }
 
 static void est_print(const est_opts_t *o, const nq_shards_t *sh, size_t k, int probes, int extra,
-                      const est_total_t *t, const est_total_t *nd)
+                      const est_result_t *r)
 {
     const double h = 3600;
     size_t s = shards_count(sh);
-    if (o->json)
+    if (o->json) {
         printf("{\"n\":%d,\"depth\":%d,\"shards\":%zu,\"sampled\":%zu,\"seed\":%llu,\"mean_shard_s\":%.6g,"
                "\"sd_shard_s\":%.6g,\"core_hours\":%.6g,\"ci95_low\":%.6g,\"ci95_high\":%.6g,"
                "\"nodes\":%.0f,\"nodes_ci95_low\":%.0f,\"nodes_ci95_high\":%.0f,"
-               "\"method\":\"%s\",\"probe_levels\":%d,\"core_years\":%.6g}\n",
-               (int)o->n, shards_depth(sh), s, k, (unsigned long long)o->seed, t->mean, t->sd, t->total / h,
-               t->lo / h, t->hi / h, nd->total, nd->lo, nd->hi, probes ? "probes" : "shards", extra,
-               t->total / h / (24 * 365.25));
-    else
-        printf("count N=%d  depth %d  shards %zu  %s %zu (seed %llu)\n"
-               "shard CPU seconds: mean %.4g  sd %.4g\n"
-               "core-hours %.4g  95%% interval %.4g .. %.4g  (%.3g core-years; on 1000 cores %.3g days)\n"
-               "nodes %.4g  95%% interval %.4g .. %.4g  (the same on any machine; %.3g nodes/s here)\n"
-               "(interval: shards x (mean +- 1.96 sd/sqrt(sampled)%s))\n",
-               (int)o->n, shards_depth(sh), s, probes ? "probes" : "sampled", k, (unsigned long long)o->seed,
-               t->mean, t->sd, t->total / h, t->lo / h, t->hi / h, t->total / h / (24 * 365.25),
-               t->total / h / 1000 / 24, nd->total, nd->lo, nd->hi, t->total > 0 ? nd->total / t->total : 0,
-               probes ? "; Knuth probes, levels below each shard" : " x finite-population correction");
+               "\"method\":\"%s\",\"probe_levels\":%d,\"core_years\":%.6g,",
+               (int)o->n, shards_depth(sh), s, k, (unsigned long long)o->seed, r->mean_s, r->sd_s,
+               r->secs.v / h, r->secs.lo / h, r->secs.hi / h, r->node.v, r->node.lo, r->node.hi,
+               probes ? "probes" : "shards", extra, r->secs.v / h / (24 * 365.25));
+        printf("\"nodes_per_s\":%.6g,\"nodes_per_s_ci95_low\":%.6g,\"nodes_per_s_ci95_high\":%.6g,"
+               "\"nodes_method\":\"%s\",\"node_sample\":%llu,\"node_paths\":%u}\n", r->rate.v, r->rate.lo,
+               r->rate.hi, nodes_method(r), (unsigned long long)r->nodes.shards, r->nodes.paths);
+        return;
+    }
+    printf("count N=%d  depth %d  shards %zu  %s %zu (seed %llu)\n", (int)o->n, shards_depth(sh), s,
+           probes ? "probes" : "sampled", k, (unsigned long long)o->seed);
+    printf("nodes %.4g  95%% interval %.4g .. %.4g  (%s", r->node.v, r->node.lo, r->node.hi, nodes_method(r));
+    if (!r->counted)
+        printf(": %llu shards, %u paths each", (unsigned long long)r->nodes.shards, r->nodes.paths);
+    printf("; the same on any machine)\n");
+    printf("rate %.4g nodes/s  95%% interval %.4g .. %.4g  (%zu %s counted whole, CPU time, this "
+           "machine now)\n",
+           r->rate.v, r->rate.lo, r->rate.hi, k, probes ? "probes" : "shards");
+    printf("core-hours %.4g  95%% interval %.4g .. %.4g  (%.3g core-years; on 1000 cores %.3g days)\n",
+           r->secs.v / h, r->secs.lo / h, r->secs.hi / h, r->secs.v / h / (24 * 365.25),
+           r->secs.v / h / 1000 / 24);
+    printf("shard CPU seconds: mean %.4g  sd %.4g%s\n", r->mean_s, r->sd_s,
+           probes ? "  (probes: their choices times their time)" : "");
 }
 
 /* The estimate on a GPU: GPU-hours at the rate measured on the sample (device: its name, printed in
    a JSON string too, so quotes, backslashes and control bytes of the driver's words become '?'). */
 static void est_print_gpu(const est_opts_t *o, const nq_shards_t *sh, size_t k, int probes, int extra,
-                          const est_total_t *t, const est_total_t *nd, const char *device, double rate)
+                          const est_result_t *r, const char *device)
 {
     const double h = 3600, y = h * 24 * 365.25;
     char dev[256];
@@ -250,18 +319,20 @@ static void est_print_gpu(const est_opts_t *o, const nq_shards_t *sh, size_t k, 
                "\"nodes_per_s\":%.6g,\"gpu_hours\":%.6g,\"ci95_low\":%.6g,\"ci95_high\":%.6g,"
                "\"gpu_years\":%.6g,"
                "\"nodes\":%.0f,\"nodes_ci95_low\":%.0f,\"nodes_ci95_high\":%.0f,\"method\":\"%s\","
-               "\"probe_levels\":%d}\n", (int)o->n, shards_depth(sh), s, k, (unsigned long long)o->seed, dev,
-               rate, t->total / h, t->lo / h, t->hi / h, t->total / y, nd->total, nd->lo, nd->hi,
-               probes ? "probes" : "shards", extra);
+               "\"probe_levels\":%d,\"nodes_method\":\"%s\",\"node_sample\":%llu,\"node_paths\":%u}\n",
+               (int)o->n, shards_depth(sh), s, k, (unsigned long long)o->seed, dev, r->rate.v, r->secs.v / h,
+               r->secs.lo / h, r->secs.hi / h, r->secs.v / y, r->node.v, r->node.lo, r->node.hi,
+               probes ? "probes" : "shards", extra, nodes_method(r), (unsigned long long)r->nodes.shards,
+               r->nodes.paths);
     else
         printf("count N=%d  depth %d  shards %zu  %s %zu (seed %llu)\n"
                "GPU %s: %.4g nodes/s on the sample\n"
                "GPU-hours %.4g  95%% interval %.4g .. %.4g  (%.3g GPU-years)\n"
-               "nodes %.4g  95%% interval %.4g .. %.4g  (the same on any machine)\n"
+               "nodes %.4g  95%% interval %.4g .. %.4g  (%s; the same on any machine)\n"
                "(GPU time: nodes / the rate measured on the sample%s)\n",
                (int)o->n, shards_depth(sh), s, probes ? "probes" : "sampled", k, (unsigned long long)o->seed,
-               dev, rate, t->total / h, t->lo / h, t->hi / h, t->total / y, nd->total, nd->lo, nd->hi,
-               probes ? "; Knuth probes, levels below each shard" : "");
+               dev, r->rate.v, r->secs.v / h, r->secs.lo / h, r->secs.hi / h, r->secs.v / y, r->node.v,
+               r->node.lo, r->node.hi, nodes_method(r), probes ? "; Knuth probes, levels below each shard" : "");
 }
 
 /* The sample on the GPU: the same draws as est_time_sample / est_probe_sample make, one batch; each
@@ -294,8 +365,10 @@ int cmd_estimate(int argc, char **argv)
     nq_shards_t *sh = shards_new(NQ_KIND_COUNT, (int)o.n, (int)o.depth, err, sizeof err);
     if (!sh)
         return cli_usage_error(CMD, "%s", err);
-    /* whole shards when K of them take seconds by the model; probes otherwise */
-    int probes = shard_count_core_seconds((int)o.n) / (double)shards_count(sh) * (double)o.sample > 30, extra = 0;
+    /* whole shards when K of them take at most ~10 s by the model (N <= 20 at the defaults); probes
+       otherwise: the rate needs counts of tens of milliseconds, not whole minutes of them */
+    double model_s = shard_count_core_seconds((int)o.n) / (double)shards_count(sh) * (double)o.sample;
+    int probes = model_s > 10, extra = 0;
     size_t s = shards_count(sh), k = probes || o.sample < s ? (size_t)o.sample : s;
     double *secs = calloc(k ? k : 1, sizeof *secs), *nod = calloc(k ? k : 1, sizeof *nod);
     if (!secs || !nod) {
@@ -305,24 +378,25 @@ int cmd_estimate(int argc, char **argv)
         return cli_error(CMD, "out of memory");
     }
     nq_gpu_t *g = NULL;
-    double rate = 0;
+    double gpu_rate = 0;
     if (o.gpu)
-        rc = est_gpu(&o, sh, probes, k, secs, nod, &extra, &g, &rate);
+        rc = est_gpu(&o, sh, probes, k, secs, nod, &extra, &g, &gpu_rate);
     else if (probes)
         rc = est_probe_sample(sh, (int)o.n, k, o.seed, secs, nod, &extra);
     else
         rc = k ? est_time_sample(sh, k, o.seed, secs, nod) : 0;
-    if (rc == 0) {
-        est_total_t t = est_total(secs, k, s, probes), nd = est_total(nod, k, s, probes);
-        char dev[400];                  /* which kernel: the fast one's nodes are its own, not the CPU's */
-        if (g)
-            snprintf(dev, sizeof dev, "%s [%s, %s kernel%s]", gpu_name(g), gpu_backend_name(g),
-                     gpu_kernel_name(g), gpu_nodes_cpu(g) ? "" : ": nodes of its own");
-        if (g)
-            est_print_gpu(&o, sh, k, probes, extra, &t, &nd, dev, rate);
-        else
-            est_print(&o, sh, k, probes, extra, &t, &nd);
-    }
+    est_result_t r;
+    /* the GPU's rate is its batch's: no sampling error of its own is measured */
+    if (rc == 0)
+        rc = est_combine(&o, sh, probes, k, secs, nod, g ? est_ci(gpu_rate, 0) : est_rate(secs, nod, k), &r);
+    char dev[400] = "";                 /* which kernel: the fast one's nodes are its own, not the CPU's */
+    if (g)
+        snprintf(dev, sizeof dev, "%s [%s, %s kernel%s]", gpu_name(g), gpu_backend_name(g), gpu_kernel_name(g),
+                 gpu_nodes_cpu(g) ? "" : ": nodes of its own");
+    if (rc == 0 && g)
+        est_print_gpu(&o, sh, k, probes, extra, &r, dev);
+    else if (rc == 0)
+        est_print(&o, sh, k, probes, extra, &r);
     gpu_close(&g);
     if (rc < 0)                         /* --gpu-device list: printed */
         rc = 0;

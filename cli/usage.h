@@ -22,21 +22,21 @@
       "solve: find one solution by local search (4 <= N <= 1e9 for qs4), verify it,\n" \
       "       print seconds and peak memory; --out writes it (text: one 0-based column per\n" \
       "       line; bin: compact binary). 'nq bench solve --algo list' lists the methods.\n" }, \
-    { "estimate", cmd_estimate, "estimate the core-hours a count needs", \
-      "usage: nq estimate count N [--sample K] [--seed S] [--depth D] [--gpu [--gpu-device I|list]\n" \
-      "                           [--gpu-kernel fast|parity]] [--json]\n" \
+    { "estimate", cmd_estimate, "estimate the nodes and core-hours a count needs", \
+      "usage: nq estimate count N [--sample K] [--node-sample M] [--paths P] [--seed S] [--depth D]\n" \
+      "                           [--gpu [--gpu-device I|list] [--gpu-kernel fast|parity]] [--json]\n" \
       "\n" \
-      "Times a uniform random sample of K shards (default 1000) on this machine and\n" \
-      "extrapolates the core-hours the whole count of N needs, with a 95% interval\n" \
-      "(shards x (mean +- 1.96 sd/sqrt(K) x finite-population correction), CPU time).\n" \
-      "Where K whole shards would take long (N >= 21 or so at K = 1000), each sample\n" \
-      "is a Knuth probe: a random shard and a few more random levels, its time times\n" \
-      "the choices made. Smaller samples often miss the long tail of shard sizes.\n" \
-      "The same sample estimates the nodes the count searches, which do not depend on\n" \
-      "the machine or its load: divide by a machine's nodes/s to plan on other hardware.\n" \
-      "--seed S picks the sample (default 1); --depth D as for 'nq bench count'.\n" \
-      "--gpu counts the same sample on the GPU in one batch and gives GPU-hours: the nodes\n" \
-      "estimate over the GPU's nodes/s measured on the sample.\n" }, \
+      "Nodes: random paths down the kernel's own search tree (P per shard, default 16)\n" \
+      "of every shard, or of M shards drawn at random (default 100000), with a 95%\n" \
+      "interval. Nodes do not depend on the machine or its load: plan with them.\n" \
+      "Rate: K timed counts (default 200): whole shards where they are short, else Knuth\n" \
+      "probes (a random shard and a few more random levels, counted whole); nodes/s is\n" \
+      "their nodes over their CPU seconds, each weighted by its choices.\n" \
+      "Core-hours = nodes / rate, the interval from both. When K covers every shard,\n" \
+      "everything is counted and exact.\n" \
+      "--seed S picks the samples (default 1); --depth D as for 'nq bench count'.\n" \
+      "--gpu counts the timed sample on the GPU in one batch and gives GPU-hours: the\n" \
+      "nodes over the GPU's nodes/s measured on that batch.\n" }, \
     { "verify", cmd_verify, "check a solution file", \
       "usage: nq verify FILE [--n N]\n" \
       "\n" \

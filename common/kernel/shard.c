@@ -1,6 +1,7 @@
 /* Shard descriptors: validation, encoding, the deterministic list, cost estimates. See shard.h. */
 #include "shard.h"
 #include "shard_board.h"
+#include "shard_list_impl.h"
 #include "count_d4.h"
 #include "count_search.h"
 #include "errf.h"
@@ -261,7 +262,7 @@ nq_shards_t *shards_new_for_seconds(int kind, int n, double seconds, nq_shards_l
     nq_shards_t *best = NULL;
     for (int d = lo; d <= hi; d++) {
         trial.max_shards = !best || most >= (double)NQ_SHARD_MAX_LIST ? NQ_SHARD_MAX_LIST : (uint64_t)most;
-        nq_shards_t *l = shards_new_limited(kind, n, d, NQ_SHARD_ENCODING, &trial, err, errlen);
+        nq_shards_t *l = list_new_unordered(kind, n, d, NQ_SHARD_ENCODING, &trial, err, errlen);
         if (!l && best && (trial.why == NQ_SHARDS_TOO_MANY || trial.why == NQ_SHARDS_TOO_SLOW))
             break;                      /* deeper only makes shards shorter, and lists longer */
         shards_destroy(&best);
@@ -273,6 +274,8 @@ nq_shards_t *shards_new_for_seconds(int kind, int n, double seconds, nq_shards_l
         if ((double)shards_count(l) > most)
             break;                      /* the shallowest already has shorter shards */
     }
+    if (best && list_order_set(best, lim, err, errlen) != 0)   /* the answer's order only */
+        shards_destroy(&best);
     return best;
 }
 

@@ -69,6 +69,18 @@
  * before it; shards_get(i) finds i's block by binary search and walks at most
  * two levels. So a list of 10^7 shards costs about a megabyte and its
  * construction one pass over the top levels.
+ *
+ * The lease order (shards_at) is the order a job hands its shards out in, and a stored job's
+ * frontier is a position in it, so a job keeps the order version it was created with, as it
+ * keeps its encoding:
+ *   NQ_ORDER_ROOTS (1): roots (a, c, d) by a rough log tree size, largest first, a root's
+ *     shards in list order (every job stored before order 2 existed).
+ *   NQ_ORDER_COST (2): shards by estimated nodes, largest first, ties by index; lists of more
+ *     than NQ_ORDER_BLOCKS_FROM shards order their blocks by their estimate a shard, a block's
+ *     shards in list order.
+ * Both give every shard an estimate of count_shard's nodes (order 1 shares a root's among its
+ * shards), from seeded random paths through the list's and the kernel's levels
+ * (shard_list_cost.c, shard_cost.h): the same on every machine and at every rebuild.
  */
 #ifndef NQ_SHARD_H
 #define NQ_SHARD_H
@@ -83,6 +95,13 @@
 #define NQ_SHARD_ENCODING_MIN 1   /* the oldest shard_decode and shards_new_ex still read */
 #define NQ_SHARD_BORDER_MIN_N 4      /* below: the plain mode */
 #define NQ_SHARD_MAX_LIST (1ull << 28) /* shards_new refuses to list more than this */
+#define NQ_ORDER_ROOTS 1          /* roots by a log tree size, a root's shards in list order */
+#define NQ_ORDER_COST 2           /* shards (blocks past NQ_ORDER_BLOCKS_FROM shards) by estimated
+                                     nodes a shard, largest first */
+#define NQ_ORDER_CURRENT NQ_ORDER_COST
+#define NQ_ORDER_BLOCKS_FROM 1000000   /* 16 bytes a shard up to here, 24 a block beyond */
+#define NQ_SHARD_COST_FLOOR 1000  /* nodes in every shard's estimate for its cost outside the search
+                                     (decoding, planning, recording: ~0.5 us, docs/kernel.md) */
 
 enum { NQ_SHARD_PLAIN = 0, NQ_SHARD_BORDER = 1 };
 
@@ -103,7 +122,8 @@ typedef struct nq_shard_desc {
 
 typedef struct nq_shards nq_shards_t;
 
-/* depth 0 = auto from n. NULL with a reason in err when kind, n or depth is out of range. */
+/* depth 0 = auto from n. NULL with a reason in err when kind, n or depth is out of range.
+   shards_new, shards_new_ex and shards_new_bounded give lease order NQ_ORDER_ROOTS. */
 nq_shards_t *shards_new(int kind, int n, int depth, char *err, size_t errlen);
 /* The same for a given encoding (NQ_SHARD_ENCODING_MIN..NQ_SHARD_ENCODING): a stored job's list. */
 nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, size_t errlen);
@@ -119,11 +139,13 @@ typedef struct {
     uint64_t max_shards, max_steps;   /* as for shards_new_bounded */
     const atomic_int *stop;           /* NULL, or: give up as soon as it is non-zero (checked at every
                                          step and every root: a list built on a thread of a process
-                                         that is told to stop) */
+                                         that is told to stop; the cost estimates check it at
+                                         every unit too) */
+    int order;                        /* the lease order: NQ_ORDER_*, 0 = NQ_ORDER_ROOTS */
     int why;                          /* out: NQ_SHARDS_* */
 } nq_shards_limits_t;
 enum {
-    NQ_SHARDS_REFUSED = 1,            /* kind, n, depth or encoding out of range; out of memory */
+    NQ_SHARDS_REFUSED = 1,            /* kind, n, depth, encoding or order out of range; out of memory */
     NQ_SHARDS_TOO_MANY,               /* more than max_shards */
     NQ_SHARDS_TOO_SLOW,               /* more than max_steps */
     NQ_SHARDS_STOPPED                 /* *stop became non-zero */
@@ -131,6 +153,9 @@ enum {
 /* shards_new_bounded, stoppable, saying which limit refused it. */
 nq_shards_t *shards_new_limited(int kind, int n, int depth, int encoding, nq_shards_limits_t *lim,
                                 char *err, size_t errlen);
+/* shards_new_ex in a given lease order (NQ_ORDER_*). */
+nq_shards_t *shards_new_ordered(int kind, int n, int depth, int encoding, int order, char *err,
+                                size_t errlen);
 uint64_t shards_count(const nq_shards_t *s);
 /* Writes shard i's descriptor to out (NQ_MAX_SPEC bytes); returns its length, 0 when i is past the end. */
 size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out);
@@ -138,14 +163,30 @@ size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out);
    where shards_get walks its block each time. 0, or the first nonzero fn returned. */
 typedef int (*shards_each_fn)(void *ud, uint64_t i, const uint8_t *spec, size_t len);
 int shards_each(const nq_shards_t *s, shards_each_fn fn, void *ud);
-/* The lease order, a permutation of 0..count-1: the shard at position pos. Roots (a, c, d)
-   by their estimated size, largest first; a root's shards in list order. O(log roots). */
+/* The lease order, a permutation of 0..count-1: the shard at position pos (see above). O(1)
+   for shards ordered one by one, O(log roots or blocks) otherwise. */
 uint64_t shards_at(const nq_shards_t *s, uint64_t pos);
 /* shards_each for the shards at lease positions pos..pos+count-1 (clipped to the list), in
    lease order: fn gets each one's index and descriptor. O(log blocks) plus one block's walk
-   to find pos, then O(1) amortized a shard. Lets threads take runs of the lease order
-   without the whole list of descriptors in memory. */
+   to find pos, then O(1) amortized a shard within a root or block (order 2 by shard: a block's
+   walk a shard, as shards_get). Lets threads take runs of the lease order without the whole
+   list of descriptors in memory. */
 int shards_each_at(const nq_shards_t *s, uint64_t pos, uint64_t count, shards_each_fn fn, void *ud);
+int shards_order(const nq_shards_t *s);
+/* Estimated nodes of count_shard on shard idx (by list index), and on the shard at lease position
+   pos: > 0 for every shard (0 past the end). Order 1 shares each root's estimate evenly among
+   its shards: a scheduler works with it, only less well. In nodes of the job's encoding; an
+   estimate, whose scale a scheduler should calibrate from real results. */
+double shards_cost(const nq_shards_t *s, uint64_t idx);
+double shards_cost_at(const nq_shards_t *s, uint64_t pos);
+/* The estimates of positions [0, pos) summed (O(1) by shard, O(log) by root or block), so the
+   work left in [front, back) is a difference; the total at or past the end. */
+double shards_cost_before(const nq_shards_t *s, uint64_t pos);
+double shards_cost_total(const nq_shards_t *s);
+#ifdef NQ_TEST_FAULTS
+/* Tests only: order 2 goes by block from lists of more than `shards` (0: NQ_ORDER_BLOCKS_FROM). */
+void shards_test_blocks_from(uint64_t shards);
+#endif
 int shards_encoding(const nq_shards_t *s);
 int shards_depth(const nq_shards_t *s);
 void shards_destroy(nq_shards_t **s);

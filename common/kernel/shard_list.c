@@ -3,50 +3,19 @@
  * it (see shard.h): roots (a, c, d), then blocks (the prefixes of all but the
  * last two levels) with the number of shards before each.
  */
-#include "shard.h"
-#include "shard_board.h"
+#include "shard_list_impl.h"
 #include "errf.h"
 #include "nq.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define HDR 6
 
-typedef struct {
-    uint8_t a, c, d, flip;
-    uint32_t b_allowed;            /* row n-1's canonical columns; every column in plain mode */
-    uint32_t first_block;          /* its blocks are first_block .. the next root's first_block - 1 */
-} root_t;
-
-/* A root made ready to walk: its board and the rows of its levels. */
-typedef struct {
-    board_t board;
-    uint8_t rows[NQ_SHARD_MAX_N];
-    int L;
-    uint32_t b_allowed;
-} walk_t;
-
-struct nq_shards {
-    int kind, n, depth, encoding, mode;
-    size_t len;                    /* every descriptor of one list has the same length */
-    int split;                     /* levels in a block's prefix: max(0, L - 2) */
-    root_t *roots;
-    walk_t *walks;                 /* per root, ready: shards_get starts from it */
-    size_t nroots, rcap;
-    uint32_t *block_root;          /* per block: its root */
-    uint8_t *block_cols;           /* per block: split columns */
-    uint64_t *block_start;         /* per block: shards before it; [nblocks] = the count */
-    size_t nblocks, bcap;
-    uint32_t *order;               /* roots, largest cost first: the lease order (shards_at) */
-    uint64_t *order_start;         /* per position in order: shards before that root */
-};
-
 /* ---- walking the levels ---- */
 
 /* A free row with no open cell: no completion (such prefixes are not listed). */
-static int board_dead(const board_t *p, uint32_t b_allowed)
+int list_board_dead(const board_t *p, uint32_t b_allowed)
 {
     for (int r = 0; r < p->n; r++)
         if (p->row_col[r] < 0 && !board_row_open(p, r, b_allowed))
@@ -55,7 +24,7 @@ static int board_dead(const board_t *p, uint32_t b_allowed)
 }
 
 /* The columns a level may take: its open cells, or the side queen already in its row. */
-static uint32_t level_cand(const board_t *p, int r, uint32_t b_allowed)
+uint32_t list_level_cand(const board_t *p, int r, uint32_t b_allowed)
 {
     return p->row_col[r] >= 0 ? 1u << p->row_col[r] : board_row_open(p, r, b_allowed);
 }
@@ -66,7 +35,7 @@ static uint32_t level_cand(const board_t *p, int r, uint32_t b_allowed)
  * only rows with 3 open cells or fewer can die: the leaf level costs O(n) plus
  * a little per fragile row, not O(n) per leaf.
  */
-static uint32_t level_viable(const board_t *p, int row, uint32_t cand, uint32_t b_allowed)
+uint32_t list_level_viable(const board_t *p, int row, uint32_t cand, uint32_t b_allowed)
 {
     int n = p->n, forced = p->row_col[row] >= 0;
     for (int r = 0; r < n && cand; r++) {
@@ -96,11 +65,11 @@ static uint32_t level_viable(const board_t *p, int row, uint32_t cand, uint32_t 
 static uint64_t walk_leaves(const walk_t *w, const board_t *p, int lv)
 {
     if (lv == w->L)
-        return !board_dead(p, w->b_allowed);
+        return !list_board_dead(p, w->b_allowed);
     int r = w->rows[lv];
-    uint32_t cand = level_cand(p, r, w->b_allowed);
+    uint32_t cand = list_level_cand(p, r, w->b_allowed);
     if (lv == w->L - 1)
-        return (uint64_t)__builtin_popcount(level_viable(p, r, cand, w->b_allowed));
+        return (uint64_t)__builtin_popcount(list_level_viable(p, r, cand, w->b_allowed));
     uint64_t sum = 0;
     for (; cand; cand &= cand - 1) {
         board_t q = *p;
@@ -118,11 +87,11 @@ typedef int (*leaf_fn)(void *ud, const uint8_t *cols);
 static int walk_each(const walk_t *w, const board_t *p, int lv, uint8_t *cols, leaf_fn leaf, void *ud)
 {
     if (lv == w->L)
-        return board_dead(p, w->b_allowed) ? 0 : leaf(ud, cols);
+        return list_board_dead(p, w->b_allowed) ? 0 : leaf(ud, cols);
     int r = w->rows[lv], rc;
-    uint32_t cand = level_cand(p, r, w->b_allowed);
+    uint32_t cand = list_level_cand(p, r, w->b_allowed);
     if (lv == w->L - 1)
-        cand = level_viable(p, r, cand, w->b_allowed);
+        cand = list_level_viable(p, r, cand, w->b_allowed);
     for (; cand; cand &= cand - 1) {
         cols[lv] = (uint8_t)__builtin_ctz(cand);
         if (lv == w->L - 1) {
@@ -139,7 +108,7 @@ static int walk_each(const walk_t *w, const board_t *p, int lv, uint8_t *cols, l
 }
 
 /* Shard descriptor of root rt with the levels' columns cols: its length. */
-static size_t list_encode(const nq_shards_t *s, const root_t *rt, int L, const uint8_t *cols, uint8_t *out)
+size_t list_encode(const nq_shards_t *s, const root_t *rt, int L, const uint8_t *cols, uint8_t *out)
 {
     nq_shard_desc_t d = { .version = s->encoding, .kind = s->kind, .n = s->n, .mode = s->mode,
                           .weight = s->mode == NQ_SHARD_BORDER ? 0 : 1, .k = s->depth,
@@ -227,10 +196,10 @@ static int build_blocks(builder_t *B, const board_t *p, int lv)
         uint64_t n = walk_leaves(&B->w, p, lv);
         return n ? block_push(B, n) : 0;
     }
-    if (board_dead(p, B->w.b_allowed))
+    if (list_board_dead(p, B->w.b_allowed))
         return 0;
     int r = B->w.rows[lv];
-    for (uint32_t cand = level_cand(p, r, B->w.b_allowed); cand; cand &= cand - 1) {
+    for (uint32_t cand = list_level_cand(p, r, B->w.b_allowed); cand; cand &= cand - 1) {
         board_t q = *p;
         B->cols[lv] = (uint8_t)__builtin_ctz(cand);
         board_put(&q, r, B->cols[lv]);
@@ -292,90 +261,6 @@ static int build_roots(builder_t *B)
     return 0;
 }
 
-/* ---- the lease order: largest roots first ---- */
-
-/* A rough search-tree size, as a log: the product over free rows of the cells the fixed
-   queens leave open (row n-1: only canonical b). Only the order it gives matters. */
-static double log_tree_size(const board_t *p, uint32_t b_allowed)
-{
-    double logc = 0;
-    for (int r = 0; r < p->n; r++)
-        if (p->row_col[r] < 0)
-            logc += log(__builtin_popcount(board_row_open(p, r, b_allowed)) + 0.5);
-    return logc;
-}
-
-static double root_cost(const nq_shards_t *s, const root_t *rt)
-{
-    walk_t w;
-    walk_init(s, rt, &w);
-    return log_tree_size(&w.board, rt->b_allowed);
-}
-
-typedef struct { double cost; uint32_t root; } ranked_root_t;
-
-static int cmp_root_cost(const void *x, const void *y)
-{
-    const ranked_root_t *a = x, *b = y;
-    if (a->cost != b->cost)
-        return a->cost > b->cost ? -1 : 1;
-    return a->root < b->root ? -1 : a->root > b->root;
-}
-
-static uint64_t root_count(const nq_shards_t *s, uint32_t r)
-{
-    uint32_t end = r + 1 < s->nroots ? s->roots[r + 1].first_block : (uint32_t)s->nblocks;
-    return s->block_start[end] - s->block_start[s->roots[r].first_block];
-}
-
-/*
- * Campaigns end with their smallest shards when the big ones go first. A full sort of 10^8
- * shards is what this avoids: roots (a few thousand) are sorted by their cost, and a root's
- * shards follow in list order.
- */
-static int order_build(nq_shards_t *s)
-{
-    ranked_root_t *rk = malloc((s->nroots ? s->nroots : 1) * sizeof *rk);
-    s->order = malloc((s->nroots ? s->nroots : 1) * sizeof *s->order);
-    s->order_start = malloc((s->nroots + 1) * sizeof *s->order_start);
-    if (!rk || !s->order || !s->order_start) {
-        free(rk);
-        return -1;
-    }
-    for (uint32_t r = 0; r < s->nroots; r++)
-        rk[r] = (ranked_root_t){ root_cost(s, &s->roots[r]), r };
-    qsort(rk, s->nroots, sizeof *rk, cmp_root_cost);
-    for (size_t k = 0; k < s->nroots; k++)
-        s->order[k] = rk[k].root;
-    free(rk);
-    s->order_start[0] = 0;
-    for (size_t k = 0; k < s->nroots; k++)
-        s->order_start[k + 1] = s->order_start[k] + root_count(s, s->order[k]);
-    return 0;
-}
-
-/* The slot in the lease order holding position pos: the last root starting at or before it. */
-static size_t order_slot(const nq_shards_t *s, uint64_t pos)
-{
-    size_t lo = 0, hi = s->nroots;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->order_start[mid] <= pos) lo = mid; else hi = mid;
-    }
-    return lo;
-}
-
-/* The index of the shard at position pos, which slot k of the lease order holds. */
-static uint64_t slot_shard(const nq_shards_t *s, size_t k, uint64_t pos)
-{
-    return s->block_start[s->roots[s->order[k]].first_block] + (pos - s->order_start[k]);
-}
-
-uint64_t shards_at(const nq_shards_t *s, uint64_t pos)
-{
-    return slot_shard(s, order_slot(s, pos), pos);
-}
-
 /* ---- the list ---- */
 
 static int check_args(int kind, int n, int *depth, int encoding, char *err, size_t errlen)
@@ -400,8 +285,8 @@ static int check_args(int kind, int n, int *depth, int encoding, char *err, size
                    *depth);
 }
 
-nq_shards_t *shards_new_limited(int kind, int n, int depth, int encoding, nq_shards_limits_t *lim,
-                                char *err, size_t errlen)
+nq_shards_t *list_new_unordered(int kind, int n, int depth, int encoding, nq_shards_limits_t *lim,
+                               char *err, size_t errlen)
 {
     lim->why = NQ_SHARDS_REFUSED;
     if (check_args(kind, n, &depth, encoding, err, errlen))
@@ -429,10 +314,33 @@ nq_shards_t *shards_new_limited(int kind, int n, int depth, int encoding, nq_sha
     } else if (build_roots(&B)) {
         lim->why = B.why;
         shards_destroy(&s);
-    } else if (order_build(s)) {
-        nq_errf(err, errlen, "out of memory listing shards");
-        shards_destroy(&s);
     }
+    return s;
+}
+
+int list_order_set(nq_shards_t *s, nq_shards_limits_t *lim, char *err, size_t errlen)
+{
+    int stopped = 0;
+    if (lim->order < 0 || lim->order > NQ_ORDER_CURRENT) {
+        lim->why = NQ_SHARDS_REFUSED;
+        return nq_errf(err, errlen, "lease order %d not supported (this build knows %d..%d)", lim->order,
+                       NQ_ORDER_ROOTS, NQ_ORDER_CURRENT);
+    }
+    order_free(s);
+    s->order = lim->order ? lim->order : NQ_ORDER_ROOTS;
+    if (order_build(s, lim->stop, &stopped) == 0)
+        return 0;
+    lim->why = stopped ? NQ_SHARDS_STOPPED : NQ_SHARDS_REFUSED;
+    return nq_errf(err, errlen, stopped ? "listing stopped: the process is stopping"
+                                        : "out of memory listing shards");
+}
+
+nq_shards_t *shards_new_limited(int kind, int n, int depth, int encoding, nq_shards_limits_t *lim,
+                                char *err, size_t errlen)
+{
+    nq_shards_t *s = list_new_unordered(kind, n, depth, encoding, lim, err, errlen);
+    if (s && list_order_set(s, lim, err, errlen) != 0)
+        shards_destroy(&s);
     return s;
 }
 
@@ -453,12 +361,18 @@ nq_shards_t *shards_new(int kind, int n, int depth, char *err, size_t errlen)
     return shards_new_ex(kind, n, depth, NQ_SHARD_ENCODING, err, errlen);
 }
 
+nq_shards_t *shards_new_ordered(int kind, int n, int depth, int encoding, int order, char *err, size_t errlen)
+{
+    nq_shards_limits_t lim = { .max_shards = NQ_SHARD_MAX_LIST, .max_steps = UINT64_MAX, .order = order };
+    return shards_new_limited(kind, n, depth, encoding, &lim, err, errlen);
+}
+
 uint64_t shards_count(const nq_shards_t *s) { return s->block_start[s->nblocks]; }
 int shards_depth(const nq_shards_t *s) { return s->depth; }
 int shards_encoding(const nq_shards_t *s) { return s->encoding; }
 
 /* The block holding shard i (< shards_count): the last one starting at or before i. */
-static size_t block_of(const nq_shards_t *s, uint64_t i)
+size_t list_block_of(const nq_shards_t *s, uint64_t i)
 {
     size_t lo = 0, hi = s->nblocks;
     while (hi - lo > 1) {
@@ -533,7 +447,7 @@ size_t shards_get(const nq_shards_t *s, uint64_t i, uint8_t *out)
         return 0;
     get_t g = { out, 0 };
     each_t e = { .s = s, .from = i, .to = i + 1, .fn = get_copy, .ud = &g };
-    each_blocks(s, block_of(s, i), &e);
+    each_blocks(s, list_block_of(s, i), &e);
     return g.len;
 }
 
@@ -543,20 +457,27 @@ int shards_each(const nq_shards_t *s, shards_each_fn fn, void *ud)
     return each_blocks(s, 0, &e);
 }
 
-int shards_each_at(const nq_shards_t *s, uint64_t pos, uint64_t count, shards_each_fn fn, void *ud)
+int list_each_range(const nq_shards_t *s, uint64_t from, uint64_t to, shards_each_fn fn, void *ud)
 {
-    uint64_t total = shards_count(s), end = pos >= total ? pos : count < total - pos ? pos + count : total;
-    while (pos < end) {
-        size_t k = order_slot(s, pos);
-        uint64_t run = (s->order_start[k + 1] < end ? s->order_start[k + 1] : end) - pos;
-        uint64_t first = slot_shard(s, k, pos);
-        each_t e = { .s = s, .from = first, .to = first + run, .fn = fn, .ud = ud };
-        int rc = each_blocks(s, block_of(s, first), &e);
-        if (rc != 0)
-            return rc;
-        pos += run;
-    }
-    return 0;
+    if (from >= to || from >= shards_count(s))
+        return 0;
+    each_t e = { .s = s, .from = from, .to = to, .fn = fn, .ud = ud };
+    return each_blocks(s, list_block_of(s, from), &e);
+}
+
+uint64_t list_unit_first(const nq_shards_t *s, int unit, size_t u)
+{
+    return unit == UNIT_SHARD ? u : s->block_start[unit == UNIT_BLOCK ? u : s->roots[u].first_block];
+}
+
+uint64_t list_unit_count(const nq_shards_t *s, int unit, size_t u)
+{
+    if (unit == UNIT_SHARD)
+        return 1;
+    if (unit == UNIT_BLOCK)
+        return s->block_start[u + 1] - s->block_start[u];
+    size_t end = u + 1 < s->nroots ? s->roots[u + 1].first_block : s->nblocks;
+    return s->block_start[end] - s->block_start[s->roots[u].first_block];
 }
 
 void shards_destroy(nq_shards_t **sp)
@@ -568,8 +489,7 @@ void shards_destroy(nq_shards_t **sp)
     free((*sp)->block_root);
     free((*sp)->block_cols);
     free((*sp)->block_start);
-    free((*sp)->order);
-    free((*sp)->order_start);
+    order_free(*sp);
     free(*sp);
     *sp = NULL;
 }

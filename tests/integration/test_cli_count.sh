@@ -58,5 +58,17 @@ want=$(sed -n 's/^nodes \([0-9]*\) .*/\1/p' "$tmp/text")
 check "bench count printed its nodes" test -n "$want"
 "$NQ" estimate count 12 --depth 2 --sample 1000 --json >"$tmp/estj"
 check "estimate of every shard: nodes $want" grep -q "\"nodes\":$want,\"nodes_ci95_low\":$want,\"nodes_ci95_high\":$want," "$tmp/estj"
+# the node estimate by paths, of every shard and of a sample of them: the count's nodes inside
+# each interval (fixed seeds); the rate and the method are reported
+"$NQ" bench count 14 --threads 1 >"$tmp/text"
+want=$(sed -n 's/^nodes \([0-9]*\) .*/\1/p' "$tmp/text")
+for args in "--sample 8" "--sample 8 --node-sample 60 --seed 2"; do
+    "$NQ" estimate count 14 $args --json >"$tmp/estj"
+    lo=$(sed -n 's/.*"nodes_ci95_low":\([0-9]*\).*/\1/p' "$tmp/estj")
+    hi=$(sed -n 's/.*"nodes_ci95_high":\([0-9]*\).*/\1/p' "$tmp/estj")
+    check "estimate count 14 $args: $want nodes in $lo .. $hi" test -n "$lo" -a "$lo" -le "$want" -a "$want" -le "$hi"
+    check "estimate count 14 $args: a rate" grep -Eq '"nodes_per_s":[0-9.e+]+,' "$tmp/estj"
+done
+check "a sample of 60 shards says so" grep -q '"nodes_method":"sampled shards","node_sample":60,' "$tmp/estj"
 
 exit $fail

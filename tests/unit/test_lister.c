@@ -116,6 +116,35 @@ T_TEST(test_lister_limits_and_seconds)
     finish(&l);
 }
 
+/* The order asked for is the list's, for a depth and for --shard-seconds: order 2's positions then
+   run from the largest estimate down, and order 0 is today's order 1; an unknown order says why. */
+T_TEST(test_lister_passes_the_order)
+{
+    nq_lister_t *l = start();
+    nq_lister_req_t cost = req(1, NQ_KIND_COUNT, 12, 2), secs = req(2, NQ_KIND_COUNT, 12, 0);
+    nq_lister_req_t old = req(3, NQ_KIND_COUNT, 12, 2), bad = req(4, NQ_KIND_COUNT, 12, 2);
+    cost.order = secs.order = NQ_ORDER_COST;
+    secs.seconds = 1e-6;
+    bad.order = NQ_ORDER_CURRENT + 1;
+    nq_lister_req_t *asks[] = { &cost, &secs, &old, &bad };
+    for (int i = 0; i < 4; i++)
+        T_EQ_U64(lister_ask(l, asks[i]), 0);
+    nq_lister_done_t d;
+    for (int i = 0; i < 2; i++) {
+        T_EQ_U64(next_answer(l, &d), 0);
+        T_CHECK(d.list != NULL && shards_order(d.list) == NQ_ORDER_COST);
+        for (uint64_t p = 1; d.list && p < shards_count(d.list); p++)
+            T_CHECK(shards_cost_at(d.list, p - 1) >= shards_cost_at(d.list, p));
+        shards_destroy(&d.list);
+    }
+    T_EQ_U64(next_answer(l, &d), 0);
+    T_CHECK(d.list != NULL && shards_order(d.list) == NQ_ORDER_ROOTS);
+    shards_destroy(&d.list);
+    T_EQ_U64(next_answer(l, &d), 0);
+    T_CHECK(d.list == NULL && d.why == NQ_SHARDS_REFUSED && strstr(d.err, "lease order") != NULL);
+    finish(&l);
+}
+
 /*
  * Stopping while a list searches for minutes (count 32 at depth 30 with no step bound) and two
  * more wait behind it: the search gives up at its next step, stop returns, and what was asked is
