@@ -79,21 +79,15 @@ int jobq_any_pending(const nq_broker_t *b)
 
 /* ---- what shards cost ---- */
 
-/* A shard's cost in the list's estimate (shard.h: expected nodes, up to a scale the broker learns
-   from results); a job without per-shard estimates (solve, or a list made before them) costs 1 a
-   shard, and the scheduler then orders by count alone. */
-#ifdef NQ_ORDER_COST
+/* A shard's cost in the list's estimate (shard.h: expected nodes of the CPU kernels, from random
+   paths down the shard's search tree; per root for a job of lease order 1); a solve job's shards
+   cost 1 each. */
 static double list_cost(const nq_shards_t *l, uint64_t idx) { return shards_cost(l, idx); }
 static double list_cost_at(const nq_shards_t *l, uint64_t pos) { return shards_cost_at(l, pos); }
 static double list_cost_span(const nq_shards_t *l, uint64_t a, uint64_t b)
 {
     return shards_cost_before(l, b) - shards_cost_before(l, a);
 }
-#else
-static double list_cost(const nq_shards_t *l, uint64_t idx) { (void)l; (void)idx; return 1; }
-static double list_cost_at(const nq_shards_t *l, uint64_t pos) { (void)l; (void)pos; return 1; }
-static double list_cost_span(const nq_shards_t *l, uint64_t a, uint64_t b) { (void)l; return (double)(b - a); }
-#endif
 
 double jobq_cost(const nq_job_t *j, uint64_t idx)
 {

@@ -111,9 +111,7 @@ static int job_list(nq_broker_t *b, nq_job_t *j, const nq_job_row_t *row, nq_sha
     nq_lister_req_t r = { .kind = row->spec.kind, .n = (int)row->spec.n, .depth = (int)row->spec.depth,
                           .encoding = (int)row->spec.encoding, .max_shards = NQ_SHARD_MAX_LIST,
                           .max_steps = UINT64_MAX };
-#ifdef NQ_ORDER_COST
     r.order = (int)row->spec.lease_order;   /* its positions are in the order it was made with */
-#endif
     nq_listing_t x = { .job = row->id };
     j->list_ticket = listings_ask(b, &r, &x);
     return j->list_ticket ? 0 : -1;

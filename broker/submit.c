@@ -146,7 +146,7 @@ static void list_request(const nq_job_spec_t *spec, const nq_shard_caps_t *caps,
 {
     *r = (nq_lister_req_t){ .kind = spec->kind, .n = (int)spec->n, .depth = (int)spec->depth,
                             .encoding = NQ_SHARD_ENCODING, .max_shards = cap_job(caps),
-                            .max_steps = SUBMIT_LIST_STEPS };
+                            .max_steps = SUBMIT_LIST_STEPS, .order = NQ_ORDER_CURRENT };
 }
 
 /* A list refused: over the per-job cap says so in check_caps' words (the list stopped at the cap,
@@ -166,7 +166,7 @@ static nq_shards_t *submit_list(const nq_job_spec_t *spec, const nq_shard_caps_t
 {
     nq_lister_req_t r;
     list_request(spec, caps, &r);
-    nq_shards_limits_t lim = { .max_shards = r.max_shards, .max_steps = r.max_steps };
+    nq_shards_limits_t lim = { .max_shards = r.max_shards, .max_steps = r.max_steps, .order = r.order };
     char why[256];
     nq_shards_t *list = shards_new_limited(r.kind, r.n, r.depth, r.encoding, &lim, why, sizeof why);
     if (!list)
@@ -210,6 +210,7 @@ static int store_listed(nq_store_t *st, nq_job_spec_t *spec, const nq_shards_t *
     } else {
         spec->depth = (uint32_t)shards_depth(list);
         spec->encoding = NQ_SHARD_ENCODING;
+        spec->lease_order = (uint32_t)shards_order(list);   /* its positions are in this order for life */
         nshards = shards_count(list);
     }
     if (check_caps(st, nshards, caps, err, errlen) != 0)

@@ -63,12 +63,8 @@ int store_kind_parse(const char *s);                      /* NQ_KIND_* or -1 */
 
 /* The newest lease order a stored job may name (shard.h's NQ_ORDER_*: 1 roots, 2 estimated cost),
    and the one a new job gets. */
-#define NQ_LEASE_ORDER_MAX 2
-#ifdef NQ_ORDER_CURRENT
+#define NQ_LEASE_ORDER_MAX NQ_ORDER_COST
 #define NQ_LEASE_ORDER_NEW NQ_ORDER_CURRENT
-#else
-#define NQ_LEASE_ORDER_NEW 1
-#endif
 
 /* What a job asks for (the jobs row's parameters). */
 typedef struct {
