@@ -101,9 +101,14 @@ int gpu_failed(nq_gpu_t *g, char *err, size_t errlen);
  * counting and its credit by it: shards whose GPU part is not over, the device's seconds a shard
  * (measured over the last launches; 0 before), held x shard_s, and the shards that fill the
  * device at once (NQ_GPU_SLOTS launches of the tasks a launch holds, over the tasks a shard
- * makes; 0 before the first shard's walk).
+ * makes; 0 before the first shard's walk). failing is set at once, before gpu_failed.
  */
-typedef struct { uint32_t held; double shard_s, held_s; uint64_t fill; } nq_gpu_load_t;
+typedef struct {
+    uint32_t held;
+    double shard_s, held_s;
+    uint64_t fill;
+    int failing;               /* it takes no more shards: its device failed, or it stops */
+} nq_gpu_load_t;
 void gpu_load(nq_gpu_t *g, nq_gpu_load_t *l);
 
 /* Shards finished, launches, tasks and seconds spent in launches so far. */

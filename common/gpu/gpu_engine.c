@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_TABLES 16384u       /* shards in one launch (a table is 400 bytes) */
 #define MAX_WAITING 16384u      /* shards submitted and not yet placed in a launch */
@@ -97,6 +98,7 @@ struct nq_gpu {
     uint32_t block_shards;      /* and the GPU parts that ended in them */
     double fault_wrong;         /* test builds: share of shards whose count is made wrong */
     uint64_t fault_lost;        /* test builds: the launch at which the device is "lost" */
+    double fault_slow;          /* test builds: the seconds a launch lasts at least */
 };
 
 static int job_cancelled(const gpu_job_t *j)
@@ -338,6 +340,15 @@ static int slot_launch(nq_gpu_t *g, int k, char *err, size_t errlen)
     return 0;
 }
 
+static void sleep_until(double t)
+{
+    for (double now = nq_mono(); now < t; now = nq_mono()) {
+        double left = t - now;
+        struct timespec ts = { (time_t)left, (long)((left - (double)(time_t)left) * 1e9) };
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* The device's seconds a shard, over blocks of launches in which SHARD_S_BLOCK GPU parts ended or
    more (a shard may span launches): what a worker sizes its feeders and its credit by. */
 static void shard_rate(nq_gpu_t *g, double launch_s)
@@ -359,6 +370,8 @@ static int slot_wait(nq_gpu_t *g, int k, char *err, size_t errlen)
 {
     gpu_slot_t *s = &g->slot[k];
     int rc = g->be->wait(g->be, k, err, errlen);
+    if (g->fault_slow > 0)              /* test builds: a slow device, whatever the machine */
+        sleep_until(s->t0 + g->fault_slow);
     double now = nq_mono(), start = s->t0 > g->last_done ? s->t0 : g->last_done;
     pthread_mutex_lock(&g->lock);
     uint64_t launches = ++g->st.launches;
@@ -465,12 +478,15 @@ static void engine_free(nq_gpu_t *g)
 /* Test-only fault switches (builds with -DNQ_TEST_FAULTS=ON, never packages): NQ_FAULT_GPU_WRONG=P
    makes that share of shards (picked by their descriptor) count one weight-8 solution too many,
    with residues to match, as a miscounting device would; NQ_FAULT_GPU_LOST=K fails the K-th
-   launch as a lost device. */
+   launch as a lost device; NQ_FAULT_GPU_SLOW=S makes each launch last S seconds at least (a slow
+   device: a worker's CPU counting beside it, on a busy test machine). */
 static void engine_faults(nq_gpu_t *g)
 {
     const char *w = getenv("NQ_FAULT_GPU_WRONG"), *l = getenv("NQ_FAULT_GPU_LOST");
+    const char *slow = getenv("NQ_FAULT_GPU_SLOW");
     g->fault_wrong = w ? atof(w) : 0;
     g->fault_lost = l ? strtoull(l, NULL, 10) : 0;
+    g->fault_slow = slow ? atof(slow) : 0;
 }
 #endif
 
@@ -678,6 +694,7 @@ void gpu_load(nq_gpu_t *g, nq_gpu_load_t *l)
 {
     pthread_mutex_lock(&g->lock);
     l->held = g->held;
+    l->failing = g->failing || g->stop;
     l->shard_s = g->shard_s;
     l->held_s = g->held * g->shard_s;
     double fill = 0, launch = g->budget_seen > g->be->lanes * FILL_TASKS_A_LANE ? g->budget_seen
