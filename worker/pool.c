@@ -208,11 +208,12 @@ static void run_cpu(nq_pool_t *p, nq_wtask_t *t, void *push)
     to_done(p, t, push);
 }
 
-/* Waits for work, or (beside a GPU) a little, since what the GPU holds drains meanwhile. */
+/* Waits for work; beside a GPU, with tasks queued or counted on the CPU, only a little: what the
+   GPU holds drains meanwhile, and the thread may feed it or copy a CPU count then. */
 static void pool_wait(nq_pool_t *p)
 {
-    if (!p->gpu) {
-        pthread_cond_wait(&p->work, &p->lock);
+    if (!p->gpu || (!p->queue && !p->cpu_running)) {
+        pthread_cond_wait(&p->work, &p->lock);   /* pool_submit and pool_gpu_done signal */
         return;
     }
     struct timespec ts;
