@@ -8,8 +8,9 @@
  * more and one, are kept for it. The others count shards on the CPU, in the same process, but only
  * while the GPU holds FEED_AHEAD_S of work or more, and the newest shard the worker holds (in the
  * broker's largest-first order, the smallest): a core is ~60 times slower than an H100 (N=20: 16
- * cores 27.7 s, the GPU 7.3 s), and a large shard there would be the job's last to end. When nothing is queued and the GPU
- * wants work, it takes a copy of a shard the CPU is counting; the first to end decides.
+ * cores 27.7 s, the GPU 7.3 s), and a large shard there would be the job's last to end. When
+ * nothing is queued and the GPU wants work, it takes a copy of a shard the CPU is counting; the
+ * first to end decides.
  */
 #include "worker_impl.h"
 

@@ -1,9 +1,9 @@
 /*
  * Counting shards on a GPU. An engine owns one device and a thread that feeds it: shards come in
  * from any thread (gpu_count_shard), their GPU parts are queued and their host parts then run on
- * the caller's thread (gpu_shard.h); the GPU parts are expanded into tasks, many shards' tasks to a launch, two
- * launches in flight, and each shard's tasks are folded back into one result, handed to the
- * caller's callback. Results are those of count_shard: total, unique and residues always; nodes
+ * the caller's thread (gpu_shard.h); the GPU parts are expanded into tasks, many shards' tasks to
+ * a launch, two launches in flight, and each shard's tasks are folded back into one result,
+ * handed to the caller's callback. Results are those of count_shard: total, unique and residues always; nodes
  * too with the parity kernel, while the fast kernel (the default) counts nodes of its own.
  *
  * A device that fails (a launch error, lost, out of memory) fails the engine: every shard it

@@ -697,14 +697,17 @@ void gpu_load(nq_gpu_t *g, nq_gpu_load_t *l)
     l->failing = g->failing || g->stop;
     l->shard_s = g->shard_s;
     l->held_s = g->held * g->shard_s;
-    double fill = 0, launch = g->budget_seen > g->be->lanes * FILL_TASKS_A_LANE ? g->budget_seen
-                                                                                : g->be->lanes * FILL_TASKS_A_LANE;
+    /* NQ_GPU_SLOTS launches of the larger of the engine's budget and FILL_TASKS_A_LANE a lane */
+    double launch = (double)g->be->lanes * FILL_TASKS_A_LANE, fill = 0;
+    if (launch < g->budget_seen)
+        launch = g->budget_seen;
     if (launch > g->cfg.max_tasks)
         launch = g->cfg.max_tasks;
-    if (g->tasks_a_shard > 0)           /* NQ_GPU_SLOTS launches' tasks, in shards */
+    if (g->tasks_a_shard > 0)
         fill = NQ_GPU_SLOTS * launch / g->tasks_a_shard;
-    l->fill = fill < 1 && g->tasks_a_shard > 0 ? 1 : fill > NQ_GPU_SLOTS * MAX_TABLES ? NQ_GPU_SLOTS * MAX_TABLES
-                                                                                      : (uint64_t)fill;
+    if (fill > NQ_GPU_SLOTS * MAX_TABLES)
+        fill = NQ_GPU_SLOTS * MAX_TABLES;
+    l->fill = g->tasks_a_shard > 0 && fill < 1 ? 1 : (uint64_t)fill;
     pthread_mutex_unlock(&g->lock);
 }
 

@@ -244,8 +244,9 @@ T_TEST(test_pool_counts_on_cpu_and_gpu_exactly)
     rig_close(&r);
 }
 
-/* CPU counts slowed to 1,000 nodes a second (NQ_FAULT_PACE, about a second a shard at depth 1): once nothing is queued the GPU takes
-   copies of them, and the first to end decides; each shard is still sent once, exact. */
+/* CPU counts slowed to 300 nodes a second (NQ_FAULT_PACE, seconds a shard at depth 1): once
+   nothing is queued the GPU takes copies of them, and the first to end decides; each shard is
+   still sent once, exact. */
 T_TEST(test_pool_gpu_copies_slow_cpu_counts)
 {
     setenv("NQ_FAULT_GPU_SLOW", "0.05", 1);
