@@ -30,9 +30,10 @@ OCL_ICD_VENDORS=$T/no-vendors "$NQ" worker --gpu --connect tcp://127.0.0.1:9 >ou
 [ "$rc" = 3 ] && grep -q "nq worker: no OpenCL platform" err || fail "worker without platform: $rc $(cat err)"
 ok "no OpenCL platform: nq run and nq worker say so in one line, exit 3, no DB made"
 
-# one GPU worker and one CPU worker, every shard counted by both: quorum needs them to agree
+# one GPU worker (--gpu-only: its shards all on the device) and one CPU worker, every shard counted
+# by both: quorum needs them to agree
 start_broker q.db
-NQ_GPU_ROWS=6 start_worker gpu --gpu-kernel parity --threads 2 --id gpu1
+NQ_GPU_ROWS=6 start_worker gpu --gpu-kernel parity --gpu-only --threads 2 --id gpu1
 gpu_pid=$LAST_PID
 start_worker cpu --threads 1 --id cpu1
 cpu1_pid=$LAST_PID
@@ -53,8 +54,9 @@ if ! "$NQ" --version | grep -q "fault switches"; then
     exit 0
 fi
 kill "$gpu_pid"
-# all three connected before the job, so the GPU worker takes its share of the shards
-NQ_FAULT_GPU_WRONG=0.5 NQ_GPU_ROWS=6 start_worker bad --gpu-kernel parity --threads 2 --id badgpu
+# all three connected before the job, so the GPU worker takes its share of the shards (all on its
+# miscounting device: --gpu-only)
+NQ_FAULT_GPU_WRONG=0.5 NQ_GPU_ROWS=6 start_worker bad --gpu-kernel parity --gpu-only --threads 2 --id badgpu
 bad_pid=$LAST_PID
 start_worker cpu2 --threads 1 --id cpu2
 cpu2_pid=$LAST_PID
@@ -126,7 +128,7 @@ ok "a GPU lost mid-job: its shards come back as errors, the worker exits 3, the 
 # lost while it counts on the CPU too (CPU shards slowed to ~0.2 s, so some run when the device
 # goes): the GPU's shards come back as errors, the CPU's finish before it exits 3, the job is exact
 kill "$cpu3_pid"
-NQ_FAULT_GPU_SLOW=0.1 NQ_FAULT_GPU_LOST=30 NQ_FAULT_PACE=20000 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 \
+NQ_FAULT_GPU_SLOW=0.1 NQ_FAULT_GPU_LOST=40 NQ_FAULT_PACE=20000 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 \
     "$NQ" worker --connect "$WEP" --gpu --threads 4 --id lost2 >lost2.log 2>lost2.err &
 lost2=$!
 PIDS+=("$lost2")
