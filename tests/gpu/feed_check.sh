@@ -46,7 +46,7 @@ CEP=tcp://127.0.0.1:$((PORT + 1))
 # queue_run LABEL WORKER-OPTIONS...: a fresh broker, one worker with those options, count FEED_N;
 # sets Q_T (the job's seconds, empty when it failed), Q_OK, Q_STOP (the worker's worker.stop line).
 queue_run() {
-    local label=$1 db id state t0 bp wp; shift
+    local label=$1 db id state t0 bp wp lim; shift
     Q_T='' Q_OK=no Q_STOP=''
     db=$LOG/feed-$label.db
     rm -f "$db" "$db".* "$db"-*
@@ -61,7 +61,8 @@ queue_run() {
     done
     id=$("$NQ" submit count "$FEED_N" --broker "$CEP" 2>>"$LOG/feed.log")
     t0=$SECONDS
-    while [ -n "$id" ] && [ $((SECONDS - t0)) -lt "$(left)" ]; do
+    lim=$((2 * need)); [ "$lim" -lt "$(left)" ] || lim=$(left)   # a stuck run leaves time to the rest
+    while [ -n "$id" ] && [ $((SECONDS - t0)) -lt "$lim" ]; do
         state=$("$NQ" status "$id" --broker "$CEP" --json 2>/dev/null)
         grep -q '"state":"\(done\|failed\|cancelled\)"' <<<"$state" && break
         sleep 0.2
