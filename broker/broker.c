@@ -5,6 +5,7 @@
 #include "log.h"
 #include "http.h"
 #include "security.h"
+#include "verifier.h"
 #include "shard.h"
 #include "wake.h"
 
@@ -120,6 +121,8 @@ static int broker_open_sockets(nq_broker_t *b, char *err, size_t errlen)
     b->wake_sock = zmq_socket(b->ctx, ZMQ_PULL);
     if (!b->wake_sock || zmq_bind(b->wake_sock, ep) != 0)
         return nq_errf(err, errlen, "cannot bind %s: %s", ep, zmq_strerror(zmq_errno()));
+    if (!(b->verifier = verifier_new(b->ctx, ep, c->db_path, err, errlen)))
+        return -1;
     return listings_start(b, ep, err, errlen);   /* its answers end the poll through the wake socket */
 }
 
@@ -485,6 +488,7 @@ int broker_round(nq_broker_t *b, long timeout_ms)
         drain(b, b->control_sock, 100, "client", on_control_frame);
     t[PH_LISTS] = nq_mono();
     lists_collect(b);                   /* lists built off the loop: submits answered, jobs served */
+    results_collect_verified(b);        /* solutions checked off the loop */
     b->now = b->clock();                /* draining 10,000 frames takes time: timers see after it */
     t[PH_COMMIT] = nq_mono();
     if (results_due(b, b->now))

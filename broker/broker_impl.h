@@ -17,6 +17,7 @@
  *   jobq.c            jobs in memory as queues: what goes out next, and which jobs are due to settle
  *   listings.c        the lists the loop has asked the lister for, and whom each one is for
  *   lister.c          shard lists built on a thread of their own (lister.h): the loop never waits
+ *   verifier.c        big solutions checked and stored on a thread of their own (verifier.h)
  *   lease_id.c        lease ids and proofs that only this broker can make
  *   txn.c             the group transaction, a client's write of its own, the DB file's check
  *   outbox.c          every message out, queued and sent when the loop drains it
@@ -266,6 +267,9 @@ struct nq_broker {
     size_t ngroup, group_cap;
 
     nq_solbuf_t *solbufs;
+    struct nq_verifier *verifier;      /* big solutions checked off the loop (verifier.h, results.c) */
+    struct verifying *verifying;       /* ... the results waiting for its verdict */
+    uint64_t verify_ticket;
     struct ballot **ballots;           /* quorum.c: votes by (job, shard), NULL until a quorum job */
     struct spot_sweep *sweeps;         /* spotcheck.c: flagged identities' results being marked */
     double peer_speed_median;          /* nodes/s per thread of the median peer (spotcheck.c) */
@@ -328,6 +332,7 @@ void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s);
 void results_flush(nq_broker_t *b);                /* group commit, then ACKs */
 int results_due(nq_broker_t *b, double now);
 void results_tick(nq_broker_t *b, double now);     /* gives up solutions whose RESULT never came */
+void results_collect_verified(nq_broker_t *b);     /* each round: the verifier's verdicts */
 void results_free_all(nq_broker_t *b);
 /* The checks of an enumerate payload (exposed for the fuzz target): 0 valid, else -1 and why. */
 int results_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t whylen);

@@ -117,6 +117,22 @@ static int quorum_excludes(nq_broker_t *b, nq_peer_t *p, const nq_job_t *j, uint
     return leases_ident_holds(b, p, j->id, shard) || quorum_voted(b, j->id, shard, p->ident);
 }
 
+/* NQ_FAULT_SCHED_PLAIN=1 (test builds only): the scheduler as it was, for a benchmark's baseline
+   in the same invocation: shard counts for credit, the front of the order for everyone, no copies. */
+static int sched_plain(void)
+{
+#ifdef NQ_TEST_FAULTS
+    static int plain = -1;
+    if (plain < 0) {
+        const char *v = getenv("NQ_FAULT_SCHED_PLAIN");
+        plain = v && strcmp(v, "1") == 0;
+    }
+    return plain;
+#else
+    return 0;
+#endif
+}
+
 /* ---- the workers' speeds ---- */
 
 /* Every quarter second: the summed rate of the workers that may take work, and the fastest lane. */
@@ -143,7 +159,7 @@ static int wants_more(const nq_peer_t *p)
     uint32_t threads = p->hello.threads ? p->hello.threads : 1;
     if (p->outstanding >= p->credit)
         return 0;
-    if (p->rate <= 0 || p->outstanding < threads + 1)
+    if (p->rate <= 0 || p->outstanding < threads + 1 || sched_plain())
         return 1;
     return p->out_cost < DISPATCH_AHEAD_S * p->rate;
 }
@@ -156,7 +172,7 @@ static int wants_more(const nq_peer_t *p)
  */
 static int from_back(const nq_broker_t *b, const nq_peer_t *p, const nq_job_t *j)
 {
-    if (j->frontier >= j->back || !j->list)
+    if (j->frontier >= j->back || !j->list || sched_plain())
         return 0;
     if (p->lane <= 0)
         return 1;                       /* not measured: small shards first, it is soon measured */
@@ -230,7 +246,7 @@ static void tail_refresh(nq_broker_t *b)
 /* Sends p a copy of the lease that would finish last, when p would finish it sooner: 1 sent. */
 static int tail_copy(nq_broker_t *b, nq_peer_t *p)
 {
-    if (p->version < 4 || p->lane <= 0)
+    if (p->version < 4 || p->lane <= 0 || sched_plain())
         return 0;                       /* it could not be told to stop; or its speed is not known */
     tail_refresh(b);
     for (size_t i = 0; i < b->ntail; i++) {

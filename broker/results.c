@@ -16,6 +16,7 @@
 #include "log.h"
 #include "solstore.h"
 #include "verify.h"
+#include "verifier.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,6 +347,119 @@ static void results_learn(nq_broker_t *b, nq_peer_t *p, const nq_lease_t *l, con
         jobq_calibrate(j, l->cost, r->nodes);
 }
 
+static void result_accept(nq_broker_t *b, nq_peer_t *p, nq_pending_result_t *e, nq_lease_t *l);
+
+/* ---- solutions checked off the loop (verifier.h) ---- */
+
+/* Solutions up to this many queens are checked in the loop: well under a millisecond (10^8
+   queens took 2.8 s there: verify, hash, write). */
+#define VERIFY_IN_LOOP_MAX 100000
+
+/* A result whose solution the verifier holds: what the loop needs to go on once it answers. */
+typedef struct verifying {
+    uint64_t ticket;
+    nq_result_t r;                     /* no payload: a solve result's is its error text, and it is OK */
+    char rid[256];
+    size_t rid_len;
+    uint64_t ident_hash;               /* the sender's identity: a new session on its rid is not it */
+    uint64_t bytes;                    /* of solution memory it holds (solbuf_bytes) */
+    struct verifying *next;
+} verifying_t;
+
+static verifying_t *verifying_find(nq_broker_t *b, uint64_t lease)
+{
+    for (verifying_t *v = b->verifying; v; v = v->next)
+        if (v->r.lease == lease)
+            return v;
+    return NULL;
+}
+
+/* Hands a big solution to the verifier: 1 taken (sol freed, its memory still counted until the
+   verdict), 0 to be checked here (small, incomplete, or no verifier). */
+static int verify_off_loop(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, nq_solbuf_t *sol)
+{
+    nq_job_t *j = jobq_find(b, r->job);
+    if (!b->verifier || r->status != NQ_RES_OK || r->payload_len || sol->n <= VERIFY_IN_LOOP_MAX ||
+        sol->received != sol->n || !j || j->spec.kind != NQ_KIND_SOLVE || j->spec.n != sol->n)
+        return 0;
+    verifying_t *v = calloc(1, sizeof *v);
+    if (!v)
+        return 0;
+    v->ticket = ++b->verify_ticket;
+    v->r = *r;
+    v->r.payload = NULL;
+    memcpy(v->rid, p->rid, p->rid_len);
+    v->rid_len = p->rid_len;
+    v->ident_hash = p->ident_hash;
+    v->bytes = sol->n * 4;
+    nq_verify_t req = { .ticket = v->ticket, .job = r->job, .cols = sol->cols, .n = sol->n };
+    sol->cols = NULL;                   /* the verifier's now */
+    free(sol);
+    if (verifier_ask(b->verifier, &req) != 0) {
+        b->solbuf_bytes -= v->bytes;
+        free(v);
+        return 1;                       /* dropped, unacknowledged: the worker sends it again */
+    }
+    v->next = b->verifying;
+    b->verifying = v;
+    return 1;
+}
+
+static verifying_t *verifying_take(nq_broker_t *b, uint64_t ticket)
+{
+    for (verifying_t **pp = &b->verifying; *pp; pp = &(*pp)->next)
+        if ((*pp)->ticket == ticket) {
+            verifying_t *v = *pp;
+            *pp = v->next;
+            return v;
+        }
+    return NULL;
+}
+
+/* A verdict: refused like any result that fails the checks, or on into the group. A sender gone
+   meanwhile (or a new session on its connection) gets nothing: it sends the result again. */
+static void on_verified(nq_broker_t *b, verifying_t *v, nq_verify_t *d)
+{
+    nq_peer_t *p = peers_find(b, v->rid, v->rid_len);
+    if (!p || p->ident_hash != v->ident_hash)
+        return;
+    nq_lease_t *l = leases_find(b, v->r.lease);
+    if (l && (l->job != v->r.job || l->shard != v->r.shard))
+        l = NULL;
+    if (!d->ok) {
+        send_ack(b, p->rid, p->rid_len, &v->r);
+        if (l)
+            leases_release(b, l, 0, "result rejected");
+        reject(b, p, &v->r, d->why);
+        return;
+    }
+    nq_pending_result_t *e = group_append(b, p, &v->r);
+    if (!e)
+        return;
+    snprintf(e->sol_hash, sizeof e->sol_hash, "%s", d->hash);
+    snprintf(e->sol_path, sizeof e->sol_path, "%s", d->path);
+    if (!d->path[0] && (e->payload = solstore_pack(d->cols, d->n)) != NULL) {   /* small: inline */
+        e->r.payload = e->payload;
+        e->r.payload_len = d->n * 4;
+    }
+    result_accept(b, p, e, l);
+}
+
+void results_collect_verified(nq_broker_t *b)
+{
+    nq_verify_t d;
+    while (b->verifier && b->verifying && verifier_take(b->verifier, &d)) {
+        verifying_t *v = verifying_take(b, d.ticket);
+        if (v) {
+            b->solbuf_bytes -= v->bytes;
+            txn_begin(b);
+            on_verified(b, v, &d);
+            free(v);
+        }
+        free(d.cols);
+    }
+}
+
 void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
 {
     if (!lease_id_authentic(b, r->job, r->shard, r->lease, r->proof, p->ident_hash)) {
@@ -363,14 +477,19 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
         result_error(b, p, r, l);
         return;
     }
+    if (r->kind == NQ_KIND_SOLVE && verifying_find(b, r->lease))
+        return;                         /* a resend while its solution is being checked: that answers it */
+    nq_solbuf_t *sol = solbuf_take(b, r);
+    if (sol && verify_off_loop(b, p, r, sol))
+        return;                         /* its verdict comes back through results_collect_verified */
     nq_pending_result_t *e = group_append(b, p, r);
     if (!e) {
+        solbuf_free(b, sol);
         nq_log(NQ_LOG_ERROR, "result.oom", "job=%llu shard=%llu", (unsigned long long)r->job,
                (unsigned long long)r->shard);
         return;                         /* not ACKed: the worker will send it again */
     }
     char why[300];
-    nq_solbuf_t *sol = solbuf_take(b, r);
     int ok = check_result(b, e, sol, why, sizeof why);
     solbuf_free(b, sol);
     if (ok == 1) {                      /* not checkable yet: unacknowledged, the worker resends */
@@ -386,6 +505,14 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
         reject(b, p, r, why);
         return;
     }
+    result_accept(b, p, e, l);
+}
+
+/* A result that passed every check goes on: its lease ends (and its twin's), then quorum or
+   spot-checks or straight into the group; committed, then acknowledged. */
+static void result_accept(nq_broker_t *b, nq_peer_t *p, nq_pending_result_t *e, nq_lease_t *l)
+{
+    const nq_result_t *r = &e->r;
     if (l) {
         nq_lease_t *twin = l->twin;
         results_learn(b, p, l, r);
@@ -414,6 +541,8 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
 
 void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
 {
+    if (verifying_find(b, s->lease))
+        return;                         /* sent again while the first copy is being checked */
     nq_solbuf_t *sb = NULL;
     for (nq_solbuf_t *x = b->solbufs; x; x = x->next)
         if (x->job == s->job && x->shard == s->shard && x->lease == s->lease)
@@ -582,6 +711,12 @@ void results_flush(nq_broker_t *b)
 
 void results_free_all(nq_broker_t *b)
 {
+    verifier_destroy(&b->verifier);
+    while (b->verifying) {
+        verifying_t *v = b->verifying;
+        b->verifying = v->next;
+        free(v);
+    }
     for (size_t i = 0; i < b->ngroup; i++)
         free(b->group[i].payload);
     free(b->group);

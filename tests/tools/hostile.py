@@ -342,6 +342,30 @@ def impossible(ctx, ep):
     p.close()
 
 
+def bad_solution(ctx, ep, n):
+    """Takes one solve task and answers it with a permutation of `n` rows that clashes (rows 0 and 1
+    on one diagonal), sent in SOLPARTs like a real one, then resends the RESULT while the broker is
+    still checking it: refused once, never stored."""
+    n = int(n)
+    p = Peer(ctx, ep, "hostile-solver", credit=1)
+    p.pump(5, want_tasks=1)
+    if not p.tasks:
+        print("bad_solution: no task")
+        return
+    t = p.tasks[0]
+    cols = list(range(n))               # the identity: every row on one diagonal
+    data = b"".join(c.to_bytes(4, "little") for c in cols)
+    chunk = 4 << 20
+    for off in range(0, len(data), chunk):
+        p.send(SOLPART, t["job"], t["shard"], t["lease"], off // 4, data[off:off + chunk], t["proof"])
+    for _ in range(2):
+        p.send(RESULT, t["job"], t["shard"], t["lease"], t["kind"], RES_OK, 1, 0, 1, 1, 1, 1000, n,
+               t["proof"], b"")
+    p.pump(3)
+    print(f"bad_solution: {n} rows sent, {p.acks} acked")
+    p.close()
+
+
 def resend_saved(ctx, ep, path, total=0, server_pub_file="", key_file=""):
     """Comes back as the session saved in `path` and sends `total` for each of its leases, with
     their proofs: a former holder rewriting what it once held."""
@@ -447,7 +471,7 @@ def cross_job(ctx, ep, other_job):
 
 
 SCENARIOS = {f.__name__: f for f in (grab_and_bye, lie_first, resend_saved, one_key_many_ids, hoard,
-                                     outlive_restart, cross_job, error_rounds, impossible,
+                                     outlive_restart, cross_job, error_rounds, impossible, bad_solution,
                                      burn_rounds, quorum_bypass, rehello_burn, error_results, quorum_voters, forge_flood,
                                      bad_ids, hello_flood, export_rows0, takeover, drop_tasks)}
 
