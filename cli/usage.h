@@ -116,7 +116,7 @@
       "\n" \
       "  --connect EP       the broker's worker endpoint (default tcp://127.0.0.1:7555)\n" \
       "  --threads K        compute threads (default: all cores)\n" \
-      "  --prefetch P       shards queued beyond the running ones (default 1)\n" \
+      "  --prefetch P       shards queued beyond the running ones (default: one a thread)\n" \
       "  --gpu              count on the first GPU through OpenCL; the threads feed it (as many as it\n" \
       "                     needs) and count on the CPU while it holds a second of work; it asks for\n" \
       "                     shards to fill the device, then for what its measured rate keeps busy.\n" \

@@ -16,7 +16,6 @@
 
 #define FEED_MARGIN 1.25        /* feeders beyond the measured need: host parts vary shard to shard */
 #define CREDIT_AHEAD_S 3.0      /* the broker keeps a worker ~2 s ahead (dispatch.c): a cap above it */
-#define CPU_CREDIT_PER_THREAD 2 /* a CPU worker's shards a thread (feed_credit says why) */
 
 uint32_t feed_feeders(const nq_feed_t *f)
 {
@@ -61,25 +60,30 @@ int feed_next(const nq_feed_t *f, uint32_t cpu_running, int queued, int copyable
 }
 
 /*
- * The shards to ask for at most (the broker budgets by work within it, dispatch.c):
- *  - a CPU worker: CPU_CREDIT_PER_THREAD a thread and the prefetch. One a thread and one more
- *    left a thread idle for a round trip whenever shards ended together (the broker sends the
- *    next one only then); two a thread keep one waiting behind each running one, and the
- *    broker's work budget keeps a slow worker from sitting on many. Measured on the (busy)
- *    2-core development machine, broker and one `nq worker --threads 2` over TCP, medians of
- *    alternating runs: count 16 at depth 3 (29,641 shards of ~20 us) 4.1 s with 3 against 3.3 s
- *    with 5; count 17 at depth 2 paced to 1e8 nodes/s a thread (NQ_FAULT_PACE, 4.85 s if
- *    nothing waited) 7.0 s against 6.7 s;
- *  - a GPU worker: its threads and prefetch, and on top the more of the shards that fill its
- *    device at once (the engine's launches) and CREDIT_AHEAD_S of the shards it finished lately,
- *    so that a new GPU worker fills its device at once and then follows its rate.
+ * A worker's default prefetch: one shard waiting behind each running one. One for the whole
+ * worker left a thread idle for a round trip whenever shards ended together (the broker sends the
+ * next one only then); the broker's work budget keeps a slow worker from sitting on many. Measured
+ * on the (busy) 2-core development machine, broker and one `nq worker --threads 2` over TCP,
+ * medians of alternating runs: count 16 at depth 3 (29,641 shards of ~20 us) 5.3 s with the old
+ * prefetch of 1 (a credit of 3) against 4.0 s with one a thread (4), 6 pairs; count 17 at depth 2
+ * paced to 1e8 nodes/s a thread (NQ_FAULT_PACE, 4.85 s if nothing waited) 6.1 s against 5.9 s, 4
+ * pairs. With one thread the default is what it was (a credit of 2).
+ */
+uint32_t feed_prefetch(uint32_t threads)
+{
+    return threads;
+}
+
+/*
+ * The shards to ask for at most (the broker budgets by work within it, dispatch.c): the threads
+ * and the prefetch; a GPU worker, on top, the more of the shards that fill its device at once
+ * (the engine's launches) and CREDIT_AHEAD_S of the shards it finished lately, so that a new GPU
+ * worker fills its device at once and then follows its rate.
  */
 uint32_t feed_credit(const nq_feed_t *f)
 {
     double c = f->threads + f->prefetch;
-    if (!f->gpu) {
-        c += (CPU_CREDIT_PER_THREAD - 1) * (double)f->threads;
-    } else {
+    if (f->gpu) {
         double ahead = f->rate * CREDIT_AHEAD_S;
         c += ahead > (double)f->load.fill ? ahead : (double)f->load.fill;
     }

@@ -53,7 +53,7 @@ void worker_cfg_defaults(nq_worker_cfg_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->connect = "tcp://127.0.0.1:7555";
-    cfg->prefetch = 1;
+    cfg->prefetch = NQ_PREFETCH_AUTO;
 }
 
 static int send_msg(nq_worker_t *w, const nq_msg_t *m)
@@ -246,6 +246,8 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         w->cfg.threads = n > 0 ? (uint32_t)n : 1;
     }
+    if (w->cfg.prefetch == NQ_PREFETCH_AUTO)
+        w->cfg.prefetch = feed_prefetch(w->cfg.threads);
     nq_feed_t f = { .threads = w->cfg.threads, .prefetch = w->cfg.prefetch, .gpu = w->cfg.gpu != NULL };
     w->credit = feed_credit(&f);        /* a GPU worker raises it once its engine knows its fill */
     if (getrandom(&w->nonce, sizeof w->nonce, 0) != sizeof w->nonce)

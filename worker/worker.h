@@ -17,7 +17,8 @@ typedef struct {
     const char *connect;         /* broker endpoint */
     void *zmq_ctx;               /* NULL: own context; else shared (inproc in `nq run`) */
     uint32_t threads;            /* 0 = online cores */
-    uint32_t prefetch;           /* shards queued beyond the running ones (default 1) */
+    uint32_t prefetch;           /* shards queued beyond the running ones (NQ_PREFETCH_AUTO: one a thread,
+                                    feed.c says why) */
     const char *key_file;        /* own CURVE key pair */
     const char *broker_key_file; /* broker's public key */
     const char *id;              /* NULL: host:pid:random */
@@ -25,6 +26,8 @@ typedef struct {
                                     NULL: on the threads */
     int gpu_only;                /* with a GPU: the threads only feed it, counting nothing themselves */
 } nq_worker_cfg_t;
+
+#define NQ_PREFETCH_AUTO UINT32_MAX
 
 typedef struct nq_worker nq_worker_t;
 

@@ -81,8 +81,9 @@ uint32_t feed_cpu_max(const nq_feed_t *f);
 /* What a free thread does: feed the GPU the oldest queued shard, count the newest on the CPU, give
    the GPU a copy of a CPU count (copyable: one runs without a copy), or wait. */
 int feed_next(const nq_feed_t *f, uint32_t cpu_running, int queued, int copyable);
-/* The credit to ask the broker for. */
+/* The credit to ask the broker for, and a worker's default prefetch. */
 uint32_t feed_credit(const nq_feed_t *f);
+uint32_t feed_prefetch(uint32_t threads);
 
 void task_run(nq_wtask_t *t);                        /* run_task.c */
 /* A count task on the GPU: its host part now, the rest on the GPU; done(ud, t) once it ended

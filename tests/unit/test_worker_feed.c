@@ -37,7 +37,8 @@ T_TEST(test_feed_cpu_worker_counts_on_every_thread)
     T_EQ_U64(feed_cpu_max(&f), 8);
     T_EQ_U64(feed_next(&f, 7, 1, 0), FEED_CPU);
     T_EQ_U64(feed_next(&f, 0, 0, 0), FEED_WAIT);
-    T_EQ_U64(feed_credit(&f), 2 * 8 + 1);   /* two a thread and the prefetch */
+    T_EQ_U64(feed_credit(&f), 8 + 1);   /* the threads and the prefetch */
+    T_EQ_U64(feed_prefetch(8), 8);      /* by default, one waiting behind each running shard */
 }
 
 /* Before anything is measured every thread feeds; then the feeders follow a feeder's seconds a
