@@ -15,6 +15,7 @@ typedef struct {
     uint32_t workers;            /* run: local worker threads, 0 = all cores */
     int gpu, gpu_device, gpu_list;   /* run: count on a GPU (--gpu, --gpu-device I|list; -1 the first) */
     int gpu_kernel;              /* run: --gpu-kernel fast|parity (NQ_GPU_KERNEL_*; 0 the default) */
+    int gpu_only;                /* run: --gpu-only, the threads only feed the GPU */
     const char *http, *http_token_file;   /* run: the web view's address and token file */
     int npos;
     char *pos[4];                /* positional arguments */

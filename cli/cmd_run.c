@@ -263,7 +263,8 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
        per process, threads ran dry between short shards (N=18 at depth 2: 3.9 s on 2 threads
        against 2.8 s at depth 1); a queue of two per thread covers it */
     wc.prefetch = 2 * workers;
-    wc.gpu = gpu;
+    wc.gpu = gpu;                       /* the threads feed it and count on the CPU beside it */
+    wc.gpu_only = a->gpu_only;
     worker_thread_t wt = { .w = worker_new(&wc, err, sizeof err) };
     pthread_t bth, wth;
     int rc = 0;
@@ -300,7 +301,7 @@ int cmd_run(int argc, char **argv)
     nq_log_set_level(NQ_LOG_WARN);      /* a local run talks in its progress bar; --log-level overrides */
     int rc = cmd_args_parse("run", "db,workers,json,fresh,algo,all,depth,priority,max-attempts,quorum,"
                             "solutions,restarts,seed,max-steps,shard-seconds,log-level,http,http-token-file,"
-                            "verify-rate,gpu,gpu-device,gpu-kernel", argc, argv, &a);
+                            "verify-rate,gpu,gpu-device,gpu-kernel,gpu-only", argc, argv, &a);
     if (rc || (rc = cmd_args_job("run", &a)))
         return rc;
     const char *db = a.client.db ? a.client.db : "nq.db";

@@ -18,7 +18,7 @@ int cmd_worker(int argc, char **argv)
         { "broker-key", required_argument, 0, 'K' }, { "id", required_argument, 0, 'i' },
         { "log-format", required_argument, 0, 'F' }, { "log-level", required_argument, 0, 'V' },
         { "gpu", no_argument, 0, 'g' }, { "gpu-device", required_argument, 0, 'G' },
-        { "gpu-kernel", required_argument, 0, 'X' },
+        { "gpu-kernel", required_argument, 0, 'X' }, { "gpu-only", no_argument, 0, 'O' },
         { 0, 0, 0, 0 },
     };
     uint64_t v;
@@ -42,6 +42,7 @@ int cmd_worker(int argc, char **argv)
                   gpu = 1; break;
         case 'X': if ((rc = cli_gpu_kernel_option("worker", optarg, &kernel))) return rc;
                   gpu = 1; break;
+        case 'O': cfg.gpu_only = 1; gpu = 1; break;
         default: return cli_usage_error("worker", "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }

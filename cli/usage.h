@@ -70,14 +70,15 @@
     { "run", cmd_run, "one machine: embedded broker + local workers", \
       "usage: nq run count|solve|enumerate N [--db PATH] [--workers K] [--json] [--fresh] [job options]\n" \
       "              [--http ADDR [--http-token-file F]]\n" \
-      "              [--gpu [--gpu-device I|list] [--gpu-kernel fast|parity]]\n" \
+      "              [--gpu [--gpu-device I|list] [--gpu-kernel fast|parity] [--gpu-only]]\n" \
       "\n" \
       "Runs the job on this machine: the broker and K local worker threads (default: all\n" \
       "cores) in one process, results in the DB (default ./nq.db). A progress bar on stderr\n" \
       "when it is a terminal; the result on stdout. Ctrl-C, then the same command again,\n" \
       "resumes; for a finished job it prints the stored result at once (--fresh recomputes).\n" \
       "--http ADDR serves the web view while it runs (as nq broker does) and prints its URL.\n" \
-      "--gpu counts on the first GPU through OpenCL, fed by the K threads (as nq worker --gpu).\n" \
+      "--gpu counts on the first GPU through OpenCL, fed by the K threads, which count on the CPU\n" \
+      "too while the GPU has enough to do (as nq worker --gpu); --gpu-only: they only feed it.\n" \
       "Exit 0 done, 1 failed, 3 the GPU failed (run again to resume), 130 interrupted.\n\njob options:\n" \
       NQ_JOB_OPTS }, \
     { "broker", cmd_broker, "the long-running broker", \
@@ -110,15 +111,18 @@
       "                     jobs past K (50000000)\n" }, \
     { "worker", cmd_worker, "run shards for a broker", \
       "usage: nq worker [--connect EP] [--threads K] [--prefetch P] [--key F --broker-key F] [--id ID]\n" \
-      "                 [--gpu [--gpu-device I|list] [--gpu-kernel fast|parity]]\n" \
+      "                 [--gpu [--gpu-device I|list] [--gpu-kernel fast|parity] [--gpu-only]]\n" \
       "                 [--log-format text|json] [--log-level L]\n" \
       "\n" \
       "  --connect EP       the broker's worker endpoint (default tcp://127.0.0.1:7555)\n" \
       "  --threads K        compute threads (default: all cores)\n" \
-      "  --prefetch P       shards queued beyond the running ones (default 1)\n" \
-      "  --gpu              count on the first GPU through OpenCL; the threads feed it, and it asks\n" \
-      "                     for as many shards as its measured rate keeps busy. If the GPU fails, its\n" \
-      "                     shards are reported as errors (others recount them) and it exits 3.\n" \
+      "  --prefetch P       shards queued beyond the running ones (default: one a thread)\n" \
+      "  --gpu              count on the first GPU through OpenCL; the threads feed it (as many as it\n" \
+      "                     needs) and count on the CPU while it holds a second of work; it asks for\n" \
+      "                     shards to fill the device, then for what its measured rate keeps busy.\n" \
+      "                     If the GPU fails, its shards are reported as errors (others recount\n" \
+      "                     them), those on the CPU finish, and it exits 3.\n" \
+      "  --gpu-only         the threads only feed the GPU, counting nothing on the CPU\n" \
       "  --gpu-device I     the OpenCL device to use ('list' lists them; default: the first GPU)\n" \
       "  --gpu-kernel K     fast (default: same counts, nodes of its own) or parity (the CPU\n" \
       "                     kernels' nodes too, at about half the speed)\n" \

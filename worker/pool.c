@@ -4,17 +4,25 @@
  * socket loop through an inproc PUSH socket of its own (ZeroMQ sockets are
  * not shared between threads).
  *
- * With a GPU, a thread runs a count task's host part and hands the rest to the GPU engine; the
- * task stays on the running list (heartbeats name it) until the engine's callback moves it to
- * the done list and pokes the loop (wake_poke: the engine's thread has no socket of its own).
+ * With a GPU, a thread that feeds it takes the oldest count task (the largest, in the broker's
+ * order) and hands it to the GPU engine, which queues its GPU part and then runs its host part on
+ * the thread; the task stays on the running list (heartbeats name it) until the engine's callback
+ * moves it to the done list and pokes the loop (wake_poke: the engine's thread has no socket of
+ * its own). The other threads count the newest tasks on the CPU while the GPU has enough to do,
+ * and the GPU takes copies of those when it has nothing else (feed.c says which, when).
  */
+#include "clock.h"
 #include "wake.h"
 #include "worker_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zmq.h>
+
+#define FEED_S_WEIGHT 0.05      /* a feeder's seconds a shard, smoothed over ~20 shards */
+#define WAIT_NS 20000000L       /* a waiting thread looks again (the GPU's hold drains meanwhile) */
 
 struct nq_pool {
     pthread_mutex_t lock;
@@ -26,8 +34,12 @@ struct nq_pool {
     uint32_t nthreads;
     pthread_t *threads;
     nq_gpu_t *gpu;
-    uint32_t gpu_held;                  /* tasks the GPU engine holds */
+    int gpu_only;
+    uint32_t gpu_held;                  /* tasks the GPU engine holds (copies included) */
     pthread_cond_t gpu_idle;            /* gpu_held reached 0 */
+    uint32_t cpu_running;               /* count tasks on the CPU in a GPU worker */
+    double feed_s;                      /* a feeder's seconds a shard, smoothed (0: none yet) */
+    nq_pool_stats_t st;
 };
 
 static void list_remove(nq_wtask_t **head, nq_wtask_t *t)
@@ -39,22 +51,179 @@ static void list_remove(nq_wtask_t **head, nq_wtask_t *t)
         }
 }
 
+/* Off the queue (doubly linked: a CPU thread takes from its tail). */
+static void queue_unlink(nq_pool_t *p, nq_wtask_t *t)
+{
+    if (t->prev) t->prev->next = t->next; else p->queue = t->next;
+    if (t->next) t->next->prev = t->prev; else p->queue_tail = t->prev;
+    t->next = t->prev = NULL;
+}
+
+/* To the done list, the loop poked where it was empty (one poke wakes it for all that follow). */
+static void to_done(nq_pool_t *p, nq_wtask_t *t, void *push)
+{
+    int first = p->done == NULL;
+    t->next = p->done;
+    p->done = t;
+    if (!first)
+        return;
+    if (push)
+        zmq_send(push, "", 0, ZMQ_DONTWAIT);
+    else
+        wake_poke(p->ctx, p->notify_ep);
+}
+
+static int result_ok(const nq_wtask_t *t)
+{
+    return !t->cancelled && t->r.status == NQ_RES_OK;
+}
+
+/* A copy ended: the first to end with a result decides; an error or a cancel leaves it to the CPU. */
+static void copy_ended(nq_pool_t *p, nq_wtask_t *c)
+{
+    nq_wtask_t *o = c->orig;
+    if (o && result_ok(c)) {
+        o->lost = 1;                    /* the CPU's run stops and sends nothing */
+        atomic_store(&o->cancel, 1);
+        o->copy = NULL;
+        c->orig = NULL;
+        p->st.copies_won++;
+        p->st.gpu++;
+        to_done(p, c, NULL);
+        return;
+    }
+    if (o)
+        o->copy = NULL;
+    task_free(c);
+}
+
 /* The GPU engine's end of a task: to the done list, the loop poked. */
 static void pool_gpu_done(void *ud, nq_wtask_t *t)
 {
     nq_pool_t *p = ud;
     pthread_mutex_lock(&p->lock);
-    list_remove(&p->running, t);
-    int first = p->done == NULL;        /* one poke wakes the loop for all that follow it */
-    t->next = p->done;
-    p->done = t;
-    pthread_mutex_unlock(&p->lock);
-    if (first)
-        wake_poke(p->ctx, p->notify_ep);
-    pthread_mutex_lock(&p->lock);       /* last: pool_destroy waits for it before it frees p */
-    if (--p->gpu_held == 0)
+    if (t->is_copy) {                   /* a copy of a CPU count (pool_copy) */
+        copy_ended(p, t);
+    } else {
+        list_remove(&p->running, t);
+        p->st.gpu += result_ok(t);
+        to_done(p, t, NULL);
+    }
+    if (--p->gpu_held == 0)             /* last: pool_destroy waits for it before it frees p */
         pthread_cond_broadcast(&p->gpu_idle);
+    pthread_cond_signal(&p->work);      /* the GPU holds less: a waiting thread may feed it */
     pthread_mutex_unlock(&p->lock);
+}
+
+/* A copy for the GPU of a count the CPU runs without one (NULL: none, or no memory). */
+static nq_wtask_t *pool_copy(nq_pool_t *p)
+{
+    nq_wtask_t *o = p->running;
+    while (o && !(o->on_cpu && !o->copy && !o->copied && !o->lost && !atomic_load(&o->cancel)))
+        o = o->next;
+    nq_wtask_t *c = o ? calloc(1, sizeof *c) : NULL;
+    if (!c)
+        return NULL;
+    c->t = o->t;
+    memcpy(c->spec, o->spec, o->t.spec_len);
+    c->t.spec = c->spec;
+    c->is_copy = o->copied = 1;         /* one copy a task */
+    c->orig = o;
+    o->copy = c;
+    p->st.copies++;
+    return c;
+}
+
+static int copyable(const nq_pool_t *p)
+{
+    for (const nq_wtask_t *o = p->running; o; o = o->next)
+        if (o->on_cpu && !o->copied && !o->lost)
+            return 1;
+    return 0;
+}
+
+static void feed_fill(nq_pool_t *p, nq_feed_t *f);
+
+/* What this thread does next, and with which task (taken off the queue, on the running list). */
+static int pool_pick(nq_pool_t *p, nq_wtask_t **tp)
+{
+    nq_feed_t f;
+    *tp = NULL;
+    feed_fill(p, &f);
+    int how = feed_next(&f, p->cpu_running, p->queue != NULL, p->gpu && copyable(p));
+    nq_wtask_t *t = NULL;
+    if (how == FEED_GPU && p->queue->t.kind != NQ_KIND_COUNT)
+        how = FEED_CPU;                 /* solve and enumerate have no GPU path */
+    if (how == FEED_GPU)
+        t = p->queue;
+    else if (how == FEED_CPU)
+        t = p->gpu && !f.failed ? p->queue_tail : p->queue;   /* beside a GPU: the newest, the smallest */
+    else if (how == FEED_COPY && !(t = pool_copy(p)))
+        how = FEED_WAIT;
+    if (t && how != FEED_COPY) {
+        queue_unlink(p, t);
+        t->next = p->running;
+        p->running = t;
+    }
+    *tp = t;
+    return how;
+}
+
+/* A count task (or a copy) to the GPU engine: its GPU part queued, its host part on this thread. */
+static void run_gpu(nq_pool_t *p, nq_wtask_t *t)
+{
+    p->gpu_held++;                      /* queued in the engine: its progress moves with its launches */
+    pthread_mutex_unlock(&p->lock);
+    double t0 = nq_mono();
+    task_run_gpu(t, p->gpu, pool_gpu_done, p);
+    double s = nq_mono() - t0;
+    pthread_mutex_lock(&p->lock);
+    p->feed_s = p->feed_s > 0 ? (1 - FEED_S_WEIGHT) * p->feed_s + FEED_S_WEIGHT * s : s;
+}
+
+/* A task on this thread's CPU. A count in a GPU worker may have a copy on the GPU: the first to
+   end decides (copy_ended is the copy's side). */
+static void run_cpu(nq_pool_t *p, nq_wtask_t *t, void *push)
+{
+    int counted = p->gpu && t->t.kind == NQ_KIND_COUNT;
+    t->on_cpu = counted;
+    p->cpu_running += counted;
+    /* started: the broker counts a lease stalled when its progress has not moved since it
+       was sent, and a queued task reports 0 (leases.c, peer_release_stalled) */
+    atomic_store_explicit(&t->progress, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&p->lock);
+    task_run(t);
+    pthread_mutex_lock(&p->lock);
+    p->cpu_running -= counted;
+    t->on_cpu = 0;
+    if (t->lost)
+        t->cancelled = 1;               /* the copy's result went instead */
+    if (t->copy) {                      /* this one ended first (or was cancelled): the copy stops */
+        atomic_store(&t->copy->cancel, 1);
+        t->copy->orig = NULL;
+        t->copy = NULL;
+    }
+    p->st.cpu += counted && result_ok(t);
+    list_remove(&p->running, t);
+    to_done(p, t, push);
+}
+
+/* Waits for work; beside a GPU, with tasks queued or counted on the CPU, only a little: what the
+   GPU holds drains meanwhile, and the thread may feed it or copy a CPU count then. */
+static void pool_wait(nq_pool_t *p)
+{
+    if (!p->gpu || (!p->queue && !p->cpu_running)) {
+        pthread_cond_wait(&p->work, &p->lock);   /* pool_submit and pool_gpu_done signal */
+        return;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += WAIT_NS;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&p->work, &p->lock, &ts);
 }
 
 static void *pool_thread(void *arg)
@@ -66,41 +235,22 @@ static void *pool_thread(void *arg)
     zmq_connect(push, p->notify_ep);
     pthread_mutex_lock(&p->lock);
     while (!p->stop) {
-        nq_wtask_t *t = p->queue;
-        if (!t) {
-            pthread_cond_wait(&p->work, &p->lock);
-            continue;
-        }
-        p->queue = t->next;
-        if (!p->queue)
-            p->queue_tail = NULL;
-        t->next = p->running;
-        p->running = t;
-        if (p->gpu && t->t.kind == NQ_KIND_COUNT) {
-            p->gpu_held++;              /* queued in the engine: its progress moves with its launches */
-            pthread_mutex_unlock(&p->lock);
-            task_run_gpu(t, p->gpu, pool_gpu_done, p);
-            pthread_mutex_lock(&p->lock);
-            continue;
-        }
-        /* started: the broker counts a lease stalled when its progress has not moved since it
-           was sent, and a queued task reports 0 (leases.c, peer_release_stalled) */
-        atomic_store_explicit(&t->progress, 1, memory_order_relaxed);
-        pthread_mutex_unlock(&p->lock);
-        task_run(t);
-        pthread_mutex_lock(&p->lock);
-        list_remove(&p->running, t);
-        t->next = p->done;
-        p->done = t;
-        zmq_send(push, "", 0, ZMQ_DONTWAIT);
+        nq_wtask_t *t;
+        int how = pool_pick(p, &t);
+        if (how == FEED_WAIT)
+            pool_wait(p);
+        else if (how == FEED_CPU)
+            run_cpu(p, t, push);
+        else
+            run_gpu(p, t);
     }
     pthread_mutex_unlock(&p->lock);
     zmq_close(push);
     return NULL;
 }
 
-nq_pool_t *pool_new(void *ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *gpu, char *err,
-                    size_t errlen)
+nq_pool_t *pool_new(void *ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *gpu, int gpu_only,
+                    char *err, size_t errlen)
 {
     nq_pool_t *p = calloc(1, sizeof *p);
     if (!p || !(p->threads = calloc(threads, sizeof *p->threads))) {
@@ -112,14 +262,18 @@ nq_pool_t *pool_new(void *ctx, uint32_t threads, const char *notify_ep, nq_gpu_t
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->gpu_idle, NULL);
     p->gpu = gpu;
+    p->gpu_only = gpu_only;
     p->ctx = ctx;
     snprintf(p->notify_ep, sizeof p->notify_ep, "%s", notify_ep);
+    pthread_mutex_lock(&p->lock);       /* the threads read nthreads (pool_feed) */
     for (; p->nthreads < threads; p->nthreads++)
         if (pthread_create(&p->threads[p->nthreads], NULL, pool_thread, p) != 0) {
+            pthread_mutex_unlock(&p->lock);
             snprintf(err, errlen, "cannot start compute thread %u", p->nthreads);
             pool_destroy(&p);
             return NULL;
         }
+    pthread_mutex_unlock(&p->lock);
     return p;
 }
 
@@ -163,6 +317,7 @@ void pool_submit(nq_pool_t *p, nq_wtask_t *t)
 {
     pthread_mutex_lock(&p->lock);
     t->next = NULL;
+    t->prev = p->queue_tail;
     if (p->queue_tail)
         p->queue_tail->next = t;
     else
@@ -187,25 +342,27 @@ static int cancel_hits(const nq_wtask_t *t, uint64_t job, uint64_t lease)
     return t->t.job == job && (lease == 0 || t->t.lease == lease);
 }
 
+/* A running task stops at its next poll, and so does its copy on the GPU. */
+static void cancel_running(nq_wtask_t *t)
+{
+    atomic_store(&t->cancel, 1);
+    if (t->copy)
+        atomic_store(&t->copy->cancel, 1);
+}
+
 void pool_cancel(nq_pool_t *p, uint64_t job, uint64_t lease)
 {
     pthread_mutex_lock(&p->lock);
     for (nq_wtask_t *t = p->running; t; t = t->next)
         if (cancel_hits(t, job, lease))
-            atomic_store(&t->cancel, 1);
-    nq_wtask_t *keep = NULL, *tail = NULL;
+            cancel_running(t);
     for (nq_wtask_t *t = p->queue, *n; t; t = n) {
         n = t->next;
-        t->next = NULL;
         if (cancel_hits(t, job, lease)) {
+            queue_unlink(p, t);
             task_free(t);
-            continue;
         }
-        if (tail) tail->next = t; else keep = t;
-        tail = t;
     }
-    p->queue = keep;
-    p->queue_tail = tail;
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -222,7 +379,7 @@ void pool_cancel_all(nq_pool_t *p)
 {
     pthread_mutex_lock(&p->lock);
     for (nq_wtask_t *t = p->running; t; t = t->next)
-        atomic_store(&t->cancel, 1);
+        cancel_running(t);
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -234,6 +391,36 @@ uint32_t pool_busy(nq_pool_t *p)
     for (nq_wtask_t *t = p->running; t; t = t->next) n++;
     pthread_mutex_unlock(&p->lock);
     return n;
+}
+
+void pool_stats(nq_pool_t *p, nq_pool_stats_t *st)
+{
+    pthread_mutex_lock(&p->lock);
+    *st = p->st;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* With p->lock held. gpu_load and gpu_failed take the engine's lock: the pool's lock is always
+   taken first (the engine calls pool_gpu_done holding none of its own). */
+static void feed_fill(nq_pool_t *p, nq_feed_t *f)
+{
+    char err[8];
+    memset(f, 0, sizeof *f);
+    f->threads = p->nthreads;
+    f->gpu = p->gpu != NULL;
+    f->gpu_only = p->gpu_only;
+    f->feed_s = p->feed_s;
+    if (p->gpu) {
+        gpu_load(p->gpu, &f->load);
+        f->failed = f->load.failing || gpu_failed(p->gpu, err, sizeof err);
+    }
+}
+
+void pool_feed(nq_pool_t *p, nq_feed_t *f)
+{
+    pthread_mutex_lock(&p->lock);
+    feed_fill(p, f);
+    pthread_mutex_unlock(&p->lock);
 }
 
 uint32_t task_items(const nq_wtask_t *list, nq_hb_item_t *items, uint32_t n, uint32_t max)

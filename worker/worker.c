@@ -34,9 +34,11 @@ struct nq_worker {
     uint64_t sync, sync_echoed;        /* the broker's last sync token, and the last we echoed */
     nq_wtask_t *outbox;
     nq_rng_t rng;
-    double rate_at;                    /* GPU: when the shard rate was last looked at */
-    uint64_t rate_shards;              /*      and how many shards the engine had finished */
-    double rate;                       /*      shards a second, smoothed */
+    double rate_at;                    /* when the shard rate was last measured */
+    uint64_t rate_shards;              /* results since then */
+    double rate;                       /* shards a second, smoothed (0: not yet) */
+    int draining;                      /* its GPU failed: finishing what the CPU counts, taking nothing */
+    char fail[256];                    /* why */
 };
 
 /* What this worker counts with: its GPU's name, or the CPU kernel's. */
@@ -51,7 +53,7 @@ void worker_cfg_defaults(nq_worker_cfg_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->connect = "tcp://127.0.0.1:7555";
-    cfg->prefetch = 1;
+    cfg->prefetch = NQ_PREFETCH_AUTO;
 }
 
 static int send_msg(nq_worker_t *w, const nq_msg_t *m)
@@ -145,9 +147,9 @@ static void outbox_ack(nq_worker_t *w, const nq_ack_t *a)
 
 static void on_task(nq_worker_t *w, const nq_task_t *task)
 {
-    nq_wtask_t *t = calloc(1, sizeof *t);
+    nq_wtask_t *t = w->draining ? NULL : calloc(1, sizeof *t);
     if (!t)
-        return;                         /* the broker re-leases it when the lease stalls */
+        return;                         /* the broker takes it back: the next heartbeat lacks it */
     t->t = *task;
     memcpy(t->spec, task->spec, task->spec_len);
     t->t.spec = t->spec;
@@ -244,7 +246,10 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         w->cfg.threads = n > 0 ? (uint32_t)n : 1;
     }
-    w->credit = w->cfg.threads + w->cfg.prefetch;
+    if (w->cfg.prefetch == NQ_PREFETCH_AUTO)
+        w->cfg.prefetch = feed_prefetch(w->cfg.threads);
+    nq_feed_t f = { .threads = w->cfg.threads, .prefetch = w->cfg.prefetch, .gpu = w->cfg.gpu != NULL };
+    w->credit = feed_credit(&f);        /* a GPU worker raises it once its engine knows its fill */
     if (getrandom(&w->nonce, sizeof w->nonce, 0) != sizeof w->nonce)
         w->nonce = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 20;
     rng_init(&w->rng, w->nonce, 7);
@@ -275,7 +280,7 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
     done_endpoint(w, ep, sizeof ep);
     w->pull = zmq_socket(w->ctx, ZMQ_PULL);
     if (zmq_bind(w->pull, ep) != 0 ||
-        !(w->pool = pool_new(w->ctx, w->cfg.threads, ep, w->cfg.gpu, err, errlen)) ||
+        !(w->pool = pool_new(w->ctx, w->cfg.threads, ep, w->cfg.gpu, w->cfg.gpu_only, err, errlen)) ||
         connect_broker(w, err, errlen) != 0) {
         if (!err[0])
             snprintf(err, errlen, "cannot start the worker");
@@ -299,6 +304,7 @@ static void collect_done(nq_worker_t *w)
         send_result(w, t);
         t->next = w->outbox;
         w->outbox = t;
+        w->rate_shards++;
     }
 }
 
@@ -325,28 +331,26 @@ static void drain_socket(nq_worker_t *w)
     }
 }
 
-/*
- * A GPU counts shards far faster than the threads that feed it, and the engine needs enough of
- * them in flight to fill its launches: the credit follows the measured rate, two seconds of
- * shards on top of the threads and prefetch, within what the broker grants (NQ_CREDIT_MAX).
- */
-#define GPU_CREDIT_SECONDS 2.0
-
-static void gpu_credit(nq_worker_t *w, double now)
+/* The credit feed.c sizes from what the worker measured: its shards a second (over a second or
+   more), its GPU's load and its feeders. A new CREDIT only for a change of a fifth or more. */
+static void worker_credit(nq_worker_t *w, double now)
 {
-    nq_gpu_stats_t st;
-    if (!w->cfg.gpu || now - w->rate_at < 1.0)
+    if (w->draining)
         return;
-    gpu_stats(w->cfg.gpu, &st);
-    if (w->rate_at > 0) {
-        double r = (double)(st.shards - w->rate_shards) / (now - w->rate_at);
-        w->rate = w->rate > 0 ? 0.5 * w->rate + 0.5 * r : r;
+    if (now - w->rate_at >= 1.0) {
+        if (w->rate_at > 0) {
+            double r = (double)w->rate_shards / (now - w->rate_at);
+            w->rate = w->rate > 0 ? 0.5 * w->rate + 0.5 * r : r;
+        }
+        w->rate_at = now;
+        w->rate_shards = 0;
     }
-    w->rate_at = now;
-    w->rate_shards = st.shards;
-    double want = w->rate * GPU_CREDIT_SECONDS + w->cfg.threads + w->cfg.prefetch;
-    uint32_t c = want > NQ_CREDIT_MAX ? NQ_CREDIT_MAX : (uint32_t)want;
-    if (c < w->credit * 4 / 5 || c > w->credit * 5 / 4) {   /* no CREDIT for every wobble */
+    nq_feed_t f;
+    pool_feed(w->pool, &f);
+    f.prefetch = w->cfg.prefetch;
+    f.rate = w->rate;
+    uint32_t c = feed_credit(&f);
+    if (c < w->credit * 4 / 5 || c > w->credit * 5 / 4) {
         w->credit = c;
         nq_msg_t m = { .type = NQ_MSG_CREDIT };
         m.u.credit.credit = c;
@@ -375,7 +379,7 @@ static void tick(nq_worker_t *w, double now)
         w->backoff = w->backoff * 2 > 32 ? 32 : w->backoff * 2;
         return;
     }
-    gpu_credit(w, now);
+    worker_credit(w, now);
     if (now - w->last_sent >= hb || w->sync != w->sync_echoed)
         send_heartbeat(w);
     outbox_resend(w, now - hb * w->liveness * 2);   /* an unacked result: say it again */
@@ -391,6 +395,7 @@ static void shutdown_gracefully(nq_worker_t *w)
         task_free(t);
     }
     pool_cancel_all(w->pool);
+    collect_done(w);
     double until = now_s() + 3;
     while (now_s() < until && (w->outbox || pool_busy(w->pool))) {
         zmq_pollitem_t it[2] = { { w->sock, 0, ZMQ_POLLIN, 0 }, { w->pull, 0, ZMQ_POLLIN, 0 } };
@@ -400,7 +405,33 @@ static void shutdown_gracefully(nq_worker_t *w)
     }
     nq_msg_t bye = { .type = NQ_MSG_BYE };
     send_msg(w, &bye);
-    nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s", w->outbox ? "yes" : "no");
+    nq_pool_stats_t st;
+    pool_stats(w->pool, &st);
+    nq_gpu_stats_t gs;
+    if (w->cfg.gpu)                     /* which engine counted what: for tests and the device check */
+        gpu_stats(w->cfg.gpu, &gs), nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s gpu_shards=%llu "
+               "cpu_shards=%llu copies=%llu copies_won=%llu launches=%llu gpu_busy_s=%.3f",
+               w->outbox ? "yes" : "no", (unsigned long long)st.gpu, (unsigned long long)st.cpu,
+               (unsigned long long)st.copies, (unsigned long long)st.copies_won,
+               (unsigned long long)gs.launches, gs.launch_s);
+    else
+        nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s", w->outbox ? "yes" : "no");
+}
+
+/* The GPU failed: the shards it held ended as errors (the broker gives them to others). Hand back
+   what has not started and take nothing more; what the CPU counts is finished and sent first. */
+static void gpu_lost(nq_worker_t *w, const char *why)
+{
+    char q[NQ_LOG_QLEN];
+    nq_log(NQ_LOG_ERROR, "worker.gpu_failed", "reason=%s", nq_log_qs(q, sizeof q, why));
+    snprintf(w->fail, sizeof w->fail, "%s", why);
+    w->draining = 1;
+    nq_msg_t c = { .type = NQ_MSG_CREDIT };
+    send_msg(w, &c);
+    for (nq_wtask_t *t = pool_take_queued(w->pool), *n; t; t = n) {
+        n = t->next;
+        task_free(t);
+    }
 }
 
 int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
@@ -416,18 +447,18 @@ int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
             nq_log(NQ_LOG_ERROR, "worker.refused", "reason=\"%s\"", err);
             return 3;
         }
-        if (w->cfg.gpu && gpu_failed(w->cfg.gpu, err, errlen)) {
-            /* its shards end as errors (the broker gives them to others); say so, hand back, go */
-            char q[NQ_LOG_QLEN];
-            nq_log(NQ_LOG_ERROR, "worker.gpu_failed", "reason=%s", nq_log_qs(q, sizeof q, err));
-            if (w->sock)
-                shutdown_gracefully(w);
-            return 3;
-        }
+        if (w->cfg.gpu && !w->draining && gpu_failed(w->cfg.gpu, err, errlen))
+            gpu_lost(w, err);
+        if (w->draining && pool_busy(w->pool) == 0)
+            break;
         tick(w, now_s());
     }
     if (w->sock)
         shutdown_gracefully(w);
+    if (w->draining) {                  /* its GPU failed: exit 3 with why */
+        snprintf(err, errlen, "%s", w->fail);
+        return 3;
+    }
     return 0;
 }
 

@@ -2,7 +2,9 @@
  * The worker's private parts:
  *   worker.c   the socket loop: hello, credit, tasks, acks, heartbeats, reconnects, and the
  *              outbox (results kept until the broker acknowledges them)
- *   pool.c     the compute threads and the tasks they run; with a GPU, count tasks go to it
+ *   pool.c     the compute threads and the tasks they run; with a GPU, they feed it and count on
+ *              the CPU beside it
+ *   feed.c     what a thread does next in a GPU worker, its feeders and its credit (pure)
  *   run_task.c one task through its kernel (count, solve, enumerate; count on the GPU)
  * Its command (nq worker) is cli/cmd_worker.c.
  */
@@ -28,14 +30,20 @@ typedef struct nq_wtask {
     double started;                   /* when it began (GPU tasks end on another thread) */
     void (*gpu_done)(void *ud, struct nq_wtask *t);   /* GPU tasks: called once it ended */
     void *gpu_ud;
-    struct nq_wtask *next;
+    struct nq_wtask *next, *prev;     /* prev: in the pool's queue only */
+    /* a count on the CPU in a GPU worker, and the copy the GPU may take of it (pool.c): each
+       points at the other until the first to end decides */
+    int on_cpu, copied, is_copy;      /* copied: it has had a copy; is_copy: it is one */
+    int lost;                         /* the copy ended first: this one sends nothing */
+    struct nq_wtask *copy, *orig;
 } nq_wtask_t;
 
 typedef struct nq_pool nq_pool_t;
 
-/* gpu (may be NULL): where count tasks go; the pool does not own it. */
-nq_pool_t *pool_new(void *zmq_ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *gpu, char *err,
-                    size_t errlen);
+/* gpu (may be NULL): where count tasks go, fed by the threads, which count on the CPU too unless
+   gpu_only; the pool does not own it. */
+nq_pool_t *pool_new(void *zmq_ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *gpu, int gpu_only,
+                    char *err, size_t errlen);
 void pool_destroy(nq_pool_t **p);
 void pool_submit(nq_pool_t *p, nq_wtask_t *t);
 nq_wtask_t *pool_take_done(nq_pool_t *p);           /* finished tasks, as a list */
@@ -45,9 +53,37 @@ void pool_cancel(nq_pool_t *p, uint64_t job, uint64_t lease);
 nq_wtask_t *pool_take_queued(nq_pool_t *p);         /* not started: for handing back */
 void pool_cancel_all(nq_pool_t *p);
 uint32_t pool_busy(nq_pool_t *p);                    /* queued + running */
+/* Shards each engine counted, and the GPU's copies of CPU counts (taken, and ended first). */
+typedef struct { uint64_t gpu, cpu, copies, copies_won; } nq_pool_stats_t;
+void pool_stats(nq_pool_t *p, nq_pool_stats_t *st);
 uint32_t pool_progress(nq_pool_t *p, nq_hb_item_t *items, uint32_t max);   /* running, queued, done */
 /* Heartbeat items for the tasks of `list`, written from items[n] on, at most max in all: the new n. */
 uint32_t task_items(const nq_wtask_t *list, nq_hb_item_t *items, uint32_t n, uint32_t max);
+
+/* What the pool and the socket loop measured, for feed.c. */
+typedef struct {
+    uint32_t threads, prefetch;
+    int gpu;                          /* a GPU worker */
+    int gpu_only;                     /* its threads only feed the GPU */
+    int failed;                       /* its GPU failed */
+    double feed_s;                    /* a feeder's seconds a shard (queueing it, its host part); 0 unknown */
+    nq_gpu_load_t load;               /* the engine's (gpu.h) */
+    double rate;                      /* shards a second the worker finished lately; 0 unknown */
+} nq_feed_t;
+/* Fills f's threads, gpu, gpu_only, failed, feed_s and load from p. */
+void pool_feed(nq_pool_t *p, nq_feed_t *f);
+
+#define FEED_AHEAD_S 1.0              /* the GPU's work held before a thread counts on the CPU */
+enum { FEED_WAIT = 0, FEED_GPU, FEED_CPU, FEED_COPY };
+/* Threads kept for feeding the GPU, and those that may count on the CPU. */
+uint32_t feed_feeders(const nq_feed_t *f);
+uint32_t feed_cpu_max(const nq_feed_t *f);
+/* What a free thread does: feed the GPU the oldest queued shard, count the newest on the CPU, give
+   the GPU a copy of a CPU count (copyable: one runs without a copy), or wait. */
+int feed_next(const nq_feed_t *f, uint32_t cpu_running, int queued, int copyable);
+/* The credit to ask the broker for, and a worker's default prefetch. */
+uint32_t feed_credit(const nq_feed_t *f);
+uint32_t feed_prefetch(uint32_t threads);
 
 void task_run(nq_wtask_t *t);                        /* run_task.c */
 /* A count task on the GPU: its host part now, the rest on the GPU; done(ud, t) once it ended

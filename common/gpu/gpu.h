@@ -1,9 +1,9 @@
 /*
  * Counting shards on a GPU. An engine owns one device and a thread that feeds it: shards come in
- * from any thread (gpu_count_shard), their host parts run at once on the caller's thread
- * (gpu_shard.h), their GPU parts are expanded into tasks, many shards' tasks to a launch, two
- * launches in flight, and each shard's tasks are folded back into one result, handed to the
- * caller's callback. Results are those of count_shard: total, unique and residues always; nodes
+ * from any thread (gpu_count_shard), their GPU parts are queued and their host parts then run on
+ * the caller's thread (gpu_shard.h); the GPU parts are expanded into tasks, many shards' tasks to
+ * a launch, two launches in flight, and each shard's tasks are folded back into one result,
+ * handed to the caller's callback. Results are those of count_shard: total, unique and residues always; nodes
  * too with the parity kernel, while the fast kernel (the default) counts nodes of its own.
  *
  * A device that fails (a launch error, lost, out of memory) fails the engine: every shard it
@@ -79,13 +79,15 @@ int gpu_nodes_cpu(const nq_gpu_t *g);
 int gpu_list_devices(char *buf, size_t len, char *err, size_t errlen);
 
 /* rc 0: r holds the shard's result; 2: cancelled; -1: err says why (r is zeroed). Called on the
-   engine's thread, or on the caller's when the shard needs no GPU: keep it short. */
+   engine's thread, or on the caller's (its host part ended last, or it needs no GPU): keep it
+   short. */
 typedef void (*nq_gpu_done_fn)(void *ud, int rc, const nq_count_result_t *r, const char *err);
 
 /*
- * Counts shard spec: its host part now, on this thread; its GPU part on the device, ending in
- * done(ud, ...). ctl (copied; NULL for none) is polled for cancel and gets the nodes so far.
- * Blocks while the engine has more than a launch's worth of shards waiting. Returns 0 once done
+ * Counts shard spec: its GPU part queued first, then its host part on this thread while the
+ * device counts; done(ud, ...) once both are over (on the thread that ended the last). ctl
+ * (copied; NULL for none) is polled for cancel and gets the nodes so far. Blocks while the
+ * engine has 16384 shards waiting (MAX_WAITING, gpu_engine.c). Returns 0 once done
  * is sure to be called (maybe already), -1 when it will not be (and done was not called).
  */
 int gpu_count_shard(nq_gpu_t *g, const uint8_t *spec, size_t len, const nq_kernel_ctl_t *ctl,
@@ -93,6 +95,21 @@ int gpu_count_shard(nq_gpu_t *g, const uint8_t *spec, size_t len, const nq_kerne
 
 /* Nonzero once the device failed; err gets why. */
 int gpu_failed(nq_gpu_t *g, char *err, size_t errlen);
+
+/*
+ * What the engine holds and how fast it goes, for a worker that sizes its feeders, its CPU
+ * counting and its credit by it: shards whose GPU part is not over, the device's seconds a shard
+ * (measured over the last launches; 0 before), held x shard_s, and the shards that fill the
+ * device at once (NQ_GPU_SLOTS launches of the tasks a launch holds, over the tasks a shard
+ * makes; 0 before the first shard's walk). failing is set at once, before gpu_failed.
+ */
+typedef struct {
+    uint32_t held;
+    double shard_s, held_s;
+    uint64_t fill;
+    int failing;               /* it takes no more shards: its device failed, or it stops */
+} nq_gpu_load_t;
+void gpu_load(nq_gpu_t *g, nq_gpu_load_t *l);
 
 /* Shards finished, launches, tasks and seconds spent in launches so far. */
 typedef struct { uint64_t shards, launches, tasks, host_tasks; double launch_s, busy_s; } nq_gpu_stats_t;

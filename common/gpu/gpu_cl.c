@@ -407,6 +407,7 @@ static int cl_setup(cl_backend_t *c, const nq_gpu_cfg_t *cfg, char *err, size_t 
     clGetDeviceInfo(c->dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
     c->wg = maxwg && maxwg < cfg->wg ? (uint32_t)maxwg : cfg->wg;
     c->groups = (cus ? cus : 1) * cfg->groups_per_cu;
+    c->b.lanes = c->groups * c->wg;
     c->chunked = cfg->chunked;
     for (int k = 0; k < NQ_GPU_SLOTS; k++) {
         c->slot[k].counter = clCreateBuffer(c->ctx, CL_MEM_READ_WRITE, sizeof(cl_uint), NULL, &rc);

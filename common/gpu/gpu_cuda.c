@@ -105,6 +105,7 @@ gpu_backend_t *gpu_cuda_open(const char *path, const nq_gpu_cfg_t *cfg, char *er
         cuda_destroy(&c->b);
         return NULL;
     }
+    c->b.lanes = blocks * cfg->wg;
     const char *how = cfg->chunked ? "chunked" : cfg->sort ? "tasks largest first" : "tasks in order";
     if (bd.fast)
         snprintf(c->b.params, sizeof c->b.params, "fast kernel, wg %u, rows %d, %s, blocks %u, %s", cfg->wg,

@@ -10,6 +10,10 @@
  * flight (the host fills one while the device runs the other). When a launch ends, each task's
  * output is added to its job (checked, 64 bits); a job whose walk is over and whose launches have
  * all ended is finished: its result goes to the caller's callback.
+ *
+ * A shard has two parts, the GPU's and the host's (gpu_shard.h). gpu_count_shard queues the GPU's
+ * part first and then runs the host's on the caller's thread, so the device never waits for it;
+ * whichever part ends last finishes the shard (an atomic count of the parts left).
  */
 #include "clock.h"
 #include "errf.h"
@@ -22,10 +26,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_TABLES 16384u       /* shards in one launch (a table is 400 bytes) */
 #define MAX_WAITING 16384u      /* shards submitted and not yet placed in a launch */
 #define FIRST_BUDGET 16384u     /* tasks of the first launch, before there is a rate */
+#define FILL_TASKS_A_LANE 8u    /* a launch's tasks a lane: ~half a second at N=21 on an H100 (docs/gpu.md) */
+#define SHARD_S_BLOCK 16u       /* shards a measure of the device's seconds a shard spans, at least */
 
 typedef struct gpu_job {
     nq_gpu_split_t split;
@@ -33,8 +40,13 @@ typedef struct gpu_job {
     nq_gpu_expand_t ex;
     uint64_t nodes, sols;       /* the tasks' sums so far */
     uint32_t inflight;          /* launches holding tasks of this job */
+    uint64_t ntasks;            /* tasks its walk placed so far */
     int walking;                /* its walk is not over (it is on the engine's list) */
     int overflow, cancelled;
+    atomic_int parts;           /* parts not over: the GPU's and the host's; the last finishes the job */
+    char gpu_fail[256];         /* the GPU part's end: "" or why it failed (the engine's thread writes it) */
+    int host_rc;                /* the host part's end: 0, 2 cancelled, -1 with host_err */
+    char host_err[256];
     uint64_t spec_hash;         /* picks the shards a test fault hits */
     nq_kernel_ctl_t ctl;
     const atomic_int *cancel;
@@ -65,17 +77,28 @@ struct nq_gpu {
     pthread_cond_t wake, room;
     gpu_job_t *in_head, *in_tail;
     uint32_t waiting;           /* jobs submitted whose walk is not over */
-    int stop, failed;
+    uint32_t live;              /* jobs submitted and not finished (a host part may still run) */
+    uint32_t held;              /* jobs whose GPU part is not over */
+    int stop, failing, failed;  /* failing: no more jobs taken; failed: every job taken has ended */
+    pthread_cond_t gone;        /* live went down while failing */
     char err[256];
     nq_gpu_stats_t st;
+    double shard_s;             /* device seconds a shard (measured, smoothed; 0 before) */
+    double tasks_a_shard;       /* tasks a shard's walk places (smoothed; 0 before) */
+    uint32_t budget_seen;       /* the tasks a launch holds, as the engine last sized it */
+    void (*host_hook)(void *ud);   /* tests: called before a host part runs (gpu_impl.h) */
+    void *host_hook_ud;
     /* the engine thread's own */
     gpu_job_t *walk_head, *walk_tail;
     gpu_slot_t slot[NQ_GPU_SLOTS];
     int next;                   /* the slot to fill next */
     uint32_t budget, max_chunks;
     double sec_per_task, last_done;
+    double block_s;             /* launch seconds since shard_s was last measured */
+    uint32_t block_shards;      /* and the GPU parts that ended in them */
     double fault_wrong;         /* test builds: share of shards whose count is made wrong */
     uint64_t fault_lost;        /* test builds: the launch at which the device is "lost" */
+    double fault_slow;          /* test builds: the seconds a launch lasts at least */
 };
 
 static int job_cancelled(const gpu_job_t *j)
@@ -91,18 +114,22 @@ static uint64_t hash_bytes(const uint8_t *p, size_t n)
     return h;
 }
 
-/* The job's result, from its split and its tasks' sums; calls done and frees the job. */
-static void job_finish(nq_gpu_t *g, gpu_job_t *j, const char *fail)
+/* The job's result, from its split and its parts' ends; calls done and frees the job. On whichever
+   thread ended the last part. */
+static void job_finish(nq_gpu_t *g, gpu_job_t *j)
 {
     nq_count_result_t r;
     char err[256] = "";
     int rc = 0;
     memset(&r, 0, sizeof r);
-    if (j->cancelled || job_cancelled(j)) {
+    if (j->cancelled || job_cancelled(j) || j->host_rc == 2) {
         rc = 2;                         /* cancelled, or the engine stopped: nothing to report */
-    } else if (fail) {
+    } else if (j->gpu_fail[0]) {
         rc = -1;
-        snprintf(err, sizeof err, "%s", fail);
+        snprintf(err, sizeof err, "%s", j->gpu_fail);
+    } else if (j->host_rc != 0) {
+        rc = -1;
+        snprintf(err, sizeof err, "%s", j->host_err);
     } else if (j->overflow) {
         rc = nq_errf(err, sizeof err, "64-bit overflow counting the shard");
     } else {
@@ -113,18 +140,34 @@ static void job_finish(nq_gpu_t *g, gpu_job_t *j, const char *fail)
     }
     if (rc == 0 && j->ctl.progress)
         atomic_store_explicit(j->ctl.progress, r.nodes, memory_order_relaxed);
-    pthread_mutex_lock(&g->lock);
-    g->st.shards += rc == 0;
-    pthread_mutex_unlock(&g->lock);
     j->done(j->ud, rc, &r, err);
     free(j);
+    pthread_mutex_lock(&g->lock);       /* last: engine_fail waits for every job to end */
+    g->st.shards += rc == 0;
+    if (--g->live == 0 || g->failing)
+        pthread_cond_broadcast(&g->gone);
+    pthread_mutex_unlock(&g->lock);
 }
 
-/* Finishes j once its walk is over and no launch holds it. */
+/* One of j's parts is over; the last finishes it (acq_rel: the other part's writes are seen). */
+static void job_part_over(nq_gpu_t *g, gpu_job_t *j)
+{
+    if (atomic_fetch_sub_explicit(&j->parts, 1, memory_order_acq_rel) == 1)
+        job_finish(g, j);
+}
+
+/* Ends j's GPU part once its walk is over and no launch holds it: fail says why it failed. */
 static void job_settle(nq_gpu_t *g, gpu_job_t *j, const char *fail)
 {
-    if (!j->walking && j->inflight == 0)
-        job_finish(g, j, fail);
+    if (j->walking || j->inflight > 0)
+        return;
+    if (fail)
+        snprintf(j->gpu_fail, sizeof j->gpu_fail, "%s", fail);
+    pthread_mutex_lock(&g->lock);
+    g->held--;
+    g->block_shards++;
+    pthread_mutex_unlock(&g->lock);
+    job_part_over(g, j);
 }
 
 /* j's walk is over (or abandoned): off the list, and room for another submission. */
@@ -137,6 +180,9 @@ static void walk_pop(nq_gpu_t *g)
     j->walking = 0;
     pthread_mutex_lock(&g->lock);
     g->waiting--;
+    if (j->ntasks > 0)                  /* the tasks a shard makes, for the shards that fill a device */
+        g->tasks_a_shard = g->tasks_a_shard > 0 ? 0.9 * g->tasks_a_shard + 0.1 * (double)j->ntasks
+                                                : (double)j->ntasks;
     pthread_cond_broadcast(&g->room);
     pthread_mutex_unlock(&g->lock);
 }
@@ -158,6 +204,7 @@ static int slot_take(nq_gpu_t *g, gpu_slot_t *s, gpu_job_t *j)
         for (size_t i = 0; i < n; i++)
             s->task_tab[s->ntasks + i] = t;
         s->ntasks += (uint32_t)n;
+        j->ntasks += n;
     }
     if (s->ntasks > before) {
         s->tables[t] = j->tb;
@@ -222,26 +269,38 @@ static void slot_fold(nq_gpu_t *g, gpu_slot_t *s)
     for (uint32_t t = 0; t < s->ntables; t++) {
         gpu_job_t *j = s->jobs[t];
         j->inflight--;
-        if (j->ctl.progress)
-            atomic_store_explicit(j->ctl.progress, j->split.nodes + j->ex.nodes + j->nodes,
-                                  memory_order_relaxed);
+        if (j->ctl.progress)            /* the GPU part's nodes: the host's may still be counting */
+            atomic_store_explicit(j->ctl.progress, j->ex.nodes + j->nodes, memory_order_relaxed);
         job_settle(g, j, NULL);
     }
     s->busy = 0;
 }
 
+/* Jobs submitted meanwhile onto the walk list; 1 when the engine is to stop (idle: wait for some). */
+static int engine_take_input(nq_gpu_t *g, int idle);
+
+/* Ends j's GPU part with err, as cancelled where the engine stops. */
+static void fail_job(nq_gpu_t *g, gpu_job_t *j, const char *err, int stopping)
+{
+    j->cancelled |= stopping;
+    job_settle(g, j, err);
+}
+
 /*
- * The device failed: every job ends with the error, once; later submissions too (gpu_failed).
- * The jobs end before the engine says it failed: a worker that sees the failure stops and
+ * The device failed (or the engine stops): every job ends with the error (as cancelled when
+ * stopping), once; later submissions too (gpu_failed). The jobs end before the engine says it
+ * failed, host parts included (it waits for them): a worker that sees the failure stops and
  * cancels what it holds, and a job cancelled before its error was delivered would be handed
  * back without a word instead of reported.
  */
-static void engine_fail(nq_gpu_t *g, const char *why)
+static void engine_fail(nq_gpu_t *g, const char *why, int stopping)
 {
     char err[256];
     snprintf(err, sizeof err, "%s", why);
     pthread_mutex_lock(&g->lock);
     snprintf(g->err, sizeof g->err, "%s", err);
+    g->failing = 1;                     /* engine_enqueue takes no more jobs */
+    pthread_cond_broadcast(&g->room);
     pthread_mutex_unlock(&g->lock);
     for (int k = 0; k < NQ_GPU_SLOTS; k++) {
         gpu_slot_t *s = &g->slot[k];
@@ -251,18 +310,20 @@ static void engine_fail(nq_gpu_t *g, const char *why)
         g->be->wait(g->be, k, ignored, sizeof ignored);   /* the device lets go of our memory */
         for (uint32_t t = 0; t < s->ntables; t++) {
             s->jobs[t]->inflight--;
-            job_settle(g, s->jobs[t], err);
+            fail_job(g, s->jobs[t], err, stopping);
         }
         s->busy = 0;
     }
+    engine_take_input(g, 0);            /* those taken before engine_enqueue refused */
     while (g->walk_head) {
         gpu_job_t *j = g->walk_head;
         walk_pop(g);
-        job_settle(g, j, err);
+        fail_job(g, j, err, stopping);
     }
     pthread_mutex_lock(&g->lock);
+    while (g->live > 0)                 /* host parts still running finish their jobs */
+        pthread_cond_wait(&g->gone, &g->lock);
     g->failed = 1;
-    pthread_cond_broadcast(&g->room);
     pthread_mutex_unlock(&g->lock);
 }
 
@@ -279,11 +340,38 @@ static int slot_launch(nq_gpu_t *g, int k, char *err, size_t errlen)
     return 0;
 }
 
+static void sleep_until(double t)
+{
+    for (double now = nq_mono(); now < t; now = nq_mono()) {
+        double left = t - now;
+        struct timespec ts = { (time_t)left, (long)((left - (double)(time_t)left) * 1e9) };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* The device's seconds a shard, over blocks of launches in which SHARD_S_BLOCK GPU parts ended or
+   more (a shard may span launches): what a worker sizes its feeders and its credit by. */
+static void shard_rate(nq_gpu_t *g, double launch_s)
+{
+    g->block_s += launch_s;
+    pthread_mutex_lock(&g->lock);
+    if (g->block_shards >= SHARD_S_BLOCK) {
+        double per = g->block_s / g->block_shards;
+        g->shard_s = g->shard_s > 0 ? 0.5 * g->shard_s + 0.5 * per : per;
+        g->block_s = 0;
+        g->block_shards = 0;
+    }
+    g->budget_seen = g->budget;
+    pthread_mutex_unlock(&g->lock);
+}
+
 /* Waits for slot k, learns the rate from it and sizes the next launches by it. */
 static int slot_wait(nq_gpu_t *g, int k, char *err, size_t errlen)
 {
     gpu_slot_t *s = &g->slot[k];
     int rc = g->be->wait(g->be, k, err, errlen);
+    if (g->fault_slow > 0)              /* test builds: a slow device, whatever the machine */
+        sleep_until(s->t0 + g->fault_slow);
     double now = nq_mono(), start = s->t0 > g->last_done ? s->t0 : g->last_done;
     pthread_mutex_lock(&g->lock);
     uint64_t launches = ++g->st.launches;
@@ -303,10 +391,10 @@ static int slot_wait(nq_gpu_t *g, int k, char *err, size_t errlen)
         g->budget = b > g->cfg.max_tasks ? g->cfg.max_tasks : b < 1024 ? 1024 : (uint32_t)b;
     }
     slot_fold(g, s);
+    shard_rate(g, now - start);
     return 0;
 }
 
-/* Moves what was submitted onto the walk list; 1 when the engine is to stop. */
 static int engine_take_input(nq_gpu_t *g, int idle)
 {
     pthread_mutex_lock(&g->lock);
@@ -326,17 +414,6 @@ static int engine_take_input(nq_gpu_t *g, int idle)
         g->walk_tail = in;
     }
     return stop;
-}
-
-/* Stopping: what is not finished ends as cancelled. */
-static void engine_drain(nq_gpu_t *g)
-{
-    for (gpu_job_t *j = g->walk_head; j; j = j->next)
-        j->cancelled = 1;
-    for (int k = 0; k < NQ_GPU_SLOTS; k++)
-        for (uint32_t t = 0; g->slot[k].busy && t < g->slot[k].ntables; t++)
-            g->slot[k].jobs[t]->cancelled = 1;
-    engine_fail(g, "the GPU engine stopped");
 }
 
 static void *engine_main(void *arg)
@@ -369,17 +446,8 @@ static void *engine_main(void *arg)
     pthread_mutex_lock(&g->lock);
     int stopping = g->stop;
     pthread_mutex_unlock(&g->lock);
-    if (stopping)
-        engine_drain(g);
-    else
-        engine_fail(g, err);
-    /* jobs submitted after the failure end at once in gpu_count_shard; those that came before */
-    engine_take_input(g, 0);
-    while (g->walk_head) {
-        gpu_job_t *j = g->walk_head;
-        walk_pop(g);
-        job_settle(g, j, g->err);
-    }
+    /* stopping: what is not finished ends as cancelled */
+    engine_fail(g, stopping ? "the GPU engine stopped" : err, stopping);
     return NULL;
 }
 
@@ -402,6 +470,7 @@ static void engine_free(nq_gpu_t *g)
     pthread_mutex_destroy(&g->lock);
     pthread_cond_destroy(&g->wake);
     pthread_cond_destroy(&g->room);
+    pthread_cond_destroy(&g->gone);
     free(g);
 }
 
@@ -409,12 +478,15 @@ static void engine_free(nq_gpu_t *g)
 /* Test-only fault switches (builds with -DNQ_TEST_FAULTS=ON, never packages): NQ_FAULT_GPU_WRONG=P
    makes that share of shards (picked by their descriptor) count one weight-8 solution too many,
    with residues to match, as a miscounting device would; NQ_FAULT_GPU_LOST=K fails the K-th
-   launch as a lost device. */
+   launch as a lost device; NQ_FAULT_GPU_SLOW=S makes each launch last S seconds at least (a slow
+   device: a worker's CPU counting beside it, on a busy test machine). */
 static void engine_faults(nq_gpu_t *g)
 {
     const char *w = getenv("NQ_FAULT_GPU_WRONG"), *l = getenv("NQ_FAULT_GPU_LOST");
+    const char *slow = getenv("NQ_FAULT_GPU_SLOW");
     g->fault_wrong = w ? atof(w) : 0;
     g->fault_lost = l ? strtoull(l, NULL, 10) : 0;
+    g->fault_slow = slow ? atof(slow) : 0;
 }
 #endif
 
@@ -433,6 +505,8 @@ nq_gpu_t *gpu_open_backend(gpu_backend_t *b, const nq_gpu_cfg_t *cfg, char *err,
     pthread_mutex_init(&g->lock, NULL);
     pthread_cond_init(&g->wake, NULL);
     pthread_cond_init(&g->room, NULL);
+    pthread_cond_init(&g->gone, NULL);
+    g->budget_seen = g->budget;
 #ifdef NQ_TEST_FAULTS
     engine_faults(g);
 #endif
@@ -532,9 +606,9 @@ static int done_now(nq_gpu_done_fn done, void *ud, int rc, const nq_count_result
 static int engine_enqueue(nq_gpu_t *g, gpu_job_t *j, int *stopped, char *err, size_t errlen)
 {
     pthread_mutex_lock(&g->lock);
-    while (g->waiting >= MAX_WAITING && !g->stop && !g->failed)
+    while (g->waiting >= MAX_WAITING && !g->stop && !g->failing)
         pthread_cond_wait(&g->room, &g->lock);
-    int rc = g->stop || g->failed ? -1 : 0;
+    int rc = g->stop || g->failing ? -1 : 0;
     *stopped = g->stop;
     if (rc == 0) {
         j->next = NULL;
@@ -544,6 +618,8 @@ static int engine_enqueue(nq_gpu_t *g, gpu_job_t *j, int *stopped, char *err, si
             g->in_head = j;
         g->in_tail = j;
         g->waiting++;
+        g->live++;
+        g->held++;
         pthread_cond_signal(&g->wake);
     } else {
         snprintf(err, errlen, "%s", g->err);
@@ -552,11 +628,26 @@ static int engine_enqueue(nq_gpu_t *g, gpu_job_t *j, int *stopped, char *err, si
     return rc;
 }
 
+/* A shard the host counts alone (no GPU part, or one the fast search cannot hold), on this thread. */
+static int count_on_host(gpu_job_t *j, const nq_kernel_ctl_t *ctl, nq_gpu_done_fn done, void *ud)
+{
+    char err[256] = "";
+    nq_count_result_t r;
+    int rc = 0;
+    if (j->split.gpu)                   /* the GPU's part too */
+        rc = gpu_split_host_rest(&j->split, ctl, err, sizeof err);
+    if (rc == 0)
+        rc = gpu_split_host(&j->split, ctl, err, sizeof err);
+    if (rc == 0)
+        rc = gpu_split_finish(&j->split, 0, 0, &r, err, sizeof err);
+    free(j);
+    return done_now(done, ud, rc, rc == 0 ? &r : NULL, err);
+}
+
 int gpu_count_shard(nq_gpu_t *g, const uint8_t *spec, size_t len, const nq_kernel_ctl_t *ctl,
                     nq_gpu_done_fn done, void *ud)
 {
     char err[256] = "";
-    nq_count_result_t r;
     if (gpu_failed(g, err, sizeof err))
         return done_now(done, ud, -1, NULL, err);
     if (ctl && ctl->cancel && atomic_load(ctl->cancel))
@@ -564,20 +655,18 @@ int gpu_count_shard(nq_gpu_t *g, const uint8_t *spec, size_t len, const nq_kerne
     gpu_job_t *j = calloc(1, sizeof *j);
     if (!j)
         return done_now(done, ud, -1, NULL, "out of memory");
-    int rc = gpu_split_shard(spec, len, &j->split, ctl, err, sizeof err);
-    if (rc == 0 && j->split.gpu) {
+    if (gpu_split_plan(spec, len, &j->split, err, sizeof err) != 0) {
+        free(j);
+        return done_now(done, ud, -1, NULL, err);
+    }
+    if (j->split.gpu) {
         gpu_table_build(&j->split.plan, &j->tb);
         j->tb.level = (nq_u32)gpu_task_level(j->split.plan.m, g->cfg.rows_left);
-        /* a table the fast search cannot hold (n > 28, or rows far apart): the host counts it */
-        if (g->cfg.kernel == NQ_GPU_KERNEL_FAST && !gpu_fast_fits(&j->tb))
-            rc = gpu_split_host_rest(&j->split, ctl, err, sizeof err);
     }
-    if (rc != 0 || !j->split.gpu) {
-        if (rc == 0)
-            rc = gpu_split_finish(&j->split, 0, 0, &r, err, sizeof err);
-        free(j);
-        return done_now(done, ud, rc, rc == 0 ? &r : NULL, err);
-    }
+    /* a table the fast search cannot hold (n > 28, or rows far apart): the host counts it */
+    if (!j->split.gpu || (g->cfg.kernel == NQ_GPU_KERNEL_FAST && !gpu_fast_fits(&j->tb)))
+        return count_on_host(j, ctl, done, ud);
+    nq_kernel_ctl_t host = { ctl ? ctl->cancel : NULL, NULL };   /* progress: the engine's */
     if (ctl) {
         j->ctl = *ctl;
         j->cancel = ctl->cancel;
@@ -585,6 +674,7 @@ int gpu_count_shard(nq_gpu_t *g, const uint8_t *spec, size_t len, const nq_kerne
     j->done = done;
     j->ud = ud;
     j->walking = 1;
+    atomic_init(&j->parts, 2);
     j->spec_hash = hash_bytes(spec, len);
     gpu_expand_init(&j->ex, &j->tb, j->split.plan.colfix, (int)j->tb.level);
     int stopped;
@@ -592,5 +682,37 @@ int gpu_count_shard(nq_gpu_t *g, const uint8_t *spec, size_t len, const nq_kerne
         free(j);
         return done_now(done, ud, stopped ? 2 : -1, NULL, err);
     }
+    /* the GPU part is queued: now the host's, here, while the device counts */
+    if (g->host_hook)
+        g->host_hook(g->host_hook_ud);
+    j->host_rc = gpu_split_host(&j->split, &host, j->host_err, sizeof j->host_err);
+    job_part_over(g, j);
     return 0;
+}
+
+void gpu_load(nq_gpu_t *g, nq_gpu_load_t *l)
+{
+    pthread_mutex_lock(&g->lock);
+    l->held = g->held;
+    l->failing = g->failing || g->stop;
+    l->shard_s = g->shard_s;
+    l->held_s = g->held * g->shard_s;
+    /* NQ_GPU_SLOTS launches of the larger of the engine's budget and FILL_TASKS_A_LANE a lane */
+    double launch = (double)g->be->lanes * FILL_TASKS_A_LANE, fill = 0;
+    if (launch < g->budget_seen)
+        launch = g->budget_seen;
+    if (launch > g->cfg.max_tasks)
+        launch = g->cfg.max_tasks;
+    if (g->tasks_a_shard > 0)
+        fill = NQ_GPU_SLOTS * launch / g->tasks_a_shard;
+    if (fill > NQ_GPU_SLOTS * MAX_TABLES)
+        fill = NQ_GPU_SLOTS * MAX_TABLES;
+    l->fill = g->tasks_a_shard > 0 && fill < 1 ? 1 : (uint64_t)fill;
+    pthread_mutex_unlock(&g->lock);
+}
+
+void gpu_set_host_hook(nq_gpu_t *g, void (*fn)(void *ud), void *ud)
+{
+    g->host_hook = fn;
+    g->host_hook_ud = ud;
 }

@@ -43,6 +43,7 @@ struct gpu_backend {
     char name[200];                 /* "NAME (PLATFORM)" */
     const char *backend;            /* "OpenCL", "CUDA", "host" */
     char params[200];               /* what it was built with, one line */
+    uint32_t lanes;                 /* work-items a launch runs at once (groups x work-group) */
 };
 
 /* The OpenCL device cfg names, with the kernel built for it. NULL with a reason. */
@@ -53,6 +54,10 @@ gpu_backend_t *gpu_cuda_open(const char *path, const nq_gpu_cfg_t *cfg, char *er
 gpu_backend_t *gpu_host_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen);
 /* An engine over backend b (which it owns from then on, also on failure). */
 nq_gpu_t *gpu_open_backend(gpu_backend_t *b, const nq_gpu_cfg_t *cfg, char *err, size_t errlen);
+
+/* Tests: fn(ud) runs on the submitting thread just before a shard's host part, once its GPU
+   part is queued (NULL: none). Set before any shard is submitted. */
+void gpu_set_host_hook(nq_gpu_t *g, void (*fn)(void *ud), void *ud);
 
 /* cfg with its defaults filled in (gpu_cfg.c). */
 void gpu_cfg_resolve(nq_gpu_cfg_t *cfg);

@@ -42,67 +42,63 @@ static int host_fast(nq_plan_t *pl, nq_gpu_split_t *s, const nq_kernel_ctl_t *ct
     return rc;
 }
 
+/* The host's part: run (kind) on plan pl; its nodes the shard's or not. */
+static void host_part(nq_gpu_split_t *s, int kind, const nq_plan_t *pl, int nodes)
+{
+    s->host = kind;
+    s->hplan = *pl;
+    s->host_nodes = nodes;
+}
+
 /*
  * Top-down, m >= 2 (search_fast's case). The GPU takes the plan whenever its last row has a
  * weight-8 cell; the rare cells then get a pass of their own on the host with the last row cut
  * down to them, whose nodes are not the shard's (count_simd.c does the same). A last row of rare
  * cells only is the host's whole.
  */
-static int split_top(nq_plan_t *pl, nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl)
+static void split_top(nq_plan_t *pl, nq_gpu_split_t *s)
 {
-    uint64_t nodes = 0;
     if (!(plan_open(pl, pl->m - 1) & pl->leaf8)) {
-        int rc = host_fast(pl, s, ctl, &nodes);
-        s->nodes += nodes;
-        return rc;
+        host_part(s, NQ_GPU_HOST_FAST, pl, 1);
+        return;
     }
     s->gpu = 1;
     s->plan = *pl;
     if (!pl->leafx)
-        return 0;
+        return;
     nq_plan_t px = *pl;
     px.block[px.m - 1] |= ~pl->leafx;
     px.leaf8 = 0;
-    return host_fast(&px, s, ctl, &nodes);   /* nodes: the GPU counts the whole last row */
+    host_part(s, NQ_GPU_HOST_FAST, &px, 0);   /* nodes: the GPU counts the whole last row */
 }
 
 /* Bottom-up (count_flipped): b fixed, or free and split by its weight. */
-static int split_flipped(const nq_shard_desc_t *d, nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl)
+static void split_flipped(const nq_shard_desc_t *d, nq_gpu_split_t *s)
 {
     nq_plan_t p8, px;
-    uint64_t nx = 0;
     plan_init(&p8, d, 1);
     if (d->row_col[d->n - 1] >= 0) {
         if (p8.leaf8 && p8.m >= 2) {
             s->gpu = 1;
             s->plan = p8;
-            return 0;
+        } else {
+            host_part(s, NQ_GPU_HOST_LEAVES, &p8, 1);
         }
-        int rc = host_leaves(&p8, s, ctl, &nx);
-        s->nodes += nx;
-        return rc;
+        return;
     }
     plan_split_weight(d, &p8, &px);
-    if (d->bmaskx) {
-        int rc = host_leaves(&px, s, ctl, &nx);
-        s->nodes += nx;
-        if (rc)
-            return rc;
-    }
+    if (d->bmaskx)
+        host_part(s, NQ_GPU_HOST_LEAVES, &px, 1);
     if (d->bmask8) {
         s->gpu = 1;
         s->plan = p8;
     }
-    return 0;
 }
 
-int gpu_split_shard(const uint8_t *spec, size_t len, nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl,
-                    char *err, size_t errlen)
+int gpu_split_plan(const uint8_t *spec, size_t len, nq_gpu_split_t *s, char *err, size_t errlen)
 {
     nq_shard_desc_t d;
     nq_plan_t pl;
-    uint64_t nodes = 0;
-    int rc;
     memset(s, 0, sizeof *s);
     if (shard_decode(spec, len, &d, err, errlen))
         return -1;
@@ -112,21 +108,39 @@ int gpu_split_shard(const uint8_t *spec, size_t len, nq_gpu_split_t *s, const nq
     for (int r = 0; r < d.n; r++)
         free_rows += d.row_col[r] < 0;
     if (d.mode == NQ_SHARD_BORDER && free_rows >= 3 && d.flip) {
-        rc = split_flipped(&d, s, ctl);
-    } else {
-        plan_init(&pl, &d, 0);
-        if (d.mode == NQ_SHARD_BORDER && pl.m >= 2) {
-            rc = split_top(&pl, s, ctl);
-        } else {
-            rc = host_leaves(&pl, s, ctl, &nodes);
-            s->nodes += nodes;
-        }
+        split_flipped(&d, s);
+        return 0;
     }
+    plan_init(&pl, &d, 0);
+    if (d.mode == NQ_SHARD_BORDER && pl.m >= 2)
+        split_top(&pl, s);
+    else
+        host_part(s, NQ_GPU_HOST_LEAVES, &pl, 1);
+    return 0;
+}
+
+int gpu_split_host(nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl, char *err, size_t errlen)
+{
+    uint64_t nodes = 0;
+    int rc = 0;
+    if (s->host == NQ_GPU_HOST_FAST)
+        rc = host_fast(&s->hplan, s, ctl, &nodes);
+    else if (s->host == NQ_GPU_HOST_LEAVES)
+        rc = host_leaves(&s->hplan, s, ctl, &nodes);
+    if (rc == 0 && s->host_nodes && __builtin_add_overflow(s->nodes, nodes, &s->nodes))
+        rc = -1;
+    s->host = NQ_GPU_HOST_NONE;
     if (rc == 2)
         return 2;
-    if (rc != 0)
-        return nq_errf(err, errlen, "64-bit overflow counting the shard");
-    return 0;
+    return rc ? nq_errf(err, errlen, "64-bit overflow counting the shard") : 0;
+}
+
+int gpu_split_shard(const uint8_t *spec, size_t len, nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl,
+                    char *err, size_t errlen)
+{
+    if (gpu_split_plan(spec, len, s, err, errlen) != 0)
+        return -1;
+    return gpu_split_host(s, ctl, err, errlen);
 }
 
 int gpu_split_host_rest(nq_gpu_split_t *s, const nq_kernel_ctl_t *ctl, char *err, size_t errlen)

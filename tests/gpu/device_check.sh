@@ -10,12 +10,17 @@
 #  2. N=16..19 exact (the totals of tests/gpu/cpu-figures.tsv), and the parity kernel's nodes the CPU's;
 #  3. N=20 and 21: the peer (config3 with 5 rows, its best at N <= 22; config2 with 6 rows at 20) and
 #     nq's fast kernel through CUDA (loop in inline PTX) and OpenCL, in the same run: seconds, ratio;
-#  4. `nq run count 21 --gpu` against `nq bench count 21 --gpu` (the queue's cost);
-#  5. `nq estimate count 28 --gpu` (GPU-years);
-#  6. N=22 with nq's faster backend (then the peer's N=22, about 250 s, only with BUDGET to spare);
-#  7. the sweep at N=20 (SWEEP_N): CUDA's three loops, rows 13/14/15, blocks of 64/128/256, launch
+#  4. a GPU worker keeping its GPU busy, at N=21 with the faster backend (tests/gpu/feed_check.sh):
+#     a broker-fed `nq worker --gpu --gpu-only` against `nq bench count 21 --gpu`, one `nq worker
+#     --gpu` on all cores (GPU and CPU) against the GPU alone and 1/(1/T_gpu + 1/T_cpu) (T_cpu from
+#     `nq bench count 20` on all cores), `nq estimate count 21 --gpu` against the real time;
+#  5. `nq run count 21 --gpu` (GPU and CPU) against `nq bench count 21 --gpu`;
+#  6. `nq estimate count 28 --gpu` (GPU-years);
+#  7. N=22 with nq's faster backend when the time left fits it (about 9 x N=21's), then the peer's
+#     N=22 (about 250 s) only with BUDGET to spare;
+#  8. the sweep at N=20 (SWEEP_N): CUDA's three loops, rows 13/14/15, blocks of 64/128/256, launch
 #     lengths, persistent groups; OpenCL fast rows 13/15 and work-groups 64/256; parity on both;
-#  8. summary.txt: the tables, and results.tsv (one line a run) and the logs beside it.
+#  9. summary.txt: the tables, and results.tsv (one line a run) and the logs beside it.
 # Without an OpenCL platform it measures CUDA only; without CUDA (nvcc failed, no library), OpenCL
 # only; without either, it says so. A dry run without a GPU (pocl, small N, the peer and CUDA fail
 # gracefully):
@@ -221,7 +226,16 @@ for n in $N_RACE; do
     fi
 done
 
-# ---- 4. through the queue: nq run against nq bench ----
+# ---- 4. a GPU worker keeping its GPU busy (feed_check.sh: the issue's targets) ----
+if usable "$BEST" && [ -n "$(secs "$BEST" "$N_RUN")" ] && [ "$(left)" -gt 60 ]; then
+    # shellcheck disable=SC2086
+    env ${VENV[$BEST]} NQ="$NQ" LOG="$LOG" BENCH_T="$(secs "$BEST" "$N_RUN")" FEED_N="$N_RUN" \
+        FEED_CPU_N=$((N_RUN - 1)) LIMIT=$(($(left) - 15)) tests/gpu/feed_check.sh >/dev/null \
+        2>>"$LOG/check.log"
+    cat "$LOG/feed.log" >>"$LOG/check.log" 2>/dev/null
+fi
+
+# ---- 5. through the queue: nq run against nq bench ----
 RUN_T=
 bench_t=$(secs "$BEST" "$N_RUN")
 if usable "$BEST" && [ -n "$bench_t" ] && [ "$(left)" -gt 60 ]; then
@@ -239,7 +253,7 @@ if usable "$BEST" && [ -n "$bench_t" ] && [ "$(left)" -gt 60 ]; then
     rm -f "$db" "$db"-*
 fi
 
-# ---- 5. the N=28 projection ----
+# ---- 6. the N=28 projection ----
 EST=-
 if usable "$BEST" && [ "$(left)" -gt 60 ]; then
     lim=$(($(left) - 40)); [ "$lim" -gt 120 ] && lim=120
@@ -250,13 +264,17 @@ if usable "$BEST" && [ "$(left)" -gt 60 ]; then
     say "nq estimate count $EST_N --gpu ($BEST): ${EST:-failed} GPU-years"
 fi
 
-# ---- 6. N=22 ----
-if usable "$BEST" && [ "$(left)" -gt 90 ]; then
+# ---- 7. N=22, where it fits (about 9 x N=21's time) ----
+t21=$(secs "$BEST" "$N_RUN")
+want22=$(awk -v t="${t21:-1000}" 'BEGIN { printf "%d", 9 * t + 20 }')
+if usable "$BEST" && [ "$(left)" -gt "$want22" ]; then
     nqrun "$BEST" "$N_BIG" $(($(left) - 20))
+else
+    say "N=$N_BIG skipped: $(left)s left, it wants about ${want22}s"
 fi
 if [ "$(left)" -gt 330 ]; then peerrun 3 5 "$N_BIG"; fi
 
-# ---- 7. the sweep at SWEEP_N, most telling first, while time is left ----
+# ---- 8. the sweep at SWEEP_N, most telling first, while time is left ----
 for v in cuda-fast-vote cuda-fast-portable cuda-fast-ptx-rows13 cuda-fast-ptx-rows15 cuda-fast-ptx-wg64 \
          cuda-fast-ptx-wg256 opencl-fast-rows13 opencl-fast-rows15 cuda-parity opencl-parity \
          cuda-fast-ptx-launch1000 cuda-fast-ptx-launch250 cuda-fast-ptx-groups4 cuda-fast-ptx-unsorted \
@@ -267,7 +285,7 @@ for v in cuda-fast-vote cuda-fast-portable cuda-fast-ptx-rows13 cuda-fast-ptx-ro
     nqrun "$v" "$SWEEP_N" 40
 done
 
-# ---- 8. the summary ----
+# ---- 9. the summary ----
 {
     echo "GPU device check, $(date -u +%Y-%m-%d): ${card:-no GPU} (sm_${arch:-?}), $(nproc) host cores;" \
          "OpenCL $([ $OCL_OK = 1 ] && echo yes || echo no), CUDA $([ $CUDA_OK = 1 ] && echo yes || echo no)"
@@ -288,7 +306,11 @@ done
     p2=$(secs peer-c2-rows6 "$(echo $N_RACE | awk '{ print $1 }')")
     [ -n "$p2" ] && echo "(peer config2 with 6 rows at N=$(echo $N_RACE | awk '{ print $1 }'): ${p2}s)"
     echo
-    echo "nq run count $N_RUN --gpu: ${RUN_T:--}s against nq bench ${bench_t:--}s ($BEST; target: within 5 %)"
+    echo
+    cat "$LOG/feed.txt" 2>/dev/null || echo "(the GPU worker's feeding was not measured: no time or backend)"
+    echo
+    echo "nq run count $N_RUN --gpu (GPU and CPU, wall): ${RUN_T:--}s against nq bench ${bench_t:--}s" \
+         "($BEST; target: at most 1.05 x bench)"
     echo "nq estimate count $EST_N --gpu: ${EST:--} GPU-years ($BEST; target at N=28: <= 5)"
     echo
     echo "The sweep at N=$SWEEP_N (seconds):"

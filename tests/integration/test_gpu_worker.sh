@@ -4,8 +4,10 @@
 # no evidence: they agree on total, unique and residues, and their nodes, each kernel's own, are
 # not compared), then the same with a --gpu-kernel parity worker (nodes compared and equal: the
 # job's nodes are the CPU's); `nq workers` naming the device; a GPU that miscounts (test fault
-# switch) caught by the quorum; a GPU lost mid-job (its shards reported as errors, recounted
-# elsewhere, the worker exits 3); and no platform: one line, exit 3, nothing left behind.
+# switch) caught by the quorum; one worker (and nq run) counting on the GPU and the CPU at once, its
+# device slowed by a test switch, exact; a GPU lost mid-job (its shards reported as errors,
+# recounted elsewhere, the worker exits 3), also while the worker counts on the CPU (those shards
+# finish); and no platform: one line, exit 3, nothing left behind.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_gpu.sh"
 cd "$T" || exit 1
@@ -30,10 +32,10 @@ OCL_ICD_VENDORS=$T/no-vendors "$NQ" worker --gpu --connect tcp://127.0.0.1:9 >ou
 [ "$rc" = 3 ] && grep -q "nq worker: no OpenCL platform" err || fail "worker without platform: $rc $(cat err)"
 ok "no OpenCL platform: nq run and nq worker say so in one line, exit 3, no DB made"
 
-# one GPU worker (the fast kernel, the default) and one CPU worker, every shard counted by both:
-# quorum needs them to agree, on what both count alike
+# one GPU worker (the fast kernel, the default; --gpu-only: its shards all on the device) and one
+# CPU worker, every shard counted by both: quorum needs them to agree, on what both count alike
 start_broker q.db
-NQ_GPU_ROWS=6 start_worker gpu --gpu --threads 2 --id gpu1
+NQ_GPU_ROWS=6 start_worker gpu --gpu --gpu-only --threads 2 --id gpu1
 gpu_pid=$LAST_PID
 start_worker cpu --threads 1 --id cpu1
 cpu1_pid=$LAST_PID
@@ -55,7 +57,7 @@ ok "quorum 2 with a fast GPU worker and a CPU worker: exact, no conflict, no evi
 
 # the parity kernel beside the CPU: nodes compared too, and the job's nodes are the CPU's
 kill "$gpu_pid"
-NQ_GPU_ROWS=6 start_worker gpup --gpu-kernel parity --threads 2 --id gpup
+NQ_GPU_ROWS=6 start_worker gpup --gpu-kernel parity --gpu-only --threads 2 --id gpup
 gpu_pid=$LAST_PID
 wait_for 30 grep -q 'worker.join worker=gpup' "$T/broker.log" || fail "the parity GPU worker did not join"
 idp=$("$NQ" submit count 12 --quorum 2) || fail "submit quorum parity"
@@ -73,8 +75,9 @@ if ! "$NQ" --version | grep -q "fault switches"; then
     exit 0
 fi
 kill "$gpu_pid"
-# all three connected before the job, so the GPU worker takes its share of the shards
-NQ_FAULT_GPU_WRONG=0.5 NQ_GPU_ROWS=6 start_worker bad --gpu-kernel parity --threads 2 --id badgpu
+# all three connected before the job, so the GPU worker takes its share of the shards (all on its
+# miscounting device: --gpu-only)
+NQ_FAULT_GPU_WRONG=0.5 NQ_GPU_ROWS=6 start_worker bad --gpu-kernel parity --gpu-only --threads 2 --id badgpu
 bad_pid=$LAST_PID
 start_worker cpu2 --threads 1 --id cpu2
 cpu2_pid=$LAST_PID
@@ -89,6 +92,40 @@ wait_for 120 job_done "$id2" || fail "quorum job with a miscounting GPU did not 
 ok "a GPU that miscounts (residues and all): caught by the quorum, flagged; the answer exact"
 
 kill "$bad_pid" "$cpu2_pid" "$cpu1_pid"
+# stop_count LOG KEY: a count from a GPU worker's worker.stop line
+stop_count() { sed -n "s/.*event=worker.stop .*$2=\([0-9]*\).*/\1/p" "$1" | tail -1; }
+
+# a GPU worker that counts on the CPU beside its device, slowed by a test switch so that it holds
+# more than a second of work: exact, and both engines counted shards
+NQ_FAULT_GPU_SLOW=0.1 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 start_worker both --gpu --threads 4 --id both
+both_pid=$LAST_PID
+wait_for 30 grep -q 'worker.join worker=both' "$T/broker.log" || fail "the CPU+GPU worker did not join"
+id4=$("$NQ" submit count 13) || fail "submit count 13"
+wait_for 120 job_done "$id4" || fail "count 13 on one CPU+GPU worker did not finish"
+[ "$(job_field "$id4" total)" = "$(oeis_total 13)" ] || fail "CPU+GPU worker: total"
+[ "$(job_field "$id4" unique)" = "$(oeis_unique 13)" ] || fail "CPU+GPU worker: unique"
+kill -TERM "$both_pid"
+wait "$both_pid" || fail "the CPU+GPU worker did not stop cleanly"
+g=$(stop_count "$T/both.log" gpu_shards); c=$(stop_count "$T/both.log" cpu_shards)
+[ "${g:-0}" -gt 0 ] && [ "${c:-0}" -gt 0 ] \
+    || fail "one worker, GPU and CPU: want shards on both, got gpu=$g cpu=$c: $(grep stop "$T/both.log")"
+ok "one GPU worker counting on the CPU beside its device: exact, $g shards on the GPU and $c on the CPU"
+
+# nq run is the same worker: both engines; --gpu-only, the GPU alone
+export NQ_FAULT_GPU_SLOW=0.1 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024
+"$NQ" run count 13 --gpu --workers 4 --db both.db --json --log-level info >run.json 2>run.err \
+    || fail "run count 13 --gpu: $(tail -3 run.err)"
+[ "$(json_get total <run.json)" = "$(oeis_total 13)" ] || fail "run --gpu on both engines: total"
+g=$(stop_count run.err gpu_shards); c=$(stop_count run.err cpu_shards)
+[ "${g:-0}" -gt 0 ] && [ "${c:-0}" -gt 0 ] || fail "nq run --gpu: want both engines, got gpu=$g cpu=$c"
+"$NQ" run count 13 --gpu-only --workers 4 --db only.db --json --log-level info >run.json 2>run.err \
+    || fail "run count 13 --gpu-only: $(tail -3 run.err)"
+[ "$(json_get total <run.json)" = "$(oeis_total 13)" ] || fail "run --gpu-only: total"
+[ "$(stop_count run.err cpu_shards)" = 0 ] && [ "$(stop_count run.err gpu_shards)" -gt 0 ] \
+    || fail "nq run --gpu-only counted on the CPU: $(grep worker.stop run.err)"
+unset NQ_FAULT_GPU_SLOW NQ_GPU_ROWS NQ_GPU_MAX_TASKS
+ok "nq run count 13 --gpu: $g shards on the GPU and $c on the CPU, exact; --gpu-only: the GPU alone"
+
 # the GPU worker alone first, so that it holds shards when its device goes
 NQ_FAULT_GPU_LOST=3 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=2000 \
     "$NQ" worker --connect "$WEP" --gpu --threads 2 --id lost >lost.log 2>lost.err &
@@ -104,6 +141,27 @@ grep -q 'event=worker.gpu_failed' lost.err || fail "no worker.gpu_failed log lin
 wait_for 30 grep -q 'result.error.*worker=lost.*device lost' "$T/broker.log" \
     || fail "the broker did not hear of the lost shards as errors"
 start_worker cpu3 --threads 1 --id cpu3
+cpu3_pid=$LAST_PID
 wait_for 120 job_done "$id3" || fail "the job did not finish on a CPU worker"
 [ "$(job_field "$id3" total)" = "$(oeis_total 13)" ] || fail "total after a lost GPU"
 ok "a GPU lost mid-job: its shards come back as errors, the worker exits 3, the job is exact"
+
+# lost while it counts on the CPU too (CPU shards slowed to ~0.2 s, so some run when the device
+# goes): the GPU's shards come back as errors, the CPU's finish before it exits 3, the job is exact
+kill "$cpu3_pid"
+NQ_FAULT_GPU_SLOW=0.1 NQ_FAULT_GPU_LOST=40 NQ_FAULT_PACE=20000 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 \
+    "$NQ" worker --connect "$WEP" --gpu --threads 4 --id lost2 >lost2.log 2>lost2.err &
+lost2=$!
+PIDS+=("$lost2")
+wait_for 30 grep -q 'worker.join worker=lost2' "$T/broker.log" || fail "lost2 did not join"
+id5=$("$NQ" submit count 13) || fail "submit"
+wait "$lost2"; rc=$?
+[ "$rc" = 3 ] || fail "lost2 exits $rc, want 3: $(tail -3 lost2.err)"
+c=$(stop_count lost2.err cpu_shards)
+[ "${c:-0}" -gt 0 ] || fail "lost2 counted nothing on the CPU: $(grep -E 'worker.(stop|gpu_fail)' lost2.err)"
+wait_for 30 grep -q 'result.error.*worker=lost2.*device lost' "$T/broker.log" \
+    || fail "the broker did not hear of lost2's GPU shards as errors"
+start_worker cpu4 --threads 1 --id cpu4
+wait_for 120 job_done "$id5" || fail "the job did not finish after lost2"
+[ "$(job_field "$id5" total)" = "$(oeis_total 13)" ] || fail "total after lost2"
+ok "a GPU lost while the worker counts on the CPU too: GPU shards as errors, $c CPU shards sent, exit 3"

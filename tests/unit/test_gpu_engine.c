@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
 typedef struct {
     pthread_mutex_t lock;
@@ -328,6 +329,88 @@ T_TEST(test_gpu_cfg_kernel_defaults_and_checks)
     T_CHECK(gpu_cfg_kernel(&c, "", err, sizeof err) != 0);
 }
 
+/* A shard of n whose split has both a GPU part and a host part (a rare pass): its descriptor. */
+static size_t shard_with_host_part(int n, uint8_t *b)
+{
+    char err[256];
+    nq_shards_t *l = shards_new(NQ_KIND_COUNT, n, 1, err, sizeof err);
+    size_t len = 0;
+    for (size_t i = 0; l && i < shards_count(l) && !len; i++) {
+        nq_gpu_split_t sp;
+        size_t k = shards_get(l, i, b);
+        T_EQ_U64(gpu_split_plan(b, k, &sp, err, sizeof err), 0);
+        if (sp.gpu && sp.host != NQ_GPU_HOST_NONE)
+            len = k;
+    }
+    shards_destroy(&l);
+    T_CHECK(len > 0);
+    return len;
+}
+
+typedef struct { nq_gpu_t *g; int launched, failed_early; } hook_t;
+
+/* Before the host part: wait (10 s at most) until a launch has ended, which it can only when the
+   shard's GPU part was queued first. */
+static void wait_for_launch(void *ud)
+{
+    hook_t *h = ud;
+    for (int i = 0; i < 10000 && !h->launched; i++) {
+        nq_gpu_stats_t st;
+        gpu_stats(h->g, &st);
+        h->launched = st.launches > 0;
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    char err[256];
+    struct timespec ts = { 0, 50000000 };
+    nanosleep(&ts, NULL);
+    h->failed_early = gpu_failed(h->g, err, sizeof err);   /* never while a shard has not ended */
+}
+
+/* The GPU part is queued before the host part runs: the device counts while the host does its
+   part, and the shard, whose GPU part ends first, is finished by the host's thread, exact. */
+T_TEST(test_gpu_engine_queues_gpu_part_before_host_part)
+{
+    char err[256];
+    uint8_t b[NQ_MAX_SPEC];
+    size_t len = shard_with_host_part(12, b);
+    nq_gpu_t *g = host_engine(6, 1000);
+    hook_t h = { g, 0, 0 };
+    gpu_set_host_hook(g, wait_for_launch, &h);
+    sink_t s;
+    sink_init(&s, 1);
+    submit(g, &s, 0, b, len, NULL);
+    T_EQ_U64(s.done, 1);                /* ended by the time gpu_count_shard returned */
+    T_CHECK(h.launched);
+    nq_count_result_t want;
+    T_EQ_U64(count_shard(b, len, &want, NULL, err, sizeof err), 0);
+    T_EQ_U64(s.rc[0], 0);
+    T_EQ_U64(s.r[0].total, want.total);
+    T_EQ_U64(s.r[0].unique, want.unique);
+    T_EQ_U64(s.r[0].res13, want.res13);
+    nq_gpu_load_t ld;
+    gpu_load(g, &ld);
+    T_EQ_U64(ld.held, 0);
+    sink_free(&s);
+    gpu_close(&g);
+}
+
+/* What a worker sizes its feeders and credit by: the device's seconds a shard once enough shards
+   ended, the shards that fill the device, and nothing held once all ended. */
+T_TEST(test_gpu_engine_load_measures_shards)
+{
+    nq_gpu_t *g = host_engine(6, 1000);
+    nq_gpu_load_t ld;
+    gpu_load(g, &ld);
+    T_CHECK(ld.held == 0 && ld.shard_s == 0 && ld.fill == 0);
+    compare_list(g, 12, 2, NQ_SHARD_ENCODING);
+    gpu_load(g, &ld);
+    T_EQ_U64(ld.held, 0);
+    T_CHECK(ld.shard_s > 0 && ld.held_s == 0);
+    T_CHECK(ld.fill >= 1);
+    gpu_close(&g);
+}
+
 T_TEST(test_gpu_engine_cancel_ends_shards_cancelled)
 {
     char err[256];
@@ -421,6 +504,35 @@ T_TEST(test_gpu_engine_lost_device_fails_every_shard)
     fprintf(stderr, "  %zu exact before the loss, %zu failed\n", ok, failed);
     sink_free(&s);
     shards_destroy(&l);
+    gpu_close(&g);
+}
+
+/* A device lost while a shard's host part runs: the shard still ends with the error, and nobody
+   hears of the failure (gpu_failed) before it ended. */
+T_TEST(test_gpu_engine_lost_device_waits_for_host_parts)
+{
+    char err[256];
+    uint8_t b[NQ_MAX_SPEC];
+    size_t len = shard_with_host_part(12, b);
+    setenv("NQ_FAULT_GPU_LOST", "1", 1);
+    nq_gpu_t *g = host_engine(6, 1000);
+    unsetenv("NQ_FAULT_GPU_LOST");
+    hook_t h = { g, 0, 0 };
+    gpu_set_host_hook(g, wait_for_launch, &h);
+    sink_t s;
+    sink_init(&s, 1);
+    submit(g, &s, 0, b, len, NULL);
+    sink_wait(&s, 1);
+    T_CHECK(h.launched);
+    T_EQ_U64(h.failed_early, 0);
+    T_EQ_U64(s.rc[0], (uint64_t)-1);
+    T_CHECK(strstr(s.err, "device lost") != NULL);
+    for (int i = 0; i < 1000 && !gpu_failed(g, err, sizeof err); i++) {
+        struct timespec ts = { 0, 1000000 };
+        nanosleep(&ts, NULL);
+    }
+    T_CHECK(gpu_failed(g, err, sizeof err));
+    sink_free(&s);
     gpu_close(&g);
 }
 
