@@ -2,63 +2,36 @@
 #include "lister.h"
 #include "clock.h"
 #include "errf.h"
-#include "wake.h"
+#include "offload.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct item {
+    offload_item_t link;               /* first: what the offload queues */
     nq_lister_req_t req;
     nq_lister_done_t done;
-    struct item *next;
 } item_t;
 
-typedef struct { item_t *head, *tail; } queue_t;
-
 struct nq_lister {
-    pthread_mutex_t mu;                /* guards the two queues and `stopped` */
-    pthread_cond_t cv;                 /* a request came, or stop */
-    pthread_t th;
-    atomic_int stop;                   /* read by the list being built at every step */
-    int stopped;                       /* joined: asks are refused */
-    queue_t todo, done;
-    void *ctx;
-    char wake_ep[128];
+    nq_offload_t *o;
 };
 
-static void queue_push(queue_t *q, item_t *it)
+static void item_free(offload_item_t *it)
 {
-    it->next = NULL;
-    if (q->tail)
-        q->tail->next = it;
-    else
-        q->head = it;
-    q->tail = it;
+    item_t *x = (item_t *)it;
+    shards_destroy(&x->done.list);
+    free(x);
 }
 
-static item_t *queue_pop(queue_t *q)
+static void build(void *ud, offload_item_t *link, const atomic_int *stop)
 {
-    item_t *it = q->head;
-    if (it && !(q->head = it->next))
-        q->tail = NULL;
-    return it;
-}
-
-static void queue_free(queue_t *q)
-{
-    for (item_t *it; (it = queue_pop(q));) {
-        shards_destroy(&it->done.list);
-        free(it);
-    }
-}
-
-static void build(nq_lister_t *l, item_t *it)
-{
+    (void)ud;
+    item_t *it = (item_t *)link;
     const nq_lister_req_t *r = &it->req;
-    nq_shards_limits_t lim = { .max_shards = r->max_shards, .max_steps = r->max_steps, .stop = &l->stop,
+    nq_shards_limits_t lim = { .max_shards = r->max_shards, .max_steps = r->max_steps, .stop = stop,
                                .order = r->order };
     double t0 = nq_mono();
     it->done.ticket = r->ticket;
@@ -72,46 +45,14 @@ static void build(nq_lister_t *l, item_t *it)
     it->done.seconds = nq_mono() - t0;
 }
 
-static void *lister_main(void *arg)
-{
-    nq_lister_t *l = arg;
-    pthread_mutex_lock(&l->mu);
-    for (;;) {
-        while (!l->todo.head && !atomic_load(&l->stop))
-            pthread_cond_wait(&l->cv, &l->mu);
-        if (atomic_load(&l->stop))
-            break;
-        item_t *it = queue_pop(&l->todo);
-        pthread_mutex_unlock(&l->mu);
-        build(l, it);
-        pthread_mutex_lock(&l->mu);
-        queue_push(&l->done, it);
-        pthread_mutex_unlock(&l->mu);
-        wake_poke(l->ctx, l->wake_ep);  /* outside the lock: the loop may be taking answers */
-        pthread_mutex_lock(&l->mu);
-    }
-    pthread_mutex_unlock(&l->mu);
-    return NULL;
-}
-
 nq_lister_t *lister_new(void *ctx, const char *wake_ep, char *err, size_t errlen)
 {
     nq_lister_t *l = calloc(1, sizeof *l);
-    if (!l) {
-        nq_errf(err, errlen, "out of memory");
-        return NULL;
-    }
-    l->ctx = ctx;
-    snprintf(l->wake_ep, sizeof l->wake_ep, "%s", wake_ep);
-    atomic_init(&l->stop, 0);
-    pthread_mutex_init(&l->mu, NULL);
-    pthread_cond_init(&l->cv, NULL);
-    int rc = pthread_create(&l->th, NULL, lister_main, l);
-    if (rc != 0) {
-        pthread_cond_destroy(&l->cv);
-        pthread_mutex_destroy(&l->mu);
+    nq_offload_ops_t ops = { build, item_free, NULL, "lists shards" };
+    if (!l || !(l->o = offload_new(ctx, wake_ep, &ops, err, errlen))) {
+        if (!l)
+            nq_errf(err, errlen, "out of memory");
         free(l);
-        nq_errf(err, errlen, "cannot start the thread that lists shards: %s", strerror(rc));
         return NULL;
     }
     return l;
@@ -123,23 +64,12 @@ int lister_ask(nq_lister_t *l, const nq_lister_req_t *r)
     if (!it)
         return -1;
     it->req = *r;
-    pthread_mutex_lock(&l->mu);
-    int ok = !l->stopped;
-    if (ok) {
-        queue_push(&l->todo, it);
-        pthread_cond_signal(&l->cv);
-    }
-    pthread_mutex_unlock(&l->mu);
-    if (!ok)
-        free(it);
-    return ok ? 0 : -1;
+    return offload_ask(l->o, &it->link);
 }
 
 int lister_take(nq_lister_t *l, nq_lister_done_t *out)
 {
-    pthread_mutex_lock(&l->mu);
-    item_t *it = queue_pop(&l->done);
-    pthread_mutex_unlock(&l->mu);
+    item_t *it = (item_t *)offload_take(l->o);
     if (!it)
         return 0;
     *out = it->done;                    /* the list goes with it */
@@ -149,17 +79,7 @@ int lister_take(nq_lister_t *l, nq_lister_done_t *out)
 
 void lister_stop(nq_lister_t *l)
 {
-    pthread_mutex_lock(&l->mu);
-    int joined = l->stopped;
-    l->stopped = 1;
-    atomic_store(&l->stop, 1);
-    pthread_cond_signal(&l->cv);
-    pthread_mutex_unlock(&l->mu);
-    if (joined)
-        return;
-    pthread_join(l->th, NULL);
-    queue_free(&l->todo);
-    queue_free(&l->done);
+    offload_stop(l->o);
 }
 
 void lister_destroy(nq_lister_t **lp)
@@ -167,9 +87,7 @@ void lister_destroy(nq_lister_t **lp)
     nq_lister_t *l = *lp;
     if (!l)
         return;
-    lister_stop(l);
-    pthread_cond_destroy(&l->cv);
-    pthread_mutex_destroy(&l->mu);
+    offload_destroy(&l->o);
     free(l);
     *lp = NULL;
 }
