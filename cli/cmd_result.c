@@ -114,6 +114,7 @@ int cmd_result(int argc, char **argv)
     if (a.format && strcmp(a.format, "text") && strcmp(a.format, "bin"))
         return cli_usage_error("result", "--format for --out is text or bin");
     snprintf(a.req.op, sizeof a.req.op, "result");
+    client_default_db("result", &a.client);
     if ((rc = client_call_cmd("result", &a.client, &a.req, &rep)))
         return rc;
     if (a.client.json)
@@ -145,6 +146,7 @@ int cmd_export(int argc, char **argv)
     if (a.format && strcmp(a.format, "csv") && strcmp(a.format, "json"))
         return cli_usage_error("export", "--format is csv or json");
     snprintf(a.req.op, sizeof a.req.op, "export");
+    client_default_db("export", &a.client);
     uint64_t cursor = 0;
     for (int first = 1;; first = 0) {
         nq_client_reply_t rep;
