@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +30,9 @@
 
 #define RUN_WORKERS_EP "inproc://nq-run-workers"
 #define RUN_CONTROL_EP "inproc://nq-run-control"
+/* The local workers' id, the same in every run: a job resumed four times was counted by one
+   worker, not by four (a worker's default id names its process). */
+#define RUN_WORKER_ID "local"
 
 typedef struct { nq_broker_t *b; atomic_int stop; } broker_thread_t;
 typedef struct { nq_worker_t *w; atomic_int stop, ended; int rc; char err[512]; } worker_thread_t;
@@ -120,7 +124,8 @@ static int run_prepare(const char *db, nq_job_spec_t *spec, int fresh, uint64_t 
     store_destroy(&st);
     if (rc && db_was_new)
         run_unmake(db);
-    broker_db_unlock(lock, db, rc && lock_was_new);   /* the embedded broker takes it again */
+    broker_db_unlock(lock, db, rc == 0 || lock_was_new);   /* the embedded broker takes it again; a
+                                                             refused run leaves the folder as it was */
     return rc;
 }
 
@@ -219,6 +224,20 @@ static int print_result(const char *db, uint64_t id, int json)
     return rc;
 }
 
+/*
+ * The DB alone, as it was before the run: SQLite deletes the -wal and -shm files when the last
+ * connection that may write closes, but the stored answer is read through a read-only one, which
+ * leaves them. A connection that may write, opened and closed last, takes them away (where
+ * another process still uses the DB, it is not the last, and they stay as they must).
+ */
+static void run_tidy(const char *db)
+{
+    sqlite3 *h = NULL;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+        sqlite3_exec(h, "PRAGMA schema_version", NULL, NULL, NULL);   /* opens the WAL */
+    sqlite3_close(h);
+}
+
 /* Where to watch the run: http://HOST:PORT/jobs/ID, with the port really bound (ADDR may say 0). */
 static void print_url(nq_broker_t *b, const char *addr, uint64_t id)
 {
@@ -258,6 +277,7 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
     wc.connect = RUN_WORKERS_EP;
     wc.zmq_ctx = ctx;
     wc.threads = workers;
+    wc.id = RUN_WORKER_ID;
     /* the broker's commit (an fsync) delays the next task by milliseconds: with one shard queued
        per process, threads ran dry between short shards (N=18 at depth 2: 3.9 s on 2 threads
        against 2.8 s at depth 1); a queue of two per thread covers it */
@@ -333,6 +353,11 @@ int cmd_run(int argc, char **argv)
             return 130;
         }
     }
-    gpu_close(&gpu);                    /* the stored result was there already */
-    return print_result(db, id, a.client.json);
+    gpu_close(&gpu);
+    if (done)
+        fprintf(stderr, "nq run: job %llu was done before: its stored result (--fresh counts again)\n",
+                (unsigned long long)id);
+    rc = print_result(db, id, a.client.json);
+    run_tidy(db);
+    return rc;
 }
