@@ -412,7 +412,7 @@ static void csv_string(FILE *f, const char *s, size_t len)
     fputc('"', f);
 }
 
-/* One CSV cell: nil is empty, an array its values separated by spaces. */
+/* One CSV cell: nil is empty (an array is spread over cells by csv_row). */
 static void csv_cell(FILE *f, const msgpack_object *o)
 {
     char buf[64];
@@ -420,31 +420,54 @@ static void csv_cell(FILE *f, const msgpack_object *o)
     if (num) fputs(num, f);
     else if (o->type == MSGPACK_OBJECT_STR) csv_string(f, o->via.str.ptr, o->via.str.size);
     else if (o->type == MSGPACK_OBJECT_BOOLEAN) fputs(o->via.boolean ? "true" : "false", f);
-    else if (o->type == MSGPACK_OBJECT_ARRAY) {
-        for (uint32_t i = 0; i < o->via.array.size; i++) {
-            if (i) fputc(' ', f);
-            csv_cell(f, &o->via.array.ptr[i]);
+}
+
+/* A row's cells, an array's values each in a cell of its own: a solution's columns are as many
+   CSV columns, which a spreadsheet or a CSV reader can use, where one cell of them was text. */
+static void csv_row(FILE *f, const msgpack_object *row)
+{
+    int first = 1;
+    for (uint32_t i = 0; i < row->via.array.size; i++) {
+        const msgpack_object *c = &row->via.array.ptr[i];
+        uint32_t k = c->type == MSGPACK_OBJECT_ARRAY ? c->via.array.size : 1;
+        for (uint32_t e = 0; e < k; e++, first = 0) {
+            if (!first) fputc(',', f);
+            csv_cell(f, c->type == MSGPACK_OBJECT_ARRAY ? &c->via.array.ptr[e] : c);
         }
     }
+    fputc('\n', f);
+}
+
+/* The header: a column whose cells are arrays (in the first row) names each of its values. An
+   enumerate job's "cols" holds the column of each row's queen, so its names are row0, row1, ... */
+static void csv_header(FILE *f, const msgpack_object *cols, const msgpack_object *rows)
+{
+    const msgpack_object *row0 = rows->via.array.size ? &rows->via.array.ptr[0] : NULL;
+    for (uint32_t i = 0; i < cols->via.array.size; i++) {
+        const msgpack_object *name = &cols->via.array.ptr[i], *c = row0 ? &row0->via.array.ptr[i] : NULL;
+        if (i) fputc(',', f);
+        if (!c || c->type != MSGPACK_OBJECT_ARRAY) {
+            csv_cell(f, name);
+            continue;
+        }
+        int queens = name->via.str.size == 4 && !memcmp(name->via.str.ptr, "cols", 4);
+        for (uint32_t e = 0; e < c->via.array.size; e++) {
+            char h[80];
+            snprintf(h, sizeof h, "%s%u", queens ? "row" : "", e);
+            if (e) fputc(',', f);
+            if (!queens) csv_cell(f, name);
+            fputs(h, f);
+        }
+    }
+    fputc('\n', f);
 }
 
 static void export_csv(FILE *f, const msgpack_object *cols, const msgpack_object *rows, int first_page)
 {
-    if (first_page) {
-        for (uint32_t i = 0; i < cols->via.array.size; i++) {
-            if (i) fputc(',', f);
-            csv_cell(f, &cols->via.array.ptr[i]);
-        }
-        fputc('\n', f);
-    }
-    for (uint32_t r = 0; r < rows->via.array.size; r++) {
-        const msgpack_object *row = &rows->via.array.ptr[r];
-        for (uint32_t i = 0; i < row->via.array.size; i++) {
-            if (i) fputc(',', f);
-            csv_cell(f, &row->via.array.ptr[i]);
-        }
-        fputc('\n', f);
-    }
+    if (first_page)
+        csv_header(f, cols, rows);
+    for (uint32_t r = 0; r < rows->via.array.size; r++)
+        csv_row(f, &rows->via.array.ptr[r]);
 }
 
 static void export_json(FILE *f, const msgpack_object *cols, const msgpack_object *rows,

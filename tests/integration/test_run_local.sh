@@ -40,7 +40,10 @@ rows=$("$NQ" export "$eid" --db run.db --format csv | tail -n +2 | wc -l)
 uniq=$("$NQ" export "$eid" --db run.db --format csv --unique | tail -n +2 | wc -l)
 [ "$uniq" = 12 ] || fail "enumerate 8 --unique exported $uniq rows"
 "$NQ" export "$eid" --db run.db --format csv | tail -n +2 | sort -c || fail "not in canonical order"
-ok "enumerate 8: 92 solutions in order, 12 classes"
+"$NQ" export "$eid" --db run.db --format csv >enum.csv
+[ "$(head -1 enum.csv)" = row0,row1,row2,row3,row4,row5,row6,row7 ] || fail "enumerate CSV header: $(head -1 enum.csv)"
+awk -F, 'NR > 1 && NF != 8 { bad = 1 } END { exit bad }' enum.csv || fail "an enumerate CSV row is not 8 cells"
+ok "enumerate 8: 92 solutions in order, one CSV column per row's queen, 12 classes"
 
 for bad in "count 0" "count 33" "count abc" "count -1" "solve 3" "enumerate 17" "frob 8" "count" \
            "count 8 --workers 0" "count 8 --algo qs4" "solve 100 --algo nope" "count 8 --depth 99"; do

@@ -195,10 +195,10 @@ T_TEST(test_export_csv)
     T_CHECK(render_export(f, doc_obj(&p1), 1, 1, 0) == 2);
     T_CHECK(render_export(f, doc_obj(&p2), 1, 0, 1) == 2);
     T_EQ_STR(cap_text(&c),
-             "idx,worker,cols\n"
-             "0,plain,1 3 0 2\n"
+             "idx,worker,row0,row1,row2,row3\n"   /* a solution's columns, one CSV column each */
+             "0,plain,1,3,0,2\n"
              "1,\"a,b\",\n"
-             "2,\"say \"\"hi\"\"\nbye\",1 3 0 2\n"
+             "2,\"say \"\"hi\"\"\nbye\",1,3,0,2\n"
              "3,plain,\n");
     free(c.text);
     doc_free(&p1);
