@@ -47,7 +47,7 @@ static void list_methods(void)
         char range[48];
         snprintf(range, sizeof range, "%llu..%llu", (unsigned long long)s->n_min,
                  (unsigned long long)s->n_max);
-        printf("%-18s %-16s %s%s\n", s->name, range, s->summary, i == 0 ? " [default]" : "");
+        printf("%-18s %-16s %s\n", s->name, range, s->summary);   /* the default's says so */
     }
 }
 
