@@ -93,6 +93,9 @@ int web_doc_export(nq_http_t *h, uint64_t job, uint64_t cursor, uint32_t rows, w
                    char *err, size_t errlen);
 void web_doc_free(web_doc_t *d);
 void web_db_close(nq_http_t *h);
+/* The jobs that ended, for /metrics (malloc'd; the caller frees it); NULL when the DB cannot be
+   read: the scrape then shows the snapshot alone. */
+nq_metrics_ended_t *web_metrics_ended(nq_http_t *h);
 
 /* ---- web_html.c ---- */
 

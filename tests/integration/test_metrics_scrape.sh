@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The broker's /metrics endpoint scraped during a run; its counters checked
-# against the store once the job is done.
+# against the store once the job is done, when its shards still count and its
+# series stay, in their final state.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
 
@@ -30,3 +31,12 @@ alive=$(metric nq_workers_alive <after.txt)
 [ "${alive%.*}" = 1 ] || fail "workers_alive $alive"
 grep -q 'nq_store_commit' after.txt || fail "no commit latency"
 ok "/metrics during and after a run: results_total $results >= $done_db done shards in the store, 1 worker alive"
+total=$(sql m.db "SELECT shards_total FROM jobs WHERE id=$id")
+[ "$(metric 'nq_shards\{state="done"\}' <after.txt)" = "$total" ] ||
+    fail "nq_shards{state=done} is $(metric 'nq_shards\{state="done"\}' <after.txt) after $total done shards"
+[ "$(metric "nq_job_shards_done\\{job_id=\"$id\"\\}" <after.txt)" = "$total" ] ||
+    fail "the done job's nq_job_shards_done: $(grep nq_job_shards_done after.txt)"
+grep -q "^nq_job_info{job_id=\"$id\",kind=\"count\",n=\"15\",state=\"done\"} 1" after.txt ||
+    fail "the done job's nq_job_info: $(grep nq_job_info after.txt)"
+[ "$(metric nq_jobs_active <after.txt)" = 0 ] || fail "nq_jobs_active after the job: $(metric nq_jobs_active <after.txt)"
+ok "after the job: nq_shards{state=done} $total, its series kept in state done, 0 active jobs"
