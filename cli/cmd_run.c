@@ -15,6 +15,7 @@
 #include "render.h"
 #include "signals.h"
 #include "store.h"
+#include "u128.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -142,7 +143,20 @@ static int job_pace(const msgpack_object *job, double started, uint64_t *done, u
     return 0;
 }
 
-static void progress_bar(const msgpack_object *job, double started)
+/* Seconds as the bar shows them: 25s, 3m05s, 2h10m. */
+static const char *eta_str(double s, char *buf, size_t len)
+{
+    unsigned long long t = s >= 0 && s < 1e9 ? (unsigned long long)(s + 0.5) : 0;
+    if (!(s >= 0 && s < 1e9)) snprintf(buf, len, "-");
+    else if (t < 60) snprintf(buf, len, "%llus", t);
+    else if (t < 3600) snprintf(buf, len, "%llum%02llus", t / 60, t % 60);
+    else snprintf(buf, len, "%lluh%02llum", t / 3600, t / 60 % 60);
+    return buf;
+}
+
+/* The bar; eta: the broker's estimate (nq status's, which weighs a count's work by its nodes), or
+   below 0 to take the shards' pace. */
+static void progress_bar(const msgpack_object *job, double started, double eta_known)
 {
     uint64_t done, total;
     double rate, eta;
@@ -153,8 +167,24 @@ static void progress_bar(const msgpack_object *job, double started)
     for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '#' : '.';
     bar[width] = 0;
-    fprintf(stderr, "\r[%s] %llu/%llu shards  %.1f/s  ETA %.0fs   ", bar, (unsigned long long)done,
-            (unsigned long long)total, rate, eta);
+    char d[NQ_U128_GROUPED], t[NQ_U128_GROUPED], e[32];
+    fprintf(stderr, "\r[%s] %s/%s shards  %.*f/s  ETA %s   ", bar, u128_group(done, d), u128_group(total, t),
+            rate < 10 ? 2 : rate < 1000 ? 1 : 0, rate, eta_str(eta_known >= 0 ? eta_known : eta, e, sizeof e));
+}
+
+/* The job's ETA as nq status gives it, or -1. A query of the committed rows: asked once a second. */
+static double status_eta(const nq_client_opts_t *co, uint64_t id)
+{
+    nq_ctl_req_t req = { .job = id };
+    nq_client_reply_t rep;
+    double eta = -1;
+    snprintf(req.op, sizeof req.op, "status");
+    client_call(co, &req, &rep);
+    const msgpack_object *o = rep.code == 0 ? render_get(&rep.doc, "eta") : NULL;
+    if (o && (o->type == MSGPACK_OBJECT_FLOAT64 || o->type == MSGPACK_OBJECT_FLOAT32))
+        eta = o->via.f64;
+    client_reply_free(&rep);
+    return eta;
 }
 
 /*
@@ -181,18 +211,22 @@ static const char *run_wait(void *ctx, uint64_t id, const atomic_int *worker_end
     nq_ctl_req_t req = { .job = id };
     snprintf(req.op, sizeof req.op, "progress");   /* from the broker's memory: cheap to ask often */
     int tty = isatty(STDERR_FILENO);
-    double started = nq_mono();
+    double started = nq_mono(), eta = -1, eta_asked = 0;
     static char state[32];
     while (!nq_stop && !atomic_load(worker_ended)) {
         nq_client_reply_t rep;
         useconds_t wait = 20000;
+        if (tty && nq_mono() - eta_asked >= 1) {
+            eta = status_eta(&co, id);
+            eta_asked = nq_mono();
+        }
         client_call(&co, &req, &rep);
         if (rep.code == 0) {
             const msgpack_object *s = render_get(&rep.doc, "state");
             int str = s && s->type == MSGPACK_OBJECT_STR && s->via.str.size < sizeof state;
             snprintf(state, sizeof state, "%.*s", str ? (int)s->via.str.size : 0, str ? s->via.str.ptr : "");
             if (tty)
-                progress_bar(&rep.doc, started);
+                progress_bar(&rep.doc, started, eta >= 0 ? eta - (nq_mono() - eta_asked) : -1);
             wait = poll_interval_us(&rep.doc, started);
         }
         client_reply_free(&rep);

@@ -72,11 +72,12 @@ static void send_hello(nq_worker_t *w)
     nq_msg_t m = { .type = NQ_MSG_HELLO };
     snprintf(m.u.hello.worker_id, sizeof m.u.hello.worker_id, "%s", w->id);
     snprintf(m.u.hello.host, sizeof m.u.hello.host, "%s", w->host);
-    /* a GPU worker names its device: `nq workers` and the web view show it beside its rate */
+    /* what it counts with (its GPU, or the CPU kernel: avx512, scalar): `nq workers` and the web
+       view show it beside its rate */
     if (w->cfg.gpu)
         snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s gpu: %s", NQ_VERSION, gpu_name(w->cfg.gpu));
     else
-        snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s", NQ_VERSION);
+        snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s %s", NQ_VERSION, count_kernel_name());
     m.u.hello.nonce = w->nonce;
     m.u.hello.threads = w->cfg.threads;
     send_msg(w, &m);

@@ -17,6 +17,7 @@
 #include "clock.h"
 
 #include "enumerate.h"
+#include "shard.h"
 #include "solfile.h"
 
 #include <math.h>
@@ -327,10 +328,27 @@ static void pk_time(msgpack_packer *pk, int has, double t)
     else msgpack_pack_nil(pk);
 }
 
+/*
+ * How much of a job is done, from 0 to 1, for its ETA. Shards are handed out largest first, so
+ * the share of shards done lags the share of work done (an ETA of 212 s where 25 s was left).
+ * A count's nodes are a measure of its work that does not depend on the machine: their share of
+ * the planning model's nodes for N (shard_count_nodes, within 25 % from N = 15 on) runs with
+ * the work. The larger of the two shares counts; once the nodes pass the model (a model below
+ * the truth), the shards alone.
+ */
+static double job_fraction_done(const qjob_t *j)
+{
+    double shards = j->shards_total ? (double)j->shards[NQ_SHARD_DONE] / (double)j->shards_total : 0;
+    if (strcmp(j->kind, "count") != 0 || j->n < 1 || j->n > NQ_SHARD_MAX_N)
+        return shards;
+    double nodes = (double)j->nodes / shard_count_nodes((int)j->n);
+    return nodes < 1 && nodes > shards ? nodes : shards;
+}
+
 /* elapsed, rate and eta: from the start to the finish (or now). */
 static void pk_progress(msgpack_packer *pk, const qjob_t *j)
 {
-    double elapsed = 0, rate = 0;
+    double elapsed = 0, rate = 0, done = job_fraction_done(j);
     if (j->has_started) {
         double end = j->has_finished ? j->finished : nq_wall();
         elapsed = end > j->started ? end - j->started : 0;
@@ -340,11 +358,10 @@ static void pk_progress(msgpack_packer *pk, const qjob_t *j)
     query_pack_str(pk, "elapsed"); msgpack_pack_double(pk, elapsed);
     query_pack_str(pk, "rate"); msgpack_pack_double(pk, rate);
     query_pack_str(pk, "eta");
-    uint64_t left = j->shards_total > j->shards[NQ_SHARD_DONE] ? j->shards_total - j->shards[NQ_SHARD_DONE] : 0;
     if (strcmp(j->state, "done") == 0)
         msgpack_pack_double(pk, 0);
-    else if (strcmp(j->state, "running") == 0 && rate > 0)
-        msgpack_pack_double(pk, (double)left / rate);
+    else if (strcmp(j->state, "running") == 0 && elapsed > 0 && done > 0)
+        msgpack_pack_double(pk, elapsed * (1 - done) / done);
     else
         msgpack_pack_nil(pk);
 }

@@ -20,7 +20,8 @@
  *   shards_pending, shards_leased, shards_failed, shards_conflict,
  *   shards_cancelled, created_at, started_at, finished_at (float seconds or nil),
  *   elapsed (seconds since start, to finish or now), rate (done shards/s),
- *   eta (seconds; 0 when done; nil when unknown or not running), and per kind
+ *   eta (seconds; 0 when done; nil when unknown or not running; a count's from its
+ *   nodes against the planning model's, as its largest shards go first), and per kind
  *   count: total, unique, nodes (sums over done shards), final (state is done);
  *   solve: algo, solutions_found, seeds_done;  enumerate: solutions.
  */

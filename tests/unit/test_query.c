@@ -312,6 +312,45 @@ T_TEST(test_job_count)
     sqlite3_close(db);
 }
 
+/* A count hands out its largest shards first, so its ETA follows its nodes against the planning
+   model's (machine-free), not its shards: 2 of 100 shards done with half the model's nodes after
+   100 s is 100 s to go, not 4,900. Past the model, and for other kinds, the shards decide. */
+T_TEST(test_eta_follows_a_counts_nodes)
+{
+    sqlite3 *db = db_new();
+    double now = (double)time(NULL), half = shard_count_nodes(18) / 2;
+    job_add(db, 1, "count", 18, "running", 100);
+    sql(db, "UPDATE jobs SET started_at = %.3f WHERE id = 1", now - 100);
+    for (int i = 0; i < 2; i++)
+        shard_add(db, 1, (uint64_t)i, &(shard_t){ .state = "done", .worker = "w", .nodes = (uint64_t)(half / 2) });
+    doc_t d;
+    doc_init(&d);
+    T_CHECK(query_job(db, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
+    const msgpack_object *j = doc_obj(&d);
+    double el = getd(j, "elapsed");
+    NEAR(getd(j, "eta"), el, 1);
+    doc_free(&d);
+
+    sql(db, "UPDATE jobs SET nodes_lo = 0, nodes_hi = 4 WHERE id = 1");   /* 1.7e10 nodes: past the model */
+    doc_init(&d);
+    T_CHECK(query_job(db, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
+    j = doc_obj(&d);
+    NEAR(getd(j, "eta"), getd(j, "elapsed") * 98 / 2, 1);
+    doc_free(&d);
+
+    job_add(db, 2, "solve", 100, "running", 100);
+    sql(db, "UPDATE jobs SET started_at = %.3f WHERE id = 2", now - 100);
+    for (int i = 0; i < 2; i++)
+        shard_add(db, 2, (uint64_t)i, &(shard_t){ .state = "done", .worker = "w", .algo = "qs4", .seed = (uint64_t)i,
+                                                  .nodes = 1u << 30 });
+    doc_init(&d);
+    T_CHECK(query_job(db, 2, NULL, &d.pk, d.err, sizeof d.err) == 0);
+    j = doc_obj(&d);
+    NEAR(getd(j, "eta"), getd(j, "elapsed") * 98 / 2, 1);
+    doc_free(&d);
+    sqlite3_close(db);
+}
+
 /* A missing job: -1 and a reason, and nothing appended to the caller's buffer. */
 T_TEST(test_missing_job)
 {
