@@ -239,6 +239,9 @@ void render_job(FILE *f, const msgpack_object *job)
     fprintf(f, ", %s pending, %s leased, %s failed, %s conflict\n",
             get_count(job, "shards_pending", a, sizeof a), get_count(job, "shards_leased", b, sizeof b),
             get_count(job, "shards_failed", c, sizeof c), get_count(job, "shards_conflict", d, sizeof d));
+    if (render_get(job, "copies_open"))   /* spot-check copies and quorum votes still to come */
+        fprintf(f, "  %-9s %s more copies of shards to count (spot-checks, quorum votes)\n", "copies",
+                get_count(job, "copies_open", a, sizeof a));
     fprintf(f, "  %-9s %s, started %s, finished %s\n", "created", get_time(job, "created_at", a, sizeof a),
             get_time(job, "started_at", b, sizeof b), get_time(job, "finished_at", c, sizeof c));
     fprintf(f, "  %-9s %s, %s shards/s, ETA %s\n", "elapsed", get_duration(job, "elapsed", a, sizeof a),

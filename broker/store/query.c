@@ -315,6 +315,7 @@ uint32_t query_job_npairs(const qjob_t *j)
 {
     uint32_t n = 21;
     if (j->evidence > 0) n++;
+    if (j->copies > 0) n++;
     if (strcmp(j->kind, "count") == 0) n += 4;
     else if (strcmp(j->kind, "solve") == 0) n += 3;
     else if (strcmp(j->kind, "enumerate") == 0) n += 1;
@@ -406,6 +407,9 @@ void query_pack_job(msgpack_packer *pk, const qjob_t *j)
     query_pack_str(pk, "waiting");
     if (j->waiting[0]) query_pack_str(pk, j->waiting);
     else msgpack_pack_nil(pk);
+    if (j->copies > 0) {
+        query_pack_str(pk, "copies_open"); msgpack_pack_uint64(pk, j->copies);
+    }
     query_pack_str(pk, "evidence"); msgpack_pack_uint64(pk, j->evidence);
     if (j->evidence > 0) {
         query_pack_str(pk, "evidence_by");
@@ -430,14 +434,23 @@ void query_pack_job(msgpack_packer *pk, const qjob_t *j)
 typedef struct { uint64_t id; const query_live_t *live; } job_args_t;
 
 /* An active job's pending and leased figures are the broker's (copies, in memory); the store's
-   would count a quorum shard with a vote in as leased for as long as it waits for a second. */
+   would count a quorum shard with a vote in as leased for as long as it waits for a second. They
+   count copies, though: a shard under a quorum has several, and a done shard a spot-check copy,
+   so "759/759 done, 16 pending" once said that checks were waiting. The shards without a decision
+   are pending or leased; the copies beyond them are counted apart. */
 static void job_live(qjob_t *j, const query_live_t *live)
 {
     uint64_t pending, leased;
-    if (live && live->job && live->job(live->ud, j->id, &pending, &leased, j->waiting, sizeof j->waiting) == 0) {
-        j->shards[NQ_SHARD_PENDING] = pending;
-        j->shards[NQ_SHARD_LEASED] = leased;
-    }
+    if (!live || !live->job || live->job(live->ud, j->id, &pending, &leased, j->waiting, sizeof j->waiting) != 0)
+        return;
+    uint64_t open = j->shards_total, settled[3] = { j->shards[NQ_SHARD_DONE], j->shards[NQ_SHARD_FAILED],
+                                                     j->shards[NQ_SHARD_CONFLICT] };
+    for (int i = 0; i < 3; i++)
+        open = open > settled[i] ? open - settled[i] : 0;
+    uint64_t l = leased < open ? leased : open, p = pending < open - l ? pending : open - l;
+    j->shards[NQ_SHARD_PENDING] = p;
+    j->shards[NQ_SHARD_LEASED] = l;
+    j->copies = (pending - p) + (leased - l);
 }
 
 static int job_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_t errlen)

@@ -18,7 +18,9 @@
  *
  * job document: id, kind, n, state, priority, shards_total, shards_done,
  *   shards_pending, shards_leased, shards_failed, shards_conflict,
- *   shards_cancelled, created_at, started_at, finished_at (float seconds or nil),
+ *   shards_cancelled (pending and leased count shards without a decision), copies_open (only when
+ *   not 0: copies beyond one a shard, quorum votes and spot-checks, waiting or out), created_at,
+ *   started_at, finished_at (float seconds or nil),
  *   elapsed (seconds since start, to finish or now), rate (done shards/s),
  *   eta (seconds; 0 when done; nil when unknown or not running; a count's from its
  *   nodes against the planning model's, as its largest shards go first), and per kind

@@ -69,6 +69,8 @@ typedef struct {
     uint64_t evidence, nevidence_by;
     char evidence_by[QJOB_FLAGGED_MAX][64];
     char waiting[160];                        /* from the broker (query_live_t), "" when not waiting */
+    uint64_t copies;                          /* from the broker: copies beyond one a shard (quorum
+                                                 votes, spot-checks) waiting or out */
     int refused;                              /* its row holds what nq could not have written */
 } qjob_t;
 
