@@ -7,6 +7,7 @@ cd "$T" || exit 1
 
 start_broker m.db --metrics "127.0.0.1:@MPORT@"
 start_worker w1 --threads 2
+grep -q "event=http.listen url=http://127.0.0.1:$MPORT/" "$T/broker.log" || fail "the broker did not log its URL: $(head -5 "$T/broker.log")"
 
 scrape() {
     exec 3<>"/dev/tcp/127.0.0.1/$MPORT" || return 1
@@ -30,7 +31,7 @@ results=$(metric nq_results_total <after.txt)
 alive=$(metric nq_workers_alive <after.txt)
 [ "${alive%.*}" = 1 ] || fail "workers_alive $alive"
 grep -q 'nq_store_commit' after.txt || fail "no commit latency"
-ok "/metrics during and after a run: results_total $results >= $done_db done shards in the store, 1 worker alive"
+ok "the broker logs its URL; /metrics during and after a run: results_total $results >= $done_db done shards in the store, 1 worker alive"
 total=$(sql m.db "SELECT shards_total FROM jobs WHERE id=$id")
 [ "$(metric 'nq_shards\{state="done"\}' <after.txt)" = "$total" ] ||
     fail "nq_shards{state=done} is $(metric 'nq_shards\{state="done"\}' <after.txt) after $total done shards"
