@@ -186,6 +186,7 @@ int query_job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t er
         j->seed0 = row.spec.seed0;
         j->restarts = row.spec.restarts;
         j->verify_ppm = row.spec.verify_ppm;
+        j->quorum = row.spec.quorum;
         j->checks = row.checks;
         j->disagreed = row.disagreed;
         j->evidence = row.evidence;
@@ -450,7 +451,10 @@ static void job_live(qjob_t *j, const query_live_t *live)
     uint64_t l = leased < open ? leased : open, p = pending < open - l ? pending : open - l;
     j->shards[NQ_SHARD_PENDING] = p;
     j->shards[NQ_SHARD_LEASED] = l;
-    j->copies = (pending - p) + (leased - l);
+    /* only a job that makes copies has any: elsewhere an excess is the live figures running ahead
+       of the committed rows (the web view's snapshot is up to a second old) */
+    if (j->quorum > 1 || j->verify_ppm > 0)
+        j->copies = (pending - p) + (leased - l);
 }
 
 static int job_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_t errlen)

@@ -49,7 +49,7 @@ int query_count_rows(sqlite3 *db, const char *sql, uint64_t id, uint64_t *out, c
 #define ST_COUNT (NQ_SHARD_CANCELLED + 1)   /* shard states, named by store_shard_state_name */
 
 typedef struct {
-    uint64_t id, n, seed0, restarts;
+    uint64_t id, n, seed0, restarts, quorum;
     char kind[16], state[16], algo[128];
     int64_t priority;
     uint64_t shards_total, shards[ST_COUNT];

@@ -99,6 +99,9 @@ long_count_n() {
     awk -v s="${s:-1}" 'BEGIN { n = 15; t = s; while (n < 18 && t < 3) { n++; t *= 6.5 } print n }'
 }
 
+# grouped N: N with its digits grouped by three, as nq writes counts for people (4,968,057,848).
+grouped() { echo "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
+
 # json_get KEY < one JSON object: a top-level scalar (numbers and plain strings).
 json_get() { grep -o "\"$1\":[^,}]*" | head -1 | cut -d: -f2- | tr -d '"'; }
 

@@ -17,6 +17,7 @@ scrape() {
 }
 metric() { grep -E "^$1(\{[^}]*\})? " | awk '{print $2}' | head -1; }
 
+wait_for 30 bash -c "'$NQ' workers | grep -Eq 'nq-[0-9.]+ (avx512|scalar)'" || fail "nq workers does not name the worker's CPU kernel: $("$NQ" workers)"
 id=$("$NQ" submit count 15) || fail "submit"
 scrape >during.txt || fail "scrape during the run"
 grep -q "200 OK" during.txt || fail "no 200 from /metrics"
