@@ -23,7 +23,8 @@ int broker_metrics_start(nq_broker_t *b, char *err, size_t errlen)
     /* where to point a browser: the port really bound (ADDR may say 0) */
     const char *colon = strrchr(b->cfg.metrics, ':');
     int hostlen = colon ? (int)(colon - b->cfg.metrics) : 0;
-    nq_log(NQ_LOG_INFO, "http.listen", "url=http://%.*s:%u/", hostlen, b->cfg.metrics, (unsigned)http_port(b->metrics));
+    nq_log(NQ_LOG_INFO, "http.listen", "url=http://%.*s:%u/", hostlen, b->cfg.metrics,
+           (unsigned)http_port(b->metrics));
     return 0;
 }
 

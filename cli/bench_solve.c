@@ -126,7 +126,8 @@ static void report(const bs_args_t *a, const nq_solve_stats_t *st, double solve_
     char gn[NQ_U128_GROUPED], gs[NQ_U128_GROUPED], gr[NQ_U128_GROUPED];
     printf("algo      %s\nn         %s\nseed      %llu\nsteps     %s\nrestarts  %s\n"
            "solve_s   %.3f\nverify_s  %.3f\n", a->algo->name, u128_group(a->n, gn),
-           (unsigned long long)a->seed, u128_group(st->steps, gs), u128_group(st->restarts, gr), solve_s, verify_s);
+           (unsigned long long)a->seed, u128_group(st->steps, gs), u128_group(st->restarts, gr), solve_s,
+           verify_s);
     if (a->out)
         printf("write_s   %.3f\n", write_s);
     printf("peak_rss  %.1f MB (%.2f bytes/queen)\nok        %s\n", rss / 1e6, (double)rss / a->n,

@@ -46,7 +46,8 @@ static int default_endpoint_listens(void)
 int client_default_db(const char *cmd, nq_client_opts_t *o)
 {
     const char *env = getenv("NQ_BROKER");
-    if (o->db || o->broker || (env && env[0]) || access(NQ_DEFAULT_DB, F_OK) != 0 || default_endpoint_listens())
+    if (o->db || o->broker || (env && env[0]) || access(NQ_DEFAULT_DB, F_OK) != 0 ||
+        default_endpoint_listens())
         return 0;
     o->db = NQ_DEFAULT_DB;
     fprintf(stderr, "nq %s: no broker at %s; reading ./%s (--broker EP or --db PATH to choose)\n", cmd,

@@ -118,7 +118,8 @@ int cmd_result(int argc, char **argv)
     if ((rc = client_call_cmd("result", &a.client, &a.req, &rep)))
         return rc;
     /* what --out and --board cannot do is refused before anything is printed */
-    int failed = client_doc_str_is(&rep.doc, "state", "failed"), solve = client_doc_str_is(&rep.doc, "kind", "solve");
+    int failed = client_doc_str_is(&rep.doc, "state", "failed");
+    int solve = client_doc_str_is(&rep.doc, "kind", "solve");
     uint64_t n = 0;
     if ((a.out || a.board) && !solve)
         rc = cli_usage_error("result", "--out and --board are for solve jobs");

@@ -168,8 +168,9 @@ static void progress_bar(const msgpack_object *job, double started, double eta_k
         bar[i] = i < fill ? '#' : '.';
     bar[width] = 0;
     char d[NQ_U128_GROUPED], t[NQ_U128_GROUPED], e[32];
-    fprintf(stderr, "\r[%s] %s/%s shards  %.*f/s  ETA %s   ", bar, u128_group(done, d), u128_group(total, t),
-            rate < 10 ? 2 : rate < 1000 ? 1 : 0, rate, eta_str(eta_known >= 0 ? eta_known : eta, e, sizeof e));
+    fprintf(stderr, "\r[%s] %s/%s shards  %.*f/s  ETA %s   ", bar, u128_group(done, d),
+            u128_group(total, t), rate < 10 ? 2 : rate < 1000 ? 1 : 0, rate,
+            eta_str(eta_known >= 0 ? eta_known : eta, e, sizeof e));
 }
 
 /* The job's ETA as nq status gives it, or -1. A query of the committed rows: asked once a second. */

@@ -142,7 +142,8 @@ static const char *group_fixed(double d, int prec, char *buf, size_t len)
     char f[32];
     snprintf(f, sizeof f, "%.*f", prec, frac);           /* "0.63", or "1.00" when it rounds up */
     if (f[0] == '1') whole += 1;
-    if (snprintf(buf, len, "%s%s", u128_group((unsigned __int128)whole, g), prec > 0 ? f + 1 : "") >= (int)len)
+    if (snprintf(buf, len, "%s%s", u128_group((unsigned __int128)whole, g), prec > 0 ? f + 1 : "") >=
+        (int)len)
         return "-";                     /* never with the callers' buffers */
     return buf;
 }
@@ -279,7 +280,8 @@ static const char *job_answer(const msgpack_object *job, char *buf, size_t len)
         return get_str(job, "last_error", buf, len);
     if (is_kind(job, "count")) {
         char t[NQ_U128_GROUPED];
-        snprintf(buf, len, "%s%s", get_count(job, "total", t, sizeof t), get_bool(job, "final") ? "" : " (so far)");
+        snprintf(buf, len, "%s%s", get_count(job, "total", t, sizeof t),
+                 get_bool(job, "final") ? "" : " (so far)");
         return buf;
     }
     if (is_kind(job, "solve")) {
@@ -299,7 +301,8 @@ void render_list(FILE *f, const msgpack_object *arr)
     for (uint32_t i = 0; i < arr->via.array.size; i++) {
         const msgpack_object *j = &arr->via.array.ptr[i];
         fprintf(f, "%6s  %-9s  %10s  %-9s  %17s  %s\n", get_str(j, "id", a, sizeof a),
-                get_str(j, "kind", b, sizeof b), get_count(j, "n", c, sizeof c), get_str(j, "state", d, sizeof d),
+                get_str(j, "kind", b, sizeof b), get_count(j, "n", c, sizeof c),
+                get_str(j, "state", d, sizeof d),
                 done_total(j, e, sizeof e), job_answer(j, g, sizeof g));
     }
 }
@@ -324,15 +327,16 @@ static const char *key_prefix(const msgpack_object *w, char *buf, size_t len)
 void render_workers(FILE *f, const msgpack_object *arr)
 {
     char a[256], b[256], c[64], d[64], e[64], g[64], h[64], k[64], t[64], kern[256], key[32];
-    fprintf(f, "%-28s  %-16s  %-15s  %7s  %5s  %6s  %8s  %13s  %9s  %-19s  %s\n", "ID", "HOST", "KEY", "THREADS",
-            "ALIVE", "LEASES", "SHARDS", "NODES/S", "CONFLICTS", "LAST SEEN", "KERNEL");
+    fprintf(f, "%-28s  %-16s  %-15s  %7s  %5s  %6s  %8s  %13s  %9s  %-19s  %s\n", "ID", "HOST", "KEY",
+            "THREADS", "ALIVE", "LEASES", "SHARDS", "NODES/S", "CONFLICTS", "LAST SEEN", "KERNEL");
     if (!arr || arr->type != MSGPACK_OBJECT_ARRAY)
         return;
     for (uint32_t i = 0; i < arr->via.array.size; i++) {
         const msgpack_object *w = &arr->via.array.ptr[i];
         /* KERNEL last: a GPU worker's names its device, of any length */
         fprintf(f, "%-28s  %-16s  %-15s  %7s  %5s  %6s  %8s  %13s  %9s  %-19s  %s%s\n",
-                get_str(w, "id", a, sizeof a), get_str(w, "host", b, sizeof b), key_prefix(w, key, sizeof key),
+                get_str(w, "id", a, sizeof a), get_str(w, "host", b, sizeof b),
+                key_prefix(w, key, sizeof key),
                 get_str(w, "threads", c, sizeof c), get_str(w, "alive", d, sizeof d),
                 get_str(w, "leases", e, sizeof e),
                 get_count(w, "shards_done", g, sizeof g), get_group_fixed(w, "nodes_per_s", 0, h, sizeof h),
@@ -354,10 +358,11 @@ static void result_answer(FILE *f, const msgpack_object *res)
             fprintf(f, " (partial: %s shards done)", done_total(res, d, sizeof d));
         fputc('\n', f);
     } else if (is_kind(res, "solve")) {
-        fprintf(f, "N=%s: %s solution(s) found, %s seeds done\n", n, get_count(res, "solutions_found", b, sizeof b),
-                done_total(res, c, sizeof c));
+        fprintf(f, "N=%s: %s solution(s) found, %s seeds done\n", n,
+                get_count(res, "solutions_found", b, sizeof b), done_total(res, c, sizeof c));
     } else if (is_kind(res, "enumerate")) {
-        fprintf(f, "N=%s: %s solutions%s (nq export lists them)\n", n, get_count(res, "solutions", b, sizeof b),
+        fprintf(f, "N=%s: %s solutions%s (nq export lists them)\n", n,
+                get_count(res, "solutions", b, sizeof b),
                 get_str(res, "state", c, sizeof c)[0] == 'd' ? "" : " so far");
     } else {
         fprintf(f, "job %s: kind %s\n", get_str(res, "id", b, sizeof b), get_str(res, "kind", c, sizeof c));
@@ -405,7 +410,8 @@ static void result_study(FILE *f, const msgpack_object *res)
         fprintf(f, "  %-14s  %8s  %8s  %7s  %-17s  %12s  %12s  %10s  %10s\n", get_str(s, "algo", a, sizeof a),
                 get_count(s, "seeds", b, sizeof b), get_count(s, "solved", c, sizeof c),
                 get_fixed(s, "rate", 3, d, sizeof d), ci, get_group_fixed(s, "steps_median", 0, e, sizeof e),
-                get_group_fixed(s, "steps_p95", 0, g, sizeof g), get_fixed(s, "seconds_median", 3, m, sizeof m),
+                get_group_fixed(s, "steps_p95", 0, g, sizeof g),
+                get_fixed(s, "seconds_median", 3, m, sizeof m),
                 get_fixed(s, "seconds_p95", 3, p, sizeof p));
     }
 }
@@ -416,8 +422,8 @@ void render_result(FILE *f, const msgpack_object *res)
     const msgpack_object *workers = get_array(res, "workers");
     result_answer(f, res);
     render_job(f, res);
-    fprintf(f, "  %-9s %s core-seconds, nodes %s, ", "work", get_group_fixed(res, "core_seconds", 1, a, sizeof a),
-            get_count(res, "nodes", b, sizeof b));
+    fprintf(f, "  %-9s %s core-seconds, nodes %s, ", "work",
+            get_group_fixed(res, "core_seconds", 1, a, sizeof a), get_count(res, "nodes", b, sizeof b));
     if (workers) fprintf(f, "%u worker(s)\n", workers->via.array.size);
     else fprintf(f, "workers -\n");
     if (render_get(res, "residues_ok")) {

@@ -377,9 +377,9 @@ static void tick(nq_worker_t *w, double now)
         /* A broker with keys never answers a worker without them (CURVE never starts), so the
            worker sees silence, not a refusal: say what may be missing, once. */
         if (++w->silent_rounds == SILENT_ROUNDS_HINT && !w->cfg.key_file && !w->broker_nonce)
-            nq_log(NQ_LOG_WARN, "worker.no_answer", "broker=%s rounds=%u hint=\"is the broker running there? "
-                   "if it has keys, give this worker --key F and --broker-key F (nq keygen)\"", w->cfg.connect,
-                   w->silent_rounds);
+            nq_log(NQ_LOG_WARN, "worker.no_answer", "broker=%s rounds=%u hint=\"is the broker running "
+                   "there? if it has keys, give this worker --key F and --broker-key F (nq keygen)\"",
+                   w->cfg.connect, w->silent_rounds);
         disconnect(w);
         w->next_connect = now + w->backoff + jitter;
         w->backoff = w->backoff * 2 > 32 ? 32 : w->backoff * 2;

@@ -86,7 +86,8 @@ static void put_shards(FILE *f, const nq_metrics_snapshot_t *s, const nq_metrics
         for (int i = 0; i < 6; i++)
             by[i] -= by[i] >= mine[i] ? mine[i] : by[i];
     }
-    put_family(f, "nq_shards", "gauge", "Shards of all jobs by state (cancelled: left open when their job ended).");
+    put_family(f, "nq_shards", "gauge",
+               "Shards of all jobs by state (cancelled: left open when their job ended).");
     for (int i = 0; i < 6; i++)
         fprintf(f, "nq_shards{state=\"%s\"} %llu\n", states[i], (unsigned long long)by[i]);
 }

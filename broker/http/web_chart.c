@@ -89,7 +89,8 @@ static void time_label(FILE *f, double t, double step)
 static void legend(FILE *f, const chart_t *c)
 {
     fprintf(f, "<g class=\"legend\"><line x1=\"%d\" y1=\"14\" x2=\"%d\" y2=\"14\" stroke=\"" BLUE "\" "
-            "stroke-width=\"3\"/><text x=\"%d\" y=\"18\">%s (left axis)</text>", ML, ML + 22, ML + 28, c->left);
+            "stroke-width=\"3\"/><text x=\"%d\" y=\"18\">%s (left axis)</text>",
+            ML, ML + 22, ML + 28, c->left);
     fprintf(f, "<line x1=\"%d\" y1=\"14\" x2=\"%d\" y2=\"14\" stroke=\"" ORANGE "\" stroke-width=\"2\"/>"
             "<text x=\"%d\" y=\"18\">%s (right axis)</text></g>", ML + 270, ML + 292, ML + 298, c->right);
 }
@@ -107,10 +108,10 @@ static void y_axes(FILE *f, const chart_t *c)
         fputs("</text>", f);
     }
     double mid = (MT + CH - MB) / 2.0;   /* the axis titles, turned along their axes */
-    fprintf(f, "<text class=\"axis-title\" transform=\"translate(12 %.1f) rotate(-90)\" text-anchor=\"middle\" "
-            "fill=\"" BLUE "\">%s</text>", mid, c->left);
-    fprintf(f, "<text class=\"axis-title\" transform=\"translate(%d %.1f) rotate(90)\" text-anchor=\"middle\" "
-            "fill=\"" ORANGE "\">%s</text>", CW - 8, mid, c->right);
+    fprintf(f, "<text class=\"axis-title\" transform=\"translate(12 %.1f) rotate(-90)\" "
+            "text-anchor=\"middle\" fill=\"" BLUE "\">%s</text>", mid, c->left);
+    fprintf(f, "<text class=\"axis-title\" transform=\"translate(%d %.1f) rotate(90)\" "
+            "text-anchor=\"middle\" fill=\"" ORANGE "\">%s</text>", CW - 8, mid, c->right);
 }
 
 /* Ticks on round UTC times, and the axis title: where the chart ends (now, or the job's end). */
@@ -121,8 +122,8 @@ static void time_axis(FILE *f, const chart_t *c)
     for (double t = ceil(c->t0 / step) * step; t <= c->t1 + 1e-9; t += step) {
         double x = px(c, t);
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#99a\"/>"
-                "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">", x, CH - MB, x, CH - MB + 4, x,
-                CH - MB + 16);
+                "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
+                x, CH - MB, x, CH - MB + 4, x, CH - MB + 16);
         time_label(f, t, step);
         fputs("</text>", f);
         ticks++;
@@ -147,7 +148,8 @@ static void chart_open(FILE *f, const chart_t *c)
 
 static void polyline(FILE *f, const char *id, const char *colour, double width)
 {
-    fprintf(f, "<polyline id=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" points=\"", id, colour, width);
+    fprintf(f, "<polyline id=\"%s\" fill=\"none\" stroke=\"%s\" stroke-width=\"%.1f\" points=\"",
+            id, colour, width);
 }
 
 /* Per second between neighbouring points of a count that only grows (a drop, after a restart: 0). */
@@ -164,6 +166,15 @@ static double max_slope(const hist_sample_t *s, size_t n)
         if (slope(&s[i - 1], &s[i]) > m)
             m = slope(&s[i - 1], &s[i]);
     return m;
+}
+
+/* Each segment's slope as a step over it, scaled to top. */
+static void steps(FILE *f, const chart_t *c, const hist_sample_t *s, size_t n, double top)
+{
+    for (size_t i = 1; i < n; i++) {
+        double y = py(slope(&s[i - 1], &s[i]), top);
+        fprintf(f, "%.1f,%.1f %.1f,%.1f ", px(c, s[i - 1].t), y, px(c, s[i].t), y);
+    }
 }
 
 static int too_few(FILE *f, const chart_t *c, size_t n, const char *why)
@@ -194,9 +205,7 @@ void chart_progress(FILE *f, const hist_sample_t *s, size_t n, uint64_t total, i
         fprintf(f, "%.1f,%.1f ", px(&c, s[i].t), py((double)s[i].done, c.lmax));
     fputs("\"/>", f);
     polyline(f, "chart-rate", ORANGE, 1.5);
-    for (size_t i = 1; i < n; i++)   /* each segment's rate, drawn as a step over it */
-        fprintf(f, "%.1f,%.1f %.1f,%.1f ", px(&c, s[i - 1].t), py(slope(&s[i - 1], &s[i]), c.rmax), px(&c, s[i].t),
-                py(slope(&s[i - 1], &s[i]), c.rmax));
+    steps(f, &c, s, n, c.rmax);
     fputs("\"/></svg>\n", f);
 }
 
@@ -218,9 +227,7 @@ void chart_broker(FILE *f, const hist_sample_t *s, size_t n)
     y_axes(f, &c);
     time_axis(f, &c);
     polyline(f, "chart-results", BLUE, 2.5);
-    for (size_t i = 1; i < n; i++)
-        fprintf(f, "%.1f,%.1f %.1f,%.1f ", px(&c, s[i - 1].t), py(slope(&s[i - 1], &s[i]), c.lmax), px(&c, s[i].t),
-                py(slope(&s[i - 1], &s[i]), c.lmax));
+    steps(f, &c, s, n, c.lmax);
     fputs("\"/>", f);
     polyline(f, "chart-workers", ORANGE, 1.5);
     for (size_t i = 0; i < n; i++)

@@ -60,8 +60,9 @@ typedef struct { nq_metrics_ended_t *e; double now; } ended_ctx_t;
 static void ended_one(void *ud, const query_ended_t *q)
 {
     ended_ctx_t *c = ud;
-    nq_metrics_job_t j = { .id = q->id, .n = q->n, .shards_total = q->shards_total, .shards_done = q->shards_done,
-                           .shards_failed = q->shards_failed, .shards_conflict = q->shards_conflict };
+    nq_metrics_job_t j = { .id = q->id, .n = q->n, .shards_total = q->shards_total,
+                           .shards_done = q->shards_done, .shards_failed = q->shards_failed,
+                           .shards_conflict = q->shards_conflict };
     snprintf(j.kind, sizeof j.kind, "%s", q->kind);
     snprintf(j.state, sizeof j.state, "%s", q->state);
     metrics_ended_add(c->e, &j, q->finished, c->now);

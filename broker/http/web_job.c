@@ -136,7 +136,8 @@ static void chart(nq_http_t *h, FILE *f, const msgpack_object *j, uint64_t id)
     fputs("<h2>progress over time</h2>\n<div class=\"wide\">", f);
     chart_progress(f, s, n, total, !ended);
     fputs("</div>\n<p class=\"muted\">Sampled once a second while this broker runs the job; older points "
-          "are thinned so the whole run fits. A job that ran before is drawn from its start to its end.</p>\n", f);
+          "are thinned so the whole run fits. A job that ran before is drawn from its start to its "
+          "end.</p>\n", f);
 }
 
 static void share_table(FILE *f, const web_share_t *s)

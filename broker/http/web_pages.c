@@ -87,7 +87,8 @@ static void jobs_table(FILE *f, const msgpack_object *list)
         fputs("<p>No jobs yet: <code>nq submit count 16</code>.</p>\n", f);
         return;
     }
-    fputs("<div class=\"wide\"><table id=\"jobs\"><tr><th>id</th><th class=\"l\">kind</th><th>N</th><th class=\"l\">state"
+    fputs("<div class=\"wide\"><table id=\"jobs\"><tr><th>id</th><th class=\"l\">kind</th><th>N</th>"
+          "<th class=\"l\">state"
           "</th><th class=\"l\">progress</th><th>shards done/total</th><th>rate (shards/s)</th>"
           "<th>ETA</th><th>total</th><th>unique</th></tr>\n", f);
     for (uint32_t i = 0; i < n && i < WEB_JOBS_LISTED; i++)
@@ -139,9 +140,9 @@ static void cards(nq_http_t *h, FILE *f, const msgpack_object *list)
     double nps = 0;
     for (size_t i = 0; i < s->nworkers; i++)
         nps += s->workers[i].nodes_per_s;
-    fprintf(f, "<div class=\"cards\" id=\"cards\"><div class=\"card\">jobs running<b id=\"card-running\">%u</b>"
-            "</div><div class=\"card\">workers alive<b>%u</b></div><div class=\"card\">results/s<b>",
-            running, s->workers_alive);
+    fprintf(f, "<div class=\"cards\" id=\"cards\"><div class=\"card\">jobs running"
+            "<b id=\"card-running\">%u</b></div><div class=\"card\">workers alive<b>%u</b></div>"
+            "<div class=\"card\">results/s<b>", running, s->workers_alive);
     html_rate(f, s->results_per_s);
     fputs("</b></div><div class=\"card\">nodes/s<b>", f);
     html_rate(f, nps);
@@ -270,8 +271,8 @@ unsigned web_page_workers(nq_http_t *h, FILE *f)
     } else {
         fputs("<p class=\"muted\">Every worker this DB has seen. Kernel and leases are known for the "
               "workers alive; nodes/s is live for them, an average over their work for the others.</p>\n", f);
-        fputs("<div class=\"wide\"><table id=\"workers\"><tr><th class=\"l\">worker</th><th class=\"l\">host</th>"
-              "<th class=\"l\">key</th><th>last seen"
+        fputs("<div class=\"wide\"><table id=\"workers\"><tr><th class=\"l\">worker</th>"
+              "<th class=\"l\">host</th><th class=\"l\">key</th><th>last seen"
               "</th><th>threads</th><th class=\"l\">kernel</th><th class=\"l\">alive</th><th>leases</th>"
               "<th>shards done</th>"
               "<th>nodes/s</th><th>conflicts</th><th class=\"l\"></th></tr>\n", f);

@@ -442,7 +442,8 @@ typedef struct { uint64_t id; const query_live_t *live; } job_args_t;
 static void job_live(qjob_t *j, const query_live_t *live)
 {
     uint64_t pending, leased;
-    if (!live || !live->job || live->job(live->ud, j->id, &pending, &leased, j->waiting, sizeof j->waiting) != 0)
+    if (!live || !live->job ||
+        live->job(live->ud, j->id, &pending, &leased, j->waiting, sizeof j->waiting) != 0)
         return;
     uint64_t open = j->shards_total, settled[3] = { j->shards[NQ_SHARD_DONE], j->shards[NQ_SHARD_FAILED],
                                                      j->shards[NQ_SHARD_CONFLICT] };

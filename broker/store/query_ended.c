@@ -36,8 +36,9 @@ int query_jobs_ended(sqlite3 *db, void (*fn)(void *ud, const query_ended_t *j), 
                      size_t errlen)
 {
     sqlite3_stmt *st = query_prep(db, "SELECT id, kind, n, state, shards_total, shards_done, shards_failed,"
-                                " shards_conflict, coalesce(finished_at, 0) FROM jobs WHERE state IN"
-                                " ('done', 'failed', 'cancelled') ORDER BY finished_at DESC, id DESC", err, errlen);
+                                  " shards_conflict, coalesce(finished_at, 0) FROM jobs WHERE state IN"
+                                  " ('done', 'failed', 'cancelled') ORDER BY finished_at DESC, id DESC",
+                                  err, errlen);
     if (!st)
         return -2;
     int rc;

@@ -322,7 +322,8 @@ T_TEST(test_eta_follows_a_counts_nodes)
     job_add(db, 1, "count", 18, "running", 100);
     sql(db, "UPDATE jobs SET started_at = %.3f WHERE id = 1", now - 100);
     for (int i = 0; i < 2; i++)
-        shard_add(db, 1, (uint64_t)i, &(shard_t){ .state = "done", .worker = "w", .nodes = (uint64_t)(half / 2) });
+        shard_add(db, 1, (uint64_t)i, &(shard_t){ .state = "done", .worker = "w",
+                                                  .nodes = (uint64_t)(half / 2) });
     doc_t d;
     doc_init(&d);
     T_CHECK(query_job(db, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
@@ -341,8 +342,8 @@ T_TEST(test_eta_follows_a_counts_nodes)
     job_add(db, 2, "solve", 100, "running", 100);
     sql(db, "UPDATE jobs SET started_at = %.3f WHERE id = 2", now - 100);
     for (int i = 0; i < 2; i++)
-        shard_add(db, 2, (uint64_t)i, &(shard_t){ .state = "done", .worker = "w", .algo = "qs4", .seed = (uint64_t)i,
-                                                  .nodes = 1u << 30 });
+        shard_add(db, 2, (uint64_t)i, &(shard_t){ .state = "done", .worker = "w", .algo = "qs4",
+                                                  .seed = (uint64_t)i, .nodes = 1u << 30 });
     doc_init(&d);
     T_CHECK(query_job(db, 2, NULL, &d.pk, d.err, sizeof d.err) == 0);
     j = doc_obj(&d);
