@@ -82,7 +82,7 @@ fi
 grep -q "<span id=\"done-total\">[0-9,]*/$(grouped "$total")</span>" job.html || fail "/jobs/2 has no done/total"
 grep -q "id=\"f-nodes\">[0-9]\{1,3\}\(,[0-9]\{3\}\)\+</td>" job.html || fail "/jobs/2's nodes are not grouped by three"
 grep -q '<table id="share">' job.html || fail "/jobs/2 has no per-worker share"
-ok "/jobs/2: chart of $pts points with a legend, axis titles and $ticks UTC ticks, up to now; shards done/total and nodes grouped; per-worker share"
+ok "/jobs/2: chart of $pts points with a legend, axis titles and $ticks UTC ticks, ending where the job is; shards done/total and nodes grouped; per-worker share"
 
 dom /jobs/1 >done.html || fail "chromium could not load /jobs/1"
 end=$(sqlite3 -readonly web.db "SELECT strftime('%H:%M:%S', finished_at, 'unixepoch') FROM jobs WHERE id = 1")
