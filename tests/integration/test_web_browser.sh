@@ -43,7 +43,7 @@ while time.monotonic() < end:
     pack(5, [], 0)                           # HEARTBEAT: holds nothing, echoes no token
     time.sleep(0.1)
 PY
-start peer "$PY" peer.py "$WEP" 60
+start peer "$PY" peer.py "$WEP" 900         # for the whole test: the cleanup ends it
 n=$(long_count_n)
 n=$((n < 19 ? n + 1 : 19))                   # still running while the pages are looked at
 id=$("$NQ" submit count "$n") || fail "submit count $n"
@@ -92,21 +92,6 @@ grep -q "time (UTC), to the end at $end" done.html || fail "job 1's chart does n
 ok "/jobs/1, done before the broker started: its chart runs from its start to its end at $end"
 
 
-# Screenshots, wide and narrow: each shows its chart's two lines (the chart's blue and orange,
-# counted by tests/tools/png_colors.py), not cut off or left out at a phone's width.
-for size in 1280,900 390,844; do
-    for page in index:/ job:/jobs/2 done:/jobs/1; do
-        png="$SHOTS/${page%%:*}-${size%%,*}.png"
-        chrome --screenshot="$png" --hide-scrollbars --window-size=$size "http://127.0.0.1:$HPORT${page#*:}" >/dev/null
-        read -r w h blue orange < <("$PY" "$SRC/tests/tools/png_colors.py" "$png" 1f5fbf c15800) ||
-            fail "$png is not a PNG chromium wrote"
-        [ "$w,$h" = "$size" ] || fail "$png is $w x $h, not $size"
-        [ "${page%%:*}" = done ] || { [ "$blue" -ge 100 ] && [ "$orange" -ge 50 ]; } ||
-            fail "$png shows too little of its chart: $blue blue and $orange orange pixels"
-    done
-done
-ok "screenshots at 1280x900 and 390x844 of /, /jobs/2 and /jobs/1, the charts' lines in those of / and /jobs/2, in $SHOTS"
-
 dom /jobs/99999 >missing.html
 grep -q 'id="not-found"' missing.html || fail "/jobs/99999 is not the 404 page"
 [ "$(status /jobs/99999)" = 404 ] || fail "/jobs/99999 is not a 404"
@@ -121,3 +106,18 @@ if grep -qi '<script\|<img' workers.html index.html job.html; then
 fi
 grep -Eq '<td class="l">nq-[0-9.]+ (avx512|scalar)</td>' workers.html || fail "/workers does not name w1's CPU kernel"
 ok "/workers: a worker id, host and kernel full of markup show as text; w1's kernel named"
+
+# Screenshots, wide and narrow: each shows its chart's two lines (the chart's blue and orange,
+# counted by tests/tools/png_colors.py), not cut off or left out at a phone's width.
+for size in 1280,900 390,844; do
+    for page in index:/ job:/jobs/2 done:/jobs/1; do
+        png="$SHOTS/${page%%:*}-${size%%,*}.png"
+        chrome --screenshot="$png" --hide-scrollbars --window-size=$size "http://127.0.0.1:$HPORT${page#*:}" >/dev/null
+        read -r w h blue orange < <("$PY" "$SRC/tests/tools/png_colors.py" "$png" 1f5fbf c15800) ||
+            fail "$png is not a PNG chromium wrote"
+        [ "$w,$h" = "$size" ] || fail "$png is $w x $h, not $size"
+        [ "${page%%:*}" = done ] || { [ "$blue" -ge 100 ] && [ "$orange" -ge 50 ]; } ||
+            fail "$png shows too little of its chart: $blue blue and $orange orange pixels"
+    done
+done
+ok "screenshots at 1280x900 and 390x844 of /, /jobs/2 and /jobs/1, the charts' lines in those of / and /jobs/2, in $SHOTS"
