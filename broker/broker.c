@@ -17,6 +17,7 @@
 #include <limits.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <time.h>
 #include <zmq.h>
@@ -139,27 +140,42 @@ static void lock_path(const char *db_path, char *out, size_t len)
     snprintf(out, len, "%s.lock", db_path);
 }
 
+/* The lock file is removed when its holder ends (broker_db_unlock), so a process that opened it
+   just before may hold a lock on a file no longer there: it checks that the path still names the
+   file it locked, and tries again when not. */
+static int lock_still_there(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 int broker_db_lock(const char *db_path, int *created, char *err, size_t errlen)
 {
     char path[PATH_MAX + 8];
     lock_path(db_path, path, sizeof path);
-    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    *created = fd >= 0;
-    if (fd < 0 && errno == EEXIST)
-        fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-        return nq_errf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        close(fd);
-        return nq_errf(err, errlen, "another broker (or nq run) is using %s: stop it first, or use "
-                       "another --db", db_path);
+    for (;;) {
+        int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        *created = fd >= 0;
+        if (fd < 0 && errno == EEXIST)
+            fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0 && errno == ENOENT)
+            return nq_errf(err, errlen, "%s: its folder does not exist", db_path);
+        if (fd < 0)
+            return nq_errf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            close(fd);
+            return nq_errf(err, errlen, "another broker (or nq run) is using %s: stop it first, or use "
+                           "another --db", db_path);
+        }
+        if (lock_still_there(fd, path))
+            return fd;
+        close(fd);                      /* its holder removed it as we opened it: the next one */
     }
-    return fd;
 }
 
 void broker_db_unlock(int fd, const char *db_path, int remove)
 {
-    if (remove) {                       /* while still holding it: nobody took it meanwhile */
+    if (remove && fd >= 0) {            /* only while holding it: lockers check it is still there */
         char path[PATH_MAX + 8];
         lock_path(db_path, path, sizeof path);
         unlink(path);
@@ -171,6 +187,7 @@ void broker_db_unlock(int fd, const char *db_path, int remove)
 nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
 {
     nq_broker_t *b = calloc(1, sizeof *b);
+    int lock_new = 0;
     if (!b) {
         snprintf(err, errlen, "out of memory");
         return NULL;
@@ -191,7 +208,6 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
     b->ctx = b->own_ctx ? zmq_ctx_new() : cfg->zmq_ctx;
     if (cfg->key_file && security_zap_start(b->ctx, cfg->authorized, cfg->control_keys, err, errlen) != 0)
         goto fail;
-    int lock_new;
     if ((b->lock_fd = broker_db_lock(cfg->db_path, &lock_new, err, errlen)) < 0)
         goto fail;
     b->store = store_open(cfg->db_path, 0, err, errlen);
@@ -216,6 +232,10 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
     nq_log(NQ_LOG_INFO, "broker.start", "bind=%s control=%s db=%s", cfg->bind, cfg->control, cfg->db_path);
     return b;
 fail:
+    if (b->lock_fd >= 0 && !lock_new) {  /* a refused start leaves the folder as it was */
+        broker_db_unlock(b->lock_fd, cfg->db_path, 0);
+        b->lock_fd = -1;
+    }
     broker_destroy(&b);
     return NULL;
 }
@@ -572,7 +592,7 @@ void broker_destroy(nq_broker_t **bp)
         zmq_ctx_term(b->ctx);
     sqlite3_close(b->query_db);
     store_destroy(&b->store);
-    broker_db_unlock(b->lock_fd, b->cfg.db_path, 0);
+    broker_db_unlock(b->lock_fd, b->cfg.db_path, 1);   /* no .lock left behind */
     free(b->lease_tab);
     free(b);
     *bp = NULL;

@@ -62,8 +62,8 @@ void broker_destroy(nq_broker_t **b);
 /* Takes the DB's lock file (<db>.lock): returns its fd, or -1 with err. *created says the file
    did not exist before, so a caller that then gives up on the DB can take it away again. */
 int broker_db_lock(const char *db_path, int *created, char *err, size_t errlen);
-/* Releases the lock; `remove` also deletes the lock file (one this process created for a DB it
-   refused: a refused command leaves nothing behind). */
+/* Releases the lock; `remove` also deletes the lock file (a refused command and a broker that
+   ends leave none behind; broker_db_lock tries again when its file was removed as it opened it). */
 void broker_db_unlock(int fd, const char *db_path, int remove);
 /* The endpoint really bound (resolves tcp://HOST:* to its port): which = 0 workers, 1 control. */
 int broker_endpoint(nq_broker_t *b, int which, char *buf, size_t len);

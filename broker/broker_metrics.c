@@ -6,6 +6,7 @@
 #include "broker_impl.h"
 #include "clock.h"
 #include "http.h"
+#include "log.h"
 
 #include <libgen.h>
 #include <stdio.h>
@@ -17,7 +18,14 @@ int broker_metrics_start(nq_broker_t *b, char *err, size_t errlen)
 {
     nq_http_cfg_t c = { .addr = b->cfg.metrics, .token = b->cfg.http_token, .db_path = b->cfg.db_path };
     b->metrics = http_new(&c, err, errlen);
-    return b->metrics ? 0 : -1;
+    if (!b->metrics)
+        return -1;
+    /* where to point a browser: the port really bound (ADDR may say 0) */
+    const char *colon = strrchr(b->cfg.metrics, ':');
+    int hostlen = colon ? (int)(colon - b->cfg.metrics) : 0;
+    nq_log(NQ_LOG_INFO, "http.listen", "url=http://%.*s:%u/", hostlen, b->cfg.metrics,
+           (unsigned)http_port(b->metrics));
+    return 0;
 }
 
 /* Free and total bytes of the DB's file system (one statvfs: cheap at 1 Hz). */

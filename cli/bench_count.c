@@ -231,11 +231,13 @@ int cmd_bench_count(int argc, char **argv)
                    "\"list_seconds\":%.6f,\"setup_seconds\":%.6f%s}\n", (int)o.n, t1, t2,
                    (unsigned long long)b.nodes, secs, rate, shards_count(shards), shards_depth(shards),
                    (int)o.threads, kernel, listed, setup, gjson);
-        else
-            printf("n %d  total %s  unique %s\nnodes %llu  seconds %.3f  nodes/s %.3g\n"
-                   "shards %zu  depth %d  threads %d  kernel %s\n", (int)o.n, t1, t2,
-                   (unsigned long long)b.nodes, secs, rate, shards_count(shards), shards_depth(shards),
-                   (int)o.threads, kernel);
+        else {
+            char g1[NQ_U128_GROUPED], g2[NQ_U128_GROUPED], g3[NQ_U128_GROUPED], g4[NQ_U128_GROUPED];
+            printf("n %d  total %s  unique %s\nnodes %s  seconds %.3f  nodes/s %s\n"
+                   "shards %zu  depth %d  threads %d  kernel %s\n", (int)o.n, u128_group(b.total, g1),
+                   u128_group(b.unique, g2), u128_group(b.nodes, g3), secs, u128_group((nq_u128)rate, g4),
+                   shards_count(shards), shards_depth(shards), (int)o.threads, kernel);
+        }
     }
     pthread_mutex_destroy(&b.lock);
     shards_destroy(&shards);

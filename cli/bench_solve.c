@@ -5,6 +5,7 @@
  */
 #include "board.h"
 #include "cli.h"
+#include "u128.h"
 #include "solfile.h"
 #include "solve.h"
 #include "verify.h"
@@ -47,7 +48,7 @@ static void list_methods(void)
         char range[48];
         snprintf(range, sizeof range, "%llu..%llu", (unsigned long long)s->n_min,
                  (unsigned long long)s->n_max);
-        printf("%-18s %-16s %s%s\n", s->name, range, s->summary, i == 0 ? " [default]" : "");
+        printf("%-18s %-16s %s\n", s->name, range, s->summary);   /* the default's says so */
     }
 }
 
@@ -122,10 +123,11 @@ static void report(const bs_args_t *a, const nq_solve_stats_t *st, double solve_
                (unsigned long long)rss, ok ? "true" : "false");
         return;
     }
-    printf("algo      %s\nn         %llu\nseed      %llu\nsteps     %llu\nrestarts  %llu\n"
-           "solve_s   %.3f\nverify_s  %.3f\n", a->algo->name, (unsigned long long)a->n,
-           (unsigned long long)a->seed, (unsigned long long)st->steps,
-           (unsigned long long)st->restarts, solve_s, verify_s);
+    char gn[NQ_U128_GROUPED], gs[NQ_U128_GROUPED], gr[NQ_U128_GROUPED];
+    printf("algo      %s\nn         %s\nseed      %llu\nsteps     %s\nrestarts  %s\n"
+           "solve_s   %.3f\nverify_s  %.3f\n", a->algo->name, u128_group(a->n, gn),
+           (unsigned long long)a->seed, u128_group(st->steps, gs), u128_group(st->restarts, gr), solve_s,
+           verify_s);
     if (a->out)
         printf("write_s   %.3f\n", write_s);
     printf("peak_rss  %.1f MB (%.2f bytes/queen)\nok        %s\n", rss / 1e6, (double)rss / a->n,

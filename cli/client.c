@@ -6,12 +6,20 @@
 #include "security.h"
 #include "store.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zmq.h>
 
+/* The control endpoint a client uses when none is named, and the DB it reads when nothing
+   listens there: nq broker's and nq run's defaults. */
+#define NQ_DEFAULT_CONTROL_PORT 7556
 #define NQ_DEFAULT_CONTROL "tcp://127.0.0.1:7556"
+#define NQ_DEFAULT_DB "nq.db"
 
 const char *client_endpoint(const nq_client_opts_t *o)
 {
@@ -19,6 +27,32 @@ const char *client_endpoint(const nq_client_opts_t *o)
         return o->broker;
     const char *env = getenv("NQ_BROKER");
     return env && env[0] ? env : NQ_DEFAULT_CONTROL;
+}
+
+/* 1 when something accepts a TCP connection on the default control endpoint (loopback: a refusal
+   comes at once), else 0. */
+static int default_endpoint_listens(void)
+{
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(NQ_DEFAULT_CONTROL_PORT),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 1;                       /* cannot tell: ask the broker as before */
+    int up = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return up;
+}
+
+int client_default_db(const char *cmd, nq_client_opts_t *o)
+{
+    const char *env = getenv("NQ_BROKER");
+    if (o->db || o->broker || (env && env[0]) || access(NQ_DEFAULT_DB, F_OK) != 0 ||
+        default_endpoint_listens())
+        return 0;
+    o->db = NQ_DEFAULT_DB;
+    fprintf(stderr, "nq %s: no broker at %s; reading ./%s (--broker EP or --db PATH to choose)\n", cmd,
+            NQ_DEFAULT_CONTROL, NQ_DEFAULT_DB);
+    return 1;
 }
 
 static void set_error(nq_client_reply_t *rep, int code, const char *fmt, const char *arg)

@@ -33,6 +33,13 @@ void client_reply_free(nq_client_reply_t *rep);
 /* client_call for a command: on failure prints "nq CMD: reason", frees rep and returns the exit code. */
 int client_call_cmd(const char *cmd, const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep);
 const char *client_endpoint(const nq_client_opts_t *o);
+/*
+ * For a read-only command where no broker is named (no --broker, no $NQ_BROKER) and no --db: when
+ * nothing listens on the default control endpoint and ./nq.db exists (nq run's store), sets
+ * o->db to it, says so on stderr ("nq CMD: no broker at ...; reading ./nq.db") and returns 1;
+ * otherwise changes nothing and returns 0.
+ */
+int client_default_db(const char *cmd, nq_client_opts_t *o);
 
 /*
  * Reading a reply document. The broker's answers are as untrusted as any input

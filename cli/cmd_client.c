@@ -65,6 +65,7 @@ int cmd_status(int argc, char **argv)
     if (rc || (rc = cmd_args_jobid("status", &a, 0)))
         return rc;
     snprintf(a.req.op, sizeof a.req.op, "status");
+    client_default_db("status", &a.client);
     signals_install();
     for (;;) {
         if ((rc = client_call_cmd("status", &a.client, &a.req, &rep)))
@@ -103,6 +104,7 @@ static int simple_query(const char *cmd, const char *op, int argc, char **argv,
     if (a.npos)
         return cli_usage_error(cmd, "unexpected argument '%s'", a.pos[0]);
     snprintf(a.req.op, sizeof a.req.op, "%s", op);
+    client_default_db(cmd, &a.client);
     if ((rc = client_call_cmd(cmd, &a.client, &a.req, &rep)))
         return rc;
     if (a.client.json)

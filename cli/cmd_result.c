@@ -114,20 +114,27 @@ int cmd_result(int argc, char **argv)
     if (a.format && strcmp(a.format, "text") && strcmp(a.format, "bin"))
         return cli_usage_error("result", "--format for --out is text or bin");
     snprintf(a.req.op, sizeof a.req.op, "result");
+    client_default_db("result", &a.client);
     if ((rc = client_call_cmd("result", &a.client, &a.req, &rep)))
         return rc;
+    /* what --out and --board cannot do is refused before anything is printed */
+    int failed = client_doc_str_is(&rep.doc, "state", "failed");
+    int solve = client_doc_str_is(&rep.doc, "kind", "solve");
+    uint64_t n = 0;
+    if ((a.out || a.board) && !solve)
+        rc = cli_usage_error("result", "--out and --board are for solve jobs");
+    else if (a.board && client_doc_u64(&rep.doc, "n", 0, UINT64_MAX, &n) == 0 && n > BOARD_MAX_N)
+        rc = cli_usage_error("result", "boards are drawn up to N=%d (this one is N=%llu); use --out FILE",
+                             BOARD_MAX_N, (unsigned long long)n);
+    if (rc) {
+        client_reply_free(&rep);
+        return rc;
+    }
     if (a.client.json)
         render_json(stdout, &rep.doc);
     else
         render_result(stdout, &rep.doc);
-    const msgpack_object *st = render_get(&rep.doc, "state"), *kind = render_get(&rep.doc, "kind");
-    int failed = st && st->type == MSGPACK_OBJECT_STR && st->via.str.size == 6 &&
-                 !memcmp(st->via.str.ptr, "failed", 6);
-    int solve = kind && kind->type == MSGPACK_OBJECT_STR && kind->via.str.size == 5 &&
-                !memcmp(kind->via.str.ptr, "solve", 5);
     client_reply_free(&rep);
-    if ((a.out || a.board) && !solve)
-        return cli_usage_error("result", "--out and --board are for solve jobs");
     if (a.out || a.board)
         rc = result_extras(&a);
     return rc ? rc : (failed ? NQ_EXIT_NO : NQ_EXIT_OK);
@@ -145,6 +152,7 @@ int cmd_export(int argc, char **argv)
     if (a.format && strcmp(a.format, "csv") && strcmp(a.format, "json"))
         return cli_usage_error("export", "--format is csv or json");
     snprintf(a.req.op, sizeof a.req.op, "export");
+    client_default_db("export", &a.client);
     uint64_t cursor = 0;
     for (int first = 1;; first = 0) {
         nq_client_reply_t rep;

@@ -15,10 +15,12 @@
 #include "render.h"
 #include "signals.h"
 #include "store.h"
+#include "u128.h"
 #include "worker.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +31,9 @@
 
 #define RUN_WORKERS_EP "inproc://nq-run-workers"
 #define RUN_CONTROL_EP "inproc://nq-run-control"
+/* The local workers' id, the same in every run: a job resumed four times was counted by one
+   worker, not by four (a worker's default id names its process). */
+#define RUN_WORKER_ID "local"
 
 typedef struct { nq_broker_t *b; atomic_int stop, ended; int rc; } broker_thread_t;
 typedef struct { nq_worker_t *w; atomic_int stop, ended; int rc; char err[512]; } worker_thread_t;
@@ -121,7 +126,8 @@ static int run_prepare(const char *db, nq_job_spec_t *spec, int fresh, uint64_t 
     store_destroy(&st);
     if (rc && db_was_new)
         run_unmake(db);
-    broker_db_unlock(lock, db, rc && lock_was_new);   /* the embedded broker takes it again */
+    broker_db_unlock(lock, db, rc == 0 || lock_was_new);   /* the embedded broker takes it again; a
+                                                             refused run leaves the folder as it was */
     return rc;
 }
 
@@ -138,7 +144,20 @@ static int job_pace(const msgpack_object *job, double started, uint64_t *done, u
     return 0;
 }
 
-static void progress_bar(const msgpack_object *job, double started)
+/* Seconds as the bar shows them: 25s, 3m05s, 2h10m. */
+static const char *eta_str(double s, char *buf, size_t len)
+{
+    unsigned long long t = s >= 0 && s < 1e9 ? (unsigned long long)(s + 0.5) : 0;
+    if (!(s >= 0 && s < 1e9)) snprintf(buf, len, "-");
+    else if (t < 60) snprintf(buf, len, "%llus", t);
+    else if (t < 3600) snprintf(buf, len, "%llum%02llus", t / 60, t % 60);
+    else snprintf(buf, len, "%lluh%02llum", t / 3600, t / 60 % 60);
+    return buf;
+}
+
+/* The bar; eta: the broker's estimate (nq status's, which weighs a count's work by its nodes), or
+   below 0 to take the shards' pace. */
+static void progress_bar(const msgpack_object *job, double started, double eta_known)
 {
     uint64_t done, total;
     double rate, eta;
@@ -149,8 +168,25 @@ static void progress_bar(const msgpack_object *job, double started)
     for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '#' : '.';
     bar[width] = 0;
-    fprintf(stderr, "\r[%s] %llu/%llu shards  %.1f/s  ETA %.0fs   ", bar, (unsigned long long)done,
-            (unsigned long long)total, rate, eta);
+    char d[NQ_U128_GROUPED], t[NQ_U128_GROUPED], e[32];
+    fprintf(stderr, "\r[%s] %s/%s shards  %.*f/s  ETA %s   ", bar, u128_group(done, d),
+            u128_group(total, t), rate < 10 ? 2 : rate < 1000 ? 1 : 0, rate,
+            eta_str(eta_known >= 0 ? eta_known : eta, e, sizeof e));
+}
+
+/* The job's ETA as nq status gives it, or -1. A query of the committed rows: asked once a second. */
+static double status_eta(const nq_client_opts_t *co, uint64_t id)
+{
+    nq_ctl_req_t req = { .job = id };
+    nq_client_reply_t rep;
+    double eta = -1;
+    snprintf(req.op, sizeof req.op, "status");
+    client_call(co, &req, &rep);
+    const msgpack_object *o = rep.code == 0 ? render_get(&rep.doc, "eta") : NULL;
+    if (o && (o->type == MSGPACK_OBJECT_FLOAT64 || o->type == MSGPACK_OBJECT_FLOAT32))
+        eta = o->via.f64;
+    client_reply_free(&rep);
+    return eta;
 }
 
 /*
@@ -177,18 +213,22 @@ static const char *run_wait(void *ctx, uint64_t id, const atomic_int *worker_end
     nq_ctl_req_t req = { .job = id };
     snprintf(req.op, sizeof req.op, "progress");   /* from the broker's memory: cheap to ask often */
     int tty = isatty(STDERR_FILENO);
-    double started = nq_mono();
+    double started = nq_mono(), eta = -1, eta_asked = 0;
     static char state[32];
     while (!nq_stop && !atomic_load(worker_ended) && !atomic_load(broker_ended)) {
         nq_client_reply_t rep;
         useconds_t wait = 20000;
+        if (tty && nq_mono() - eta_asked >= 1) {
+            eta = status_eta(&co, id);
+            eta_asked = nq_mono();
+        }
         client_call(&co, &req, &rep);
         if (rep.code == 0) {
             const msgpack_object *s = render_get(&rep.doc, "state");
             int str = s && s->type == MSGPACK_OBJECT_STR && s->via.str.size < sizeof state;
             snprintf(state, sizeof state, "%.*s", str ? (int)s->via.str.size : 0, str ? s->via.str.ptr : "");
             if (tty)
-                progress_bar(&rep.doc, started);
+                progress_bar(&rep.doc, started, eta >= 0 ? eta - (nq_mono() - eta_asked) : -1);
             wait = poll_interval_us(&rep.doc, started);
         }
         client_reply_free(&rep);
@@ -218,6 +258,20 @@ static int print_result(const char *db, uint64_t id, int json)
     rc = client_doc_str_is(&rep.doc, "state", "done") ? 0 : NQ_EXIT_NO;
     client_reply_free(&rep);
     return rc;
+}
+
+/*
+ * The DB alone, as it was before the run: SQLite deletes the -wal and -shm files when the last
+ * connection that may write closes, but the stored answer is read through a read-only one, which
+ * leaves them. A connection that may write, opened and closed last, takes them away (where
+ * another process still uses the DB, it is not the last, and they stay as they must).
+ */
+static void run_tidy(const char *db)
+{
+    sqlite3 *h = NULL;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK)
+        sqlite3_exec(h, "PRAGMA schema_version", NULL, NULL, NULL);   /* opens the WAL */
+    sqlite3_close(h);
 }
 
 /* Where to watch the run: http://HOST:PORT/jobs/ID, with the port really bound (ADDR may say 0). */
@@ -259,6 +313,7 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
     wc.connect = RUN_WORKERS_EP;
     wc.zmq_ctx = ctx;
     wc.threads = workers;
+    wc.id = RUN_WORKER_ID;
     /* the broker's commit (an fsync) delays the next task by milliseconds: with one shard queued
        per process, threads ran dry between short shards (N=18 at depth 2: 3.9 s on 2 threads
        against 2.8 s at depth 1); a queue of two per thread covers it */
@@ -337,6 +392,11 @@ int cmd_run(int argc, char **argv)
             return 130;
         }
     }
-    gpu_close(&gpu);                    /* the stored result was there already */
-    return print_result(db, id, a.client.json);
+    gpu_close(&gpu);
+    if (done)
+        fprintf(stderr, "nq run: job %llu was done before: its stored result (--fresh counts again)\n",
+                (unsigned long long)id);
+    rc = print_result(db, id, a.client.json);
+    run_tidy(db);
+    return rc;
 }

@@ -95,7 +95,7 @@ static int check_job(sqlite3 *db, uint64_t id)
 {
     nq_job_totals_t row, rows;
     nq_job_row_t job;
-    char a[48], b[48];
+    char a[NQ_U128_GROUPED], b[NQ_U128_GROUPED], g[NQ_U128_GROUPED];
     memset(&row, 0, sizeof row);
     memset(&rows, 0, sizeof rows);
     int refused = check_row(db, id, &job);
@@ -128,14 +128,14 @@ static int check_job(sqlite3 *db, uint64_t id)
                rows.core_seconds);
         bad = 1;
     }
-    if (rows.residues_bad) {
+    if (rows.residues_bad && job.spec.kind == NQ_KIND_COUNT) {   /* only a count's shards have residues */
         printf("job %llu: %llu done shard(s) whose residues disagree with their total\n", (unsigned long long)id,
                (unsigned long long)rows.residues_bad);
         bad = 1;
     }
     if (!bad)
-        printf("job %llu: ok (%llu done shards, total %s)\n", (unsigned long long)id,
-               (unsigned long long)rows.shards_done, u128_to_str(rows.total, a));
+        printf("job %llu: ok (%s done shards, total %s)\n", (unsigned long long)id,
+               u128_group(rows.shards_done, g), u128_group(rows.total, a));
     return bad;
 }
 

@@ -14,7 +14,8 @@ static void print_overview(FILE *f)
     for (const nq_cmd_t *c = nq_commands; c->name; c++)
         fprintf(f, "  %-10s %s\n", c->name, c->summary);
     fputs("\n'nq help COMMAND' or 'nq COMMAND --help' shows a command's options.\n"
-          "Exit codes: 0 ok, 1 no (invalid/failed), 2 bad usage, 3 runtime error.\n", f);
+          "Exit codes: 0 ok, 1 no (invalid/failed), 2 bad usage, 3 runtime error,\n"
+          "130 interrupted (nq run: run the same command again to resume).\n", f);
 }
 
 int main(int argc, char **argv)

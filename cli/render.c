@@ -123,12 +123,52 @@ static const char *get_fixed(const msgpack_object *m, const char *key, int prec,
     return buf;
 }
 
+/* A count for people: its digits grouped by three (4,968,057,848); anything else as val_str. */
+static const char *get_count(const msgpack_object *m, const char *key, char *buf, size_t len)
+{
+    unsigned __int128 v;
+    const msgpack_object *o = render_get(m, key);
+    if (o && render_u128(o, &v) == 0 && len >= NQ_U128_GROUPED)
+        return u128_group(v, buf);
+    return val_str(o, buf, len);
+}
+
+/* d with prec decimals and its integer part grouped (12,345.6); "-" when not a finite d >= 0. */
+static const char *group_fixed(double d, int prec, char *buf, size_t len)
+{
+    char g[NQ_U128_GROUPED];
+    if (!isfinite(d) || d < 0 || d >= 1e38) return "-";
+    double whole = floor(d), frac = d - whole;
+    char f[32];
+    snprintf(f, sizeof f, "%.*f", prec, frac);           /* "0.63", or "1.00" when it rounds up */
+    if (f[0] == '1') whole += 1;
+    if (snprintf(buf, len, "%s%s", u128_group((unsigned __int128)whole, g), prec > 0 ? f + 1 : "") >=
+        (int)len)
+        return "-";                     /* never with the callers' buffers */
+    return buf;
+}
+
+static const char *get_group_fixed(const msgpack_object *m, const char *key, int prec, char *buf, size_t len)
+{
+    double d;
+    return get_double(m, key, &d) == 0 ? group_fixed(d, prec, buf, len) : "-";
+}
+
+/* A rate for people: three significant digits or more, never three decimals (130.625 read as
+   130,625): 0.13, 7.25, 130.6, 12,346. */
+static const char *get_rate(const msgpack_object *m, const char *key, char *buf, size_t len)
+{
+    double d;
+    if (get_double(m, key, &d) != 0) return "-";
+    return group_fixed(d, d < 10 ? 2 : d < 1000 ? 1 : 0, buf, len);
+}
+
 /* "done/total" shards. */
 static const char *done_total(const msgpack_object *job, char *buf, size_t len)
 {
-    char a[48], b[48];
-    if (snprintf(buf, len, "%s/%s", get_str(job, "shards_done", a, sizeof a),
-                 get_str(job, "shards_total", b, sizeof b)) >= (int)len)
+    char a[NQ_U128_GROUPED], b[NQ_U128_GROUPED];
+    if (snprintf(buf, len, "%s/%s", get_count(job, "shards_done", a, sizeof a),
+                 get_count(job, "shards_total", b, sizeof b)) >= (int)len)
         buf[len - 1] = 0;               /* too narrow a column: cut, as the caller asked */
     return buf;
 }
@@ -156,8 +196,8 @@ static void render_checks(FILE *f, const msgpack_object *job)
     if (!render_get(job, "verify_rate"))
         return;
     fprintf(f, "  %-9s %s compared, %s disagreed, %s open (verify rate %s)\n", "checks",
-            get_str(job, "checks", a, sizeof a), get_str(job, "checks_disagreed", b, sizeof b),
-            get_str(job, "checks_open", c, sizeof c), get_fixed(job, "verify_rate", 4, d, sizeof d));
+            get_count(job, "checks", a, sizeof a), get_count(job, "checks_disagreed", b, sizeof b),
+            get_count(job, "checks_open", c, sizeof c), get_fixed(job, "verify_rate", 4, d, sizeof d));
     if (!flagged || flagged->via.array.size == 0)
         return;
     fprintf(f, "  %-9s", "flagged");
@@ -166,7 +206,7 @@ static void render_checks(FILE *f, const msgpack_object *job)
         fprintf(f, "%s %s", i ? "," : "", val_str(&flagged->via.array.ptr[i], name, sizeof name));
     }
     fprintf(f, " (%s in all; every result of theirs in this job is checked)\n",
-            get_str(job, "flagged_count", a, sizeof a));
+            get_count(job, "flagged_count", a, sizeof a));
 }
 
 /* Results that came after their shard was decided and disagreed: the answer stands, and the
@@ -178,7 +218,7 @@ static void render_evidence(FILE *f, const msgpack_object *job)
         return;
     char a[64];
     fprintf(f, "  %-9s %s late results disagreed with decided shards (the answer stands); from",
-            "evidence", get_str(job, "evidence", a, sizeof a));
+            "evidence", get_count(job, "evidence", a, sizeof a));
     const msgpack_object *by = get_array(job, "evidence_by");
     for (uint32_t i = 0; by && i < by->via.array.size; i++) {
         char name[80];
@@ -192,28 +232,31 @@ void render_job(FILE *f, const msgpack_object *job)
     char a[64], b[64], c[64], d[64], e[64];
     double done, total;
     fprintf(f, "job %s: %s N=%s, %s (priority %s)\n", get_str(job, "id", a, sizeof a),
-            get_str(job, "kind", b, sizeof b), get_str(job, "n", c, sizeof c),
+            get_str(job, "kind", b, sizeof b), get_count(job, "n", c, sizeof c),
             get_str(job, "state", d, sizeof d), get_str(job, "priority", e, sizeof e));
     fprintf(f, "  %-9s %s done", "shards", done_total(job, a, sizeof a));
     if (get_double(job, "shards_done", &done) == 0 && get_double(job, "shards_total", &total) == 0 && total > 0)
         fprintf(f, " (%.1f%%)", 100.0 * done / total);
     fprintf(f, ", %s pending, %s leased, %s failed, %s conflict\n",
-            get_str(job, "shards_pending", a, sizeof a), get_str(job, "shards_leased", b, sizeof b),
-            get_str(job, "shards_failed", c, sizeof c), get_str(job, "shards_conflict", d, sizeof d));
+            get_count(job, "shards_pending", a, sizeof a), get_count(job, "shards_leased", b, sizeof b),
+            get_count(job, "shards_failed", c, sizeof c), get_count(job, "shards_conflict", d, sizeof d));
+    if (render_get(job, "copies_open"))   /* spot-check copies and quorum votes still to come */
+        fprintf(f, "  %-9s %s more copies of shards to count (spot-checks, quorum votes)\n", "copies",
+                get_count(job, "copies_open", a, sizeof a));
     fprintf(f, "  %-9s %s, started %s, finished %s\n", "created", get_time(job, "created_at", a, sizeof a),
             get_time(job, "started_at", b, sizeof b), get_time(job, "finished_at", c, sizeof c));
     fprintf(f, "  %-9s %s, %s shards/s, ETA %s\n", "elapsed", get_duration(job, "elapsed", a, sizeof a),
-            get_fixed(job, "rate", 3, b, sizeof b), get_duration(job, "eta", c, sizeof c));
+            get_rate(job, "rate", b, sizeof b), get_duration(job, "eta", c, sizeof c));
     if (is_kind(job, "count"))
-        fprintf(f, "  %-9s %s, unique %s, nodes %s%s\n", "total", get_str(job, "total", a, sizeof a),
-                get_str(job, "unique", b, sizeof b), get_str(job, "nodes", c, sizeof c),
+        fprintf(f, "  %-9s %s, unique %s, nodes %s%s\n", "total", get_count(job, "total", a, sizeof a),
+                get_count(job, "unique", b, sizeof b), get_count(job, "nodes", c, sizeof c),
                 get_bool(job, "final") ? "" : " (so far)");
     else if (is_kind(job, "solve"))
         fprintf(f, "  %-9s %s found, %s seeds done, algo %s\n", "solutions",
-                get_str(job, "solutions_found", a, sizeof a), get_str(job, "seeds_done", b, sizeof b),
+                get_count(job, "solutions_found", a, sizeof a), get_count(job, "seeds_done", b, sizeof b),
                 get_str(job, "algo", c, sizeof c));
     else if (is_kind(job, "enumerate"))
-        fprintf(f, "  %-9s %s\n", "solutions", get_str(job, "solutions", a, sizeof a));
+        fprintf(f, "  %-9s %s\n", "solutions", get_count(job, "solutions", a, sizeof a));
     render_checks(f, job);
     render_evidence(f, job);
     const msgpack_object *wait = render_get(job, "waiting");
@@ -236,16 +279,17 @@ static const char *job_answer(const msgpack_object *job, char *buf, size_t len)
         !memcmp(st->via.str.ptr, "refused", 7))
         return get_str(job, "last_error", buf, len);
     if (is_kind(job, "count")) {
-        char t[48];
-        snprintf(buf, len, "%s%s", get_str(job, "total", t, sizeof t), get_bool(job, "final") ? "" : " (so far)");
+        char t[NQ_U128_GROUPED];
+        snprintf(buf, len, "%s%s", get_count(job, "total", t, sizeof t),
+                 get_bool(job, "final") ? "" : " (so far)");
         return buf;
     }
     if (is_kind(job, "solve")) {
-        char t[48];
-        snprintf(buf, len, "%s found", get_str(job, "solutions_found", t, sizeof t));
+        char t[NQ_U128_GROUPED];
+        snprintf(buf, len, "%s found", get_count(job, "solutions_found", t, sizeof t));
         return buf;
     }
-    return get_str(job, "solutions", buf, len);
+    return get_count(job, "solutions", buf, len);
 }
 
 void render_list(FILE *f, const msgpack_object *arr)
@@ -257,29 +301,46 @@ void render_list(FILE *f, const msgpack_object *arr)
     for (uint32_t i = 0; i < arr->via.array.size; i++) {
         const msgpack_object *j = &arr->via.array.ptr[i];
         fprintf(f, "%6s  %-9s  %10s  %-9s  %17s  %s\n", get_str(j, "id", a, sizeof a),
-                get_str(j, "kind", b, sizeof b), get_str(j, "n", c, sizeof c), get_str(j, "state", d, sizeof d),
+                get_str(j, "kind", b, sizeof b), get_count(j, "n", c, sizeof c),
+                get_str(j, "state", d, sizeof d),
                 done_total(j, e, sizeof e), job_answer(j, g, sizeof g));
     }
 }
 
 /* ---- workers ---- */
 
+/* Characters of a worker's public key shown in the table: enough to tell keys apart (12 Z85
+   digits, 76 bits) and to find its .pub file; --json has the whole key. */
+#define KEY_SHOWN 12
+
+/* The start of the worker's CURVE public key, "-" for a worker without keys. */
+static const char *key_prefix(const msgpack_object *w, char *buf, size_t len)
+{
+    char key[64];
+    const char *k = get_str(w, "pubkey", key, sizeof key);
+    if (!strcmp(k, "-") || !k[0])
+        return "-";
+    snprintf(buf, len, "%.*s%s", KEY_SHOWN, k, strlen(k) > KEY_SHOWN ? "..." : "");
+    return buf;
+}
+
 void render_workers(FILE *f, const msgpack_object *arr)
 {
-    char a[256], b[256], c[64], d[64], e[64], g[64], h[64], k[64], t[64], kern[256];
-    fprintf(f, "%-28s  %-16s  %7s  %5s  %6s  %8s  %12s  %9s  %-20s  %s\n", "ID", "HOST", "THREADS", "ALIVE",
-            "LEASES", "SHARDS", "NODES/S", "CONFLICTS", "LAST SEEN", "KERNEL");
+    char a[256], b[256], c[64], d[64], e[64], g[64], h[64], k[64], t[64], kern[256], key[32];
+    fprintf(f, "%-28s  %-16s  %-15s  %7s  %5s  %6s  %8s  %13s  %9s  %-19s  %s\n", "ID", "HOST", "KEY",
+            "THREADS", "ALIVE", "LEASES", "SHARDS", "NODES/S", "CONFLICTS", "LAST SEEN", "KERNEL");
     if (!arr || arr->type != MSGPACK_OBJECT_ARRAY)
         return;
     for (uint32_t i = 0; i < arr->via.array.size; i++) {
         const msgpack_object *w = &arr->via.array.ptr[i];
         /* KERNEL last: a GPU worker's names its device, of any length */
-        fprintf(f, "%-28s  %-16s  %7s  %5s  %6s  %8s  %12s  %9s  %-20s  %s%s\n",
+        fprintf(f, "%-28s  %-16s  %-15s  %7s  %5s  %6s  %8s  %13s  %9s  %-19s  %s%s\n",
                 get_str(w, "id", a, sizeof a), get_str(w, "host", b, sizeof b),
+                key_prefix(w, key, sizeof key),
                 get_str(w, "threads", c, sizeof c), get_str(w, "alive", d, sizeof d),
                 get_str(w, "leases", e, sizeof e),
-                get_str(w, "shards_done", g, sizeof g), get_fixed(w, "nodes_per_s", 0, h, sizeof h),
-                get_str(w, "conflicts", k, sizeof k), get_time(w, "last_seen", t, sizeof t),
+                get_count(w, "shards_done", g, sizeof g), get_group_fixed(w, "nodes_per_s", 0, h, sizeof h),
+                get_count(w, "conflicts", k, sizeof k), get_time(w, "last_seen", t, sizeof t),
                 get_str(w, "kernel", kern, sizeof kern), get_bool(w, "flagged") ? "  FLAGGED" : "");
     }
 }
@@ -289,18 +350,19 @@ void render_workers(FILE *f, const msgpack_object *arr)
 static void result_answer(FILE *f, const msgpack_object *res)
 {
     char a[64], b[64], c[64], d[64];
-    const char *n = get_str(res, "n", a, sizeof a);
+    const char *n = get_count(res, "n", a, sizeof a);
     if (is_kind(res, "count")) {
-        fprintf(f, "N=%s: %s solutions, %s unique", n, get_str(res, "total", b, sizeof b),
-                get_str(res, "unique", c, sizeof c));
+        fprintf(f, "N=%s: %s solutions, %s unique", n, get_count(res, "total", b, sizeof b),
+                get_count(res, "unique", c, sizeof c));
         if (!get_bool(res, "final"))
             fprintf(f, " (partial: %s shards done)", done_total(res, d, sizeof d));
         fputc('\n', f);
     } else if (is_kind(res, "solve")) {
-        fprintf(f, "N=%s: %s solution(s) found, %s seeds done\n", n, get_str(res, "solutions_found", b, sizeof b),
-                done_total(res, c, sizeof c));
+        fprintf(f, "N=%s: %s solution(s) found, %s seeds done\n", n,
+                get_count(res, "solutions_found", b, sizeof b), done_total(res, c, sizeof c));
     } else if (is_kind(res, "enumerate")) {
-        fprintf(f, "N=%s: %s solutions%s (nq export lists them)\n", n, get_str(res, "solutions", b, sizeof b),
+        fprintf(f, "N=%s: %s solutions%s (nq export lists them)\n", n,
+                get_count(res, "solutions", b, sizeof b),
                 get_str(res, "state", c, sizeof c)[0] == 'd' ? "" : " so far");
     } else {
         fprintf(f, "job %s: kind %s\n", get_str(res, "id", b, sizeof b), get_str(res, "kind", c, sizeof c));
@@ -321,7 +383,7 @@ static void result_solutions(FILE *f, const msgpack_object *res)
     for (uint32_t i = 0; i < shown; i++) {
         const msgpack_object *s = &sols->via.array.ptr[i];
         fprintf(f, "  %20s  %8s  %14s  %10s  %-16.16s  %s\n", get_str(s, "seed", a, sizeof a),
-                get_str(s, "shard", c, sizeof c), get_str(s, "steps", d, sizeof d),
+                get_str(s, "shard", c, sizeof c), get_count(s, "steps", d, sizeof d),
                 get_fixed(s, "seconds", 3, e, sizeof e), get_str(s, "hash", b, sizeof b),
                 get_str(s, "where", g, sizeof g));
     }
@@ -346,9 +408,10 @@ static void result_study(FILE *f, const msgpack_object *res)
         snprintf(ci, sizeof ci, "%s..%s", get_fixed(s, "ci_low", 3, h, sizeof h),
                  get_fixed(s, "ci_high", 3, k, sizeof k));
         fprintf(f, "  %-14s  %8s  %8s  %7s  %-17s  %12s  %12s  %10s  %10s\n", get_str(s, "algo", a, sizeof a),
-                get_str(s, "seeds", b, sizeof b), get_str(s, "solved", c, sizeof c),
-                get_fixed(s, "rate", 3, d, sizeof d), ci, get_fixed(s, "steps_median", 0, e, sizeof e),
-                get_fixed(s, "steps_p95", 0, g, sizeof g), get_fixed(s, "seconds_median", 3, m, sizeof m),
+                get_count(s, "seeds", b, sizeof b), get_count(s, "solved", c, sizeof c),
+                get_fixed(s, "rate", 3, d, sizeof d), ci, get_group_fixed(s, "steps_median", 0, e, sizeof e),
+                get_group_fixed(s, "steps_p95", 0, g, sizeof g),
+                get_fixed(s, "seconds_median", 3, m, sizeof m),
                 get_fixed(s, "seconds_p95", 3, p, sizeof p));
     }
 }
@@ -359,8 +422,8 @@ void render_result(FILE *f, const msgpack_object *res)
     const msgpack_object *workers = get_array(res, "workers");
     result_answer(f, res);
     render_job(f, res);
-    fprintf(f, "  %-9s %s core-seconds, nodes %s, ", "work", get_fixed(res, "core_seconds", 1, a, sizeof a),
-            get_str(res, "nodes", b, sizeof b));
+    fprintf(f, "  %-9s %s core-seconds, nodes %s, ", "work",
+            get_group_fixed(res, "core_seconds", 1, a, sizeof a), get_count(res, "nodes", b, sizeof b));
     if (workers) fprintf(f, "%u worker(s)\n", workers->via.array.size);
     else fprintf(f, "workers -\n");
     if (render_get(res, "residues_ok")) {
@@ -412,7 +475,7 @@ static void csv_string(FILE *f, const char *s, size_t len)
     fputc('"', f);
 }
 
-/* One CSV cell: nil is empty, an array its values separated by spaces. */
+/* One CSV cell: nil is empty (an array is spread over cells by csv_row). */
 static void csv_cell(FILE *f, const msgpack_object *o)
 {
     char buf[64];
@@ -420,31 +483,54 @@ static void csv_cell(FILE *f, const msgpack_object *o)
     if (num) fputs(num, f);
     else if (o->type == MSGPACK_OBJECT_STR) csv_string(f, o->via.str.ptr, o->via.str.size);
     else if (o->type == MSGPACK_OBJECT_BOOLEAN) fputs(o->via.boolean ? "true" : "false", f);
-    else if (o->type == MSGPACK_OBJECT_ARRAY) {
-        for (uint32_t i = 0; i < o->via.array.size; i++) {
-            if (i) fputc(' ', f);
-            csv_cell(f, &o->via.array.ptr[i]);
+}
+
+/* A row's cells, an array's values each in a cell of its own: a solution's columns are as many
+   CSV columns, which a spreadsheet or a CSV reader can use, where one cell of them was text. */
+static void csv_row(FILE *f, const msgpack_object *row)
+{
+    int first = 1;
+    for (uint32_t i = 0; i < row->via.array.size; i++) {
+        const msgpack_object *c = &row->via.array.ptr[i];
+        uint32_t k = c->type == MSGPACK_OBJECT_ARRAY ? c->via.array.size : 1;
+        for (uint32_t e = 0; e < k; e++, first = 0) {
+            if (!first) fputc(',', f);
+            csv_cell(f, c->type == MSGPACK_OBJECT_ARRAY ? &c->via.array.ptr[e] : c);
         }
     }
+    fputc('\n', f);
+}
+
+/* The header: a column whose cells are arrays (in the first row) names each of its values. An
+   enumerate job's "cols" holds the column of each row's queen, so its names are row0, row1, ... */
+static void csv_header(FILE *f, const msgpack_object *cols, const msgpack_object *rows)
+{
+    const msgpack_object *row0 = rows->via.array.size ? &rows->via.array.ptr[0] : NULL;
+    for (uint32_t i = 0; i < cols->via.array.size; i++) {
+        const msgpack_object *name = &cols->via.array.ptr[i], *c = row0 ? &row0->via.array.ptr[i] : NULL;
+        if (i) fputc(',', f);
+        if (!c || c->type != MSGPACK_OBJECT_ARRAY) {
+            csv_cell(f, name);
+            continue;
+        }
+        int queens = name->via.str.size == 4 && !memcmp(name->via.str.ptr, "cols", 4);
+        for (uint32_t e = 0; e < c->via.array.size; e++) {
+            char h[80];
+            snprintf(h, sizeof h, "%s%u", queens ? "row" : "", e);
+            if (e) fputc(',', f);
+            if (!queens) csv_cell(f, name);
+            fputs(h, f);
+        }
+    }
+    fputc('\n', f);
 }
 
 static void export_csv(FILE *f, const msgpack_object *cols, const msgpack_object *rows, int first_page)
 {
-    if (first_page) {
-        for (uint32_t i = 0; i < cols->via.array.size; i++) {
-            if (i) fputc(',', f);
-            csv_cell(f, &cols->via.array.ptr[i]);
-        }
-        fputc('\n', f);
-    }
-    for (uint32_t r = 0; r < rows->via.array.size; r++) {
-        const msgpack_object *row = &rows->via.array.ptr[r];
-        for (uint32_t i = 0; i < row->via.array.size; i++) {
-            if (i) fputc(',', f);
-            csv_cell(f, &row->via.array.ptr[i]);
-        }
-        fputc('\n', f);
-    }
+    if (first_page)
+        csv_header(f, cols, rows);
+    for (uint32_t r = 0; r < rows->via.array.size; r++)
+        csv_row(f, &rows->via.array.ptr[r]);
 }
 
 static void export_json(FILE *f, const msgpack_object *cols, const msgpack_object *rows,

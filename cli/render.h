@@ -25,9 +25,10 @@ void render_result(FILE *f, const msgpack_object *res);    /* the answer first, 
 
 /*
  * One export page {columns, rows, next}. csv: the header on the first page,
- * then one line per row (RFC 4180 quoting; an array cell prints as its values
- * separated by spaces). json: one array streamed across pages, one object per
- * row keyed by column name: '[' on the first page, ']' on the last.
+ * then one line per row (RFC 4180 quoting; an array cell spreads over one CSV
+ * column per value: an enumerate job's cols are row0, row1, ...). json: one array
+ * streamed across pages, one object per row keyed by column name: '[' on the first
+ * page, ']' on the last.
  * first_page means nothing of this export was printed before.
  * Returns the number of rows printed, or -1 if the page is malformed.
  */

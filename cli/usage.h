@@ -47,7 +47,9 @@
 
 /* Commands of the distributed system (broker/, worker/). */
 #define NQ_CLIENT_OPTS \
-    "  --broker EP        the broker's control endpoint (default $NQ_BROKER, else tcp://127.0.0.1:7556)\n" \
+    "  --broker EP        the broker's control endpoint (default $NQ_BROKER, else tcp://127.0.0.1:7556;\n" \
+    "                     where neither is named and nothing listens there, list, status, workers,\n" \
+    "                     result and export read ./nq.db, and say so)\n" \
     "  --key F --broker-key F   CURVE: own key pair and the broker's public key\n" \
     "  --timeout S        seconds to wait for the broker (default 10; submit 60)\n"
 #define NQ_JOB_OPTS \

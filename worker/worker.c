@@ -19,6 +19,7 @@
 #include <zmq.h>
 
 #define SOLPART_ROWS (4u << 20)           /* 16 MB of columns per SOLPART frame */
+#define SILENT_ROUNDS_HINT 2              /* silent connections before saying what may be missing */
 
 struct nq_worker {
     nq_worker_cfg_t cfg;
@@ -30,6 +31,7 @@ struct nq_worker {
     uint64_t nonce, broker_nonce;
     uint32_t hb_ms, liveness, credit;
     double last_recv, last_sent, backoff, next_connect;
+    uint32_t silent_rounds;            /* connections in a row the broker never answered */
     double hello_at;                   /* when we last introduced ourselves */
     uint64_t sync, sync_echoed;        /* the broker's last sync token, and the last we echoed */
     nq_wtask_t *outbox;
@@ -74,11 +76,12 @@ static void send_hello(nq_worker_t *w)
     nq_msg_t m = { .type = NQ_MSG_HELLO };
     snprintf(m.u.hello.worker_id, sizeof m.u.hello.worker_id, "%s", w->id);
     snprintf(m.u.hello.host, sizeof m.u.hello.host, "%s", w->host);
-    /* a GPU worker names its device: `nq workers` and the web view show it beside its rate */
+    /* what it counts with (its GPU, or the CPU kernel: avx512, scalar): `nq workers` and the web
+       view show it beside its rate */
     if (w->cfg.gpu)
         snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s gpu: %s", NQ_VERSION, gpu_name(w->cfg.gpu));
     else
-        snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s", NQ_VERSION);
+        snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s %s", NQ_VERSION, count_kernel_name());
     m.u.hello.nonce = w->nonce;
     m.u.hello.threads = w->cfg.threads;
     send_msg(w, &m);
@@ -321,6 +324,7 @@ static void drain_socket(nq_worker_t *w)
         char err[200];
         w->last_recv = now_s();
         w->backoff = 1;
+        w->silent_rounds = 0;
         if (proto_decode(zmq_msg_data(&f), zmq_msg_size(&f), &m, err, sizeof err) != 0) {
             nq_log(NQ_LOG_WARN, "message.bad", "from=broker reason=\"%s\"", err);
         } else {
@@ -374,6 +378,12 @@ static void tick(nq_worker_t *w, double now)
         double jitter = (double)rng_below(&w->rng, 1000) / 1000.0 * w->backoff * 0.25;
         nq_log(NQ_LOG_WARN, "worker.broker_silent", "broker=%s reconnect_in=%.1fs", w->cfg.connect,
                w->backoff + jitter);
+        /* A broker with keys never answers a worker without them (CURVE never starts), so the
+           worker sees silence, not a refusal: say what may be missing, once. */
+        if (++w->silent_rounds == SILENT_ROUNDS_HINT && !w->cfg.key_file && !w->broker_nonce)
+            nq_log(NQ_LOG_WARN, "worker.no_answer", "broker=%s rounds=%u hint=\"is the broker running "
+                   "there? if it has keys, give this worker --key F and --broker-key F (nq keygen)\"",
+                   w->cfg.connect, w->silent_rounds);
         disconnect(w);
         w->next_connect = now + w->backoff + jitter;
         w->backoff = w->backoff * 2 > 32 ? 32 : w->backoff * 2;

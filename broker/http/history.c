@@ -3,7 +3,7 @@
  * time, one point per snapshot until the ring is full; then every other point goes and
  * only every second snapshot becomes a point, and so on. Memory stays HIST_JOBS rings
  * however long a campaign runs, and the chart always spans the job's whole life since
- * the broker started.
+ * the broker started. One more ring follows the whole broker (results, workers) for /.
  */
 #include "http_impl.h"
 
@@ -38,7 +38,7 @@ static void ring_halve(hist_ring_t *r)
     r->stride *= 2;
 }
 
-static void ring_add(hist_ring_t *r, double t, uint64_t done)
+static void ring_add(hist_ring_t *r, double t, uint64_t done, uint32_t workers)
 {
     r->updated = t;
     if (r->n > 0 && ++r->skipped < r->stride)
@@ -48,13 +48,24 @@ static void ring_add(hist_ring_t *r, double t, uint64_t done)
         ring_halve(r);
     r->s[r->n].t = t;
     r->s[r->n].done = done;
+    r->s[r->n].workers = workers;
     r->n++;
 }
 
 void history_add(nq_history_t *h, const nq_metrics_snapshot_t *s)
 {
     for (size_t i = 0; i < s->njobs; i++)
-        ring_add(ring_for(h, s->jobs[i].id, s->wall), s->wall, s->jobs[i].shards_done);
+        ring_add(ring_for(h, s->jobs[i].id, s->wall), s->wall, s->jobs[i].shards_done, 0);
+    if (!h->broker.stride)
+        h->broker.stride = 1;
+    ring_add(&h->broker, s->wall, s->results_total, s->workers_alive);
+}
+
+size_t history_get_broker(const nq_history_t *h, hist_sample_t *out, size_t max)
+{
+    size_t n = h->broker.n < max ? h->broker.n : max;
+    memcpy(out, h->broker.s, n * sizeof *out);
+    return n;
 }
 
 size_t history_get(const nq_history_t *h, uint64_t job, hist_sample_t *out, size_t max)

@@ -195,9 +195,18 @@ static unsigned route(nq_http_t *h, const char *url, FILE *f, const char **ctype
     *ctype = html;
     if (strcmp(url, "/metrics") == 0) {
         *ctype = "text/plain; version=0.0.4; charset=utf-8";
+        /* the snapshot first, then the DB: a job that ends meanwhile is in both (and counted once),
+           never in neither; the DB is read without the lock the broker's updates take */
+        nq_metrics_snapshot_t snap;
         pthread_mutex_lock(&h->lock);
-        char *body = metrics_render(&h->snap);
+        int copied = metrics_snapshot_copy(&snap, &h->snap);
         pthread_mutex_unlock(&h->lock);
+        if (copied != 0)
+            return 0;
+        nq_metrics_ended_t *ended = h->db_path ? web_metrics_ended(h) : NULL;
+        char *body = metrics_render(&snap, ended);
+        metrics_snapshot_free(&snap);
+        free(ended);
         if (!body)
             return 0;
         fputs(body, f);

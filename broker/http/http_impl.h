@@ -35,7 +35,8 @@
 
 typedef struct {
     double t;                  /* unix seconds */
-    uint64_t done;             /* shards done */
+    uint64_t done;             /* shards done; the broker's ring: results received */
+    uint32_t workers;          /* the broker's ring: workers alive */
 } hist_sample_t;
 
 typedef struct {
@@ -48,11 +49,14 @@ typedef struct {
 
 typedef struct {
     hist_ring_t rings[HIST_JOBS];
+    hist_ring_t broker;        /* the whole broker: results received and workers alive */
 } nq_history_t;
 
 void history_add(nq_history_t *h, const nq_metrics_snapshot_t *s);
 /* Copies job's points (oldest first) into out; returns how many. */
 size_t history_get(const nq_history_t *h, uint64_t job, hist_sample_t *out, size_t max);
+/* The broker's points (oldest first): results received so far and workers alive. */
+size_t history_get_broker(const nq_history_t *h, hist_sample_t *out, size_t max);
 
 /* ---- http.c: the server's state ---- */
 
@@ -93,6 +97,9 @@ int web_doc_export(nq_http_t *h, uint64_t job, uint64_t cursor, uint32_t rows, w
                    char *err, size_t errlen);
 void web_doc_free(web_doc_t *d);
 void web_db_close(nq_http_t *h);
+/* The jobs that ended, for /metrics (malloc'd; the caller frees it); NULL when the DB cannot be
+   read: the scrape then shows the snapshot alone. */
+nq_metrics_ended_t *web_metrics_ended(nq_http_t *h);
 
 /* ---- web_html.c ---- */
 
@@ -109,11 +116,18 @@ void html_duration(FILE *f, double s);                     /* 3h05m, "-" when un
 void html_rate(FILE *f, double per_s);                     /* 1.23 M/s style */
 void html_time(FILE *f, double unix_s);                    /* UTC, "-" when 0 */
 void html_progress(FILE *f, uint64_t done, uint64_t total);
+/* A count for people, its digits grouped by three (4,968,057,848); other values as html_esc_obj.
+   The /api documents stay plain. */
+void html_count(FILE *f, const msgpack_object *o);
+void html_count_u64(FILE *f, uint64_t v);
 
 /* ---- web_chart.c ---- */
 
-/* Shards done (left axis) and results/s (right axis) against time, as an <svg>. */
-void chart_progress(FILE *f, const hist_sample_t *s, size_t n, uint64_t total);
+/* A job's shards done (left axis, up to total) and shards done a second (right axis) against
+   time, as an <svg> with a legend and a time axis in UTC; `running`: the last point is now. */
+void chart_progress(FILE *f, const hist_sample_t *s, size_t n, uint64_t total, int running);
+/* The broker's results a second (left axis) and workers alive (right axis) against time. */
+void chart_broker(FILE *f, const hist_sample_t *s, size_t n);
 
 /* ---- pages: each writes the body and returns the HTTP status ---- */
 

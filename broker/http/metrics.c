@@ -60,15 +60,47 @@ static void put_u64(FILE *f, const char *name, const char *type, const char *hel
     fprintf(f, "%s %llu\n", name, (unsigned long long)v);
 }
 
-static void put_shards(FILE *f, const nq_metrics_snapshot_t *s)
+/* Is job id among the ended (it ended after the snapshot was taken)? */
+static int ended_has(const nq_metrics_ended_t *e, uint64_t id)
+{
+    for (size_t i = 0; e && i < e->njobs; i++)
+        if (e->jobs[i].id == id)
+            return 1;
+    return 0;
+}
+
+static void put_shards(FILE *f, const nq_metrics_snapshot_t *s, const nq_metrics_ended_t *e)
 {
     static const char *const states[6] = {
         "pending", "leased", "done", "failed", "conflict", "cancelled"
     };
-    put_family(f, "nq_shards", "gauge", "Shards of all jobs by state.");
+    uint64_t by[6];
     for (int i = 0; i < 6; i++)
-        fprintf(f, "nq_shards{state=\"%s\"} %llu\n", states[i],
-                (unsigned long long)s->shards_by_state[i]);
+        by[i] = s->shards_by_state[i] + (e ? e->shards_by_state[i] : 0);
+    for (size_t k = 0; k < s->njobs; k++) {
+        const nq_metrics_job_t *j = &s->jobs[k];
+        if (!ended_has(e, j->id))
+            continue;                   /* its final figures are the ended ones: not twice */
+        const uint64_t mine[6] = { j->shards_pending, j->shards_leased, j->shards_done, j->shards_failed,
+                                   j->shards_conflict, 0 };
+        for (int i = 0; i < 6; i++)
+            by[i] -= by[i] >= mine[i] ? mine[i] : by[i];
+    }
+    put_family(f, "nq_shards", "gauge",
+               "Shards of all jobs by state (cancelled: left open when their job ended).");
+    for (int i = 0; i < 6; i++)
+        fprintf(f, "nq_shards{state=\"%s\"} %llu\n", states[i], (unsigned long long)by[i]);
+}
+
+void metrics_ended_add(nq_metrics_ended_t *e, const nq_metrics_job_t *j, double finished, double now)
+{
+    uint64_t settled = j->shards_done + j->shards_failed + j->shards_conflict;
+    e->shards_by_state[2] += j->shards_done;
+    e->shards_by_state[3] += j->shards_failed;
+    e->shards_by_state[4] += j->shards_conflict;
+    e->shards_by_state[5] += j->shards_total > settled ? j->shards_total - settled : 0;
+    if (e->njobs < METRICS_ENDED_MAX && now - finished < METRICS_ENDED_KEEP_S)
+        e->jobs[e->njobs++] = *j;
 }
 
 static void put_commits(FILE *f, const nq_metrics_snapshot_t *s)
@@ -105,39 +137,62 @@ static void put_workers(FILE *f, const nq_metrics_snapshot_t *s)
     }
 }
 
-/* One gauge per active job; `nq_job_info` carries the labels that never change value. */
-static void put_job_series(FILE *f, const nq_metrics_snapshot_t *s, const char *name,
-                           const char *help, size_t field)
+/* The jobs with series: the snapshot's (active), then the ended, each once. */
+typedef struct {
+    const nq_metrics_snapshot_t *s;
+    const nq_metrics_ended_t *e;
+} job_lists_t;
+
+static size_t jobs_count(const job_lists_t *l)
+{
+    return l->s->njobs + (l->e ? l->e->njobs : 0);
+}
+
+/* Job i of the lists, or NULL where an active one ended since (the ended one stands for it). */
+static const nq_metrics_job_t *jobs_at(const job_lists_t *l, size_t i)
+{
+    if (i >= l->s->njobs)
+        return &l->e->jobs[i - l->s->njobs];
+    return ended_has(l->e, l->s->jobs[i].id) ? NULL : &l->s->jobs[i];
+}
+
+/* One gauge per job; `nq_job_info` carries the labels that never change value. */
+static void put_job_series(FILE *f, const job_lists_t *l, const char *name, const char *help, size_t field)
 {
     put_family(f, name, "gauge", help);
-    for (size_t i = 0; i < s->njobs; i++) {
+    for (size_t i = 0; i < jobs_count(l); i++) {
+        const nq_metrics_job_t *j = jobs_at(l, i);
         uint64_t v;
-        memcpy(&v, (const char *)&s->jobs[i] + field, sizeof v);
-        fprintf(f, "%s{job_id=\"%llu\"} %llu\n", name, (unsigned long long)s->jobs[i].id,
-                (unsigned long long)v);
+        if (!j)
+            continue;
+        memcpy(&v, (const char *)j + field, sizeof v);
+        fprintf(f, "%s{job_id=\"%llu\"} %llu\n", name, (unsigned long long)j->id, (unsigned long long)v);
     }
 }
 
-static void put_jobs(FILE *f, const nq_metrics_snapshot_t *s)
+static void put_jobs(FILE *f, const job_lists_t *l)
 {
-    put_family(f, "nq_job_info", "gauge", "One series per active job: its kind, N and state.");
-    for (size_t i = 0; i < s->njobs; i++) {
-        const nq_metrics_job_t *j = &s->jobs[i];
+    put_family(f, "nq_job_info", "gauge",
+               "One series per active job and per job that ended in the last day: its kind, N and state.");
+    for (size_t i = 0; i < jobs_count(l); i++) {
+        const nq_metrics_job_t *j = jobs_at(l, i);
+        if (!j)
+            continue;
         fprintf(f, "nq_job_info{job_id=\"%llu\",kind=\"", (unsigned long long)j->id);
         put_label_value(f, j->kind);
         fprintf(f, "\",n=\"%llu\",state=\"", (unsigned long long)j->n);
         put_label_value(f, j->state);
         fputs("\"} 1\n", f);
     }
-    put_job_series(f, s, "nq_job_shards", "Shards of each active job, in all (not _total: a gauge).",
+    put_job_series(f, l, "nq_job_shards", "Shards of each job, in all (not _total: a gauge).",
                    offsetof(nq_metrics_job_t, shards_total));
-    put_job_series(f, s, "nq_job_shards_done", "Shards of each active job with an accepted result.",
+    put_job_series(f, l, "nq_job_shards_done", "Shards of each job with an accepted result.",
                    offsetof(nq_metrics_job_t, shards_done));
-    put_job_series(f, s, "nq_job_shards_failed", "Shards of each active job that ran out of attempts.",
+    put_job_series(f, l, "nq_job_shards_failed", "Shards of each job that ran out of attempts.",
                    offsetof(nq_metrics_job_t, shards_failed));
-    put_job_series(f, s, "nq_job_shards_conflict", "Shards of each active job whose results disagreed.",
+    put_job_series(f, l, "nq_job_shards_conflict", "Shards of each job whose results disagreed.",
                    offsetof(nq_metrics_job_t, shards_conflict));
-    put_job_series(f, s, "nq_job_shards_leased", "Shards of each active job out on workers.",
+    put_job_series(f, l, "nq_job_shards_leased", "Shards of each job out on workers.",
                    offsetof(nq_metrics_job_t, shards_leased));
 }
 
@@ -154,8 +209,9 @@ static void put_store(FILE *f, const nq_metrics_snapshot_t *s)
             "Size of the file system of the broker's DB.", s->disk_size_bytes);
 }
 
-char *metrics_render(const nq_metrics_snapshot_t *s)
+char *metrics_render(const nq_metrics_snapshot_t *s, const nq_metrics_ended_t *ended)
 {
+    job_lists_t jobs = { s, ended };
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -165,7 +221,7 @@ char *metrics_render(const nq_metrics_snapshot_t *s)
     fputs("nq_build_info{version=\"", f);
     put_label_value(f, NQ_VERSION);
     fputs("\"} 1\n", f);
-    put_shards(f, s);
+    put_shards(f, s, ended);
     put_u64(f, "nq_results_total", "counter", "Shard results received.", s->results_total);
     put_u64(f, "nq_results_duplicate_total", "counter",
             "Results for a shard that already had an equal result.", s->results_duplicate);
@@ -192,7 +248,7 @@ char *metrics_render(const nq_metrics_snapshot_t *s)
     put_commits(f, s);
     put_store(f, s);
     put_workers(f, s);
-    put_jobs(f, s);
+    put_jobs(f, &jobs);
     if (fclose(f) != 0) {
         free(buf);
         return NULL;

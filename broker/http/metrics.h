@@ -6,9 +6,12 @@
  * so a scrape never touches the broker's sockets or its store.
  *
  * Per-job series (nq_job_*{job_id="ID"}: not "job", which Prometheus gives the scrape
- * job) cover only the jobs the snapshot lists, which the broker fills with its active
- * (pending or running) jobs: a campaign's history does not grow the label set. Worker
- * ids come from the wire and are escaped.
+ * job) cover the jobs the snapshot lists, which the broker fills with its active
+ * (pending or running) jobs, and the jobs that ended in the last METRICS_ENDED_KEEP_S
+ * (at most METRICS_ENDED_MAX), in their final state, read from the DB at each scrape: a
+ * job's series do not vanish as it ends, and a campaign's history does not grow the label
+ * set. nq_shards counts the shards of every job, ended ones too. Worker ids come from the
+ * wire and are escaped.
  */
 #ifndef NQ_METRICS_H
 #define NQ_METRICS_H
@@ -49,11 +52,29 @@ typedef struct {
     const nq_metrics_job_t *jobs;
 } nq_metrics_snapshot_t;
 
+#define METRICS_ENDED_KEEP_S 86400.0
+#define METRICS_ENDED_MAX 100
+
+/* The jobs that ended, from the DB (query_jobs_ended): the shards of them all by state
+   (done, failed, conflict, and cancelled: those still open when the job ended), and the
+   latest of them as jobs for the per-job series. */
+typedef struct {
+    uint64_t shards_by_state[6];   /* as the snapshot's; pending and leased stay 0 */
+    size_t njobs;
+    nq_metrics_job_t jobs[METRICS_ENDED_MAX];
+} nq_metrics_ended_t;
+
+/* Adds one ended job (the latest first): to the sums, and to jobs while it ended less than
+   METRICS_ENDED_KEEP_S before now and there is room. */
+void metrics_ended_add(nq_metrics_ended_t *e, const nq_metrics_job_t *j, double finished, double now);
+
 /*
- * Renders a snapshot in the Prometheus text exposition format (version 0.0.4)
- * into a malloc'd string (the caller frees it); NULL when out of memory.
+ * Renders a snapshot, and the jobs that ended (NULL: none known), in the Prometheus text
+ * exposition format (version 0.0.4) into a malloc'd string (the caller frees it); NULL when
+ * out of memory. A job both in the snapshot and among the ended (it ended since the snapshot)
+ * counts once, as the ended one.
  */
-char *metrics_render(const nq_metrics_snapshot_t *s);
+char *metrics_render(const nq_metrics_snapshot_t *s, const nq_metrics_ended_t *ended);
 
 /* Deep copy (worker ids and arrays); -1 when out of memory, dst then untouched. */
 int metrics_snapshot_copy(nq_metrics_snapshot_t *dst, const nq_metrics_snapshot_t *src);

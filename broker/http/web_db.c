@@ -7,9 +7,12 @@
  */
 #include "http_impl.h"
 
+#include "clock.h"
 #include "errf.h"
 #include "query.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* How long a read waits for a lock: WAL readers only wait during a checkpoint's restart. */
@@ -49,6 +52,38 @@ void web_db_close(nq_http_t *h)
 {
     sqlite3_close(h->db);
     h->db = NULL;
+}
+
+/* query_jobs_ended's rows into the /metrics figures of the jobs that ended. */
+typedef struct { nq_metrics_ended_t *e; double now; } ended_ctx_t;
+
+static void ended_one(void *ud, const query_ended_t *q)
+{
+    ended_ctx_t *c = ud;
+    nq_metrics_job_t j = { .id = q->id, .n = q->n, .shards_total = q->shards_total,
+                           .shards_done = q->shards_done, .shards_failed = q->shards_failed,
+                           .shards_conflict = q->shards_conflict };
+    snprintf(j.kind, sizeof j.kind, "%s", q->kind);
+    snprintf(j.state, sizeof j.state, "%s", q->state);
+    metrics_ended_add(c->e, &j, q->finished, c->now);
+}
+
+nq_metrics_ended_t *web_metrics_ended(nq_http_t *h)
+{
+    char err[256];
+    nq_metrics_ended_t *e = calloc(1, sizeof *e);
+    if (!e || web_db_hold(h, err, sizeof err) != 0) {
+        free(e);
+        return NULL;
+    }
+    ended_ctx_t c = { e, nq_wall() };
+    int rc = query_jobs_ended(h->db, ended_one, &c, err, sizeof err);
+    web_db_release(h);
+    if (rc != 0) {
+        free(e);
+        return NULL;
+    }
+    return e;
 }
 
 /* The broker's live view of a worker, from the last snapshot (query_live_t). */

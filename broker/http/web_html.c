@@ -9,6 +9,7 @@
 
 #include "json.h"
 #include "log.h"
+#include "u128.h"
 
 #include <math.h>
 #include <string.h>
@@ -142,6 +143,22 @@ void html_time(FILE *f, double unix_s)
     fprintf(f, "%s UTC", buf);
 }
 
+void html_count_u64(FILE *f, uint64_t v)
+{
+    char g[NQ_U128_GROUPED];
+    fputs(u128_group(v, g), f);
+}
+
+void html_count(FILE *f, const msgpack_object *o)
+{
+    unsigned __int128 v;
+    char g[NQ_U128_GROUPED];
+    if (o && json_u128(o, &v) == 0)
+        fputs(u128_group(v, g), f);
+    else
+        html_esc_obj(f, o);
+}
+
 /* A native <progress> element: it needs no script, and a test can read its value. */
 void html_progress(FILE *f, uint64_t done, uint64_t total)
 {
@@ -157,7 +174,11 @@ static const char STYLE[] =
     "border-bottom:1px solid #dde}th{background:#f3f4f7}td.l,th.l{text-align:left}"
     "progress{width:12em;vertical-align:middle}.flag{color:#b00020;font-weight:bold}"
     ".muted{color:#667}.err{color:#b00020;white-space:pre-wrap}code{font-size:.95em}"
-    "svg text{font:11px system-ui,sans-serif;fill:#445}";
+    "svg text{font:12px system-ui,sans-serif;fill:#445}svg.chart{width:100%;max-width:720px;min-width:480px;"
+    "height:auto}@media(max-width:600px){body{margin:.8em}progress{width:5em}}"
+    ".cards{display:flex;flex-wrap:wrap;gap:.6em;margin:.5em 0 1em}.card{border:1px solid #dde;"
+    "border-radius:6px;padding:.4em .9em;min-width:8em}.card b{display:block;font-size:1.3em}"
+    ".wide{overflow-x:auto}";
 
 void html_head(FILE *f, const char *title, int refresh_s)
 {

@@ -17,6 +17,14 @@ static void row(FILE *f, const char *name, const msgpack_object *job, const char
     fputs("</td></tr>\n", f);
 }
 
+/* A row whose value is a count: digits grouped for people. */
+static void row_count(FILE *f, const char *name, const msgpack_object *job, const char *key)
+{
+    fprintf(f, "<tr><th class=\"l\">%s</th><td class=\"l\" id=\"f-%s\">", name, key);
+    html_count(f, doc_get(job, key));
+    fputs("</td></tr>\n", f);
+}
+
 static void row_duration(FILE *f, const char *name, const msgpack_object *job, const char *key)
 {
     double d;
@@ -32,9 +40,9 @@ static void row_duration(FILE *f, const char *name, const msgpack_object *job, c
 static void spot_rows(FILE *f, const msgpack_object *j)
 {
     row(f, "verify rate", j, "verify_rate");
-    row(f, "checks compared", j, "checks");
-    row(f, "checks disagreed", j, "checks_disagreed");
-    row(f, "checks open", j, "checks_open");
+    row_count(f, "checks compared", j, "checks");
+    row_count(f, "checks disagreed", j, "checks_disagreed");
+    row_count(f, "checks open", j, "checks_open");
     const msgpack_object *fl = doc_get(j, "flagged");
     fputs("<tr><th class=\"l\">flagged</th><td class=\"l\" id=\"flagged\">", f);
     for (uint32_t i = 0; fl && fl->type == MSGPACK_OBJECT_ARRAY && i < fl->via.array.size; i++) {
@@ -56,8 +64,11 @@ static void summary(FILE *f, const msgpack_object *j)
     row(f, "state", j, "state");
     fputs("<tr><th class=\"l\">progress</th><td class=\"l\">", f);
     html_progress(f, done, total);
-    fprintf(f, " &nbsp; <span id=\"done-total\">%llu/%llu</span> shards done</td></tr>\n",
-            (unsigned long long)done, (unsigned long long)total);
+    fputs(" &nbsp; <span id=\"done-total\">", f);
+    html_count_u64(f, done);
+    fputc('/', f);
+    html_count_u64(f, total);
+    fputs("</span> shards done</td></tr>\n", f);
     fputs("<tr><th class=\"l\">rate</th><td class=\"l\">", f);
     if (doc_double(j, "rate", &rate) == 0)
         html_rate(f, rate);
@@ -67,24 +78,26 @@ static void summary(FILE *f, const msgpack_object *j)
     row_duration(f, "ETA", j, "eta");
     row_duration(f, "elapsed", j, "elapsed");
     if (doc_str_is(j, "kind", "count")) {
-        row(f, doc_bool(j, "final") ? "total" : "total so far", j, "total");
-        row(f, doc_bool(j, "final") ? "unique" : "unique so far", j, "unique");
-        row(f, "nodes", j, "nodes");
+        row_count(f, doc_bool(j, "final") ? "total" : "total so far", j, "total");
+        row_count(f, doc_bool(j, "final") ? "unique" : "unique so far", j, "unique");
+        row_count(f, "nodes", j, "nodes");
     } else if (doc_str_is(j, "kind", "solve")) {
         row(f, "algo", j, "algo");
-        row(f, "solutions found", j, "solutions_found");
+        row_count(f, "solutions found", j, "solutions_found");
     } else {
-        row(f, "solutions", j, "solutions");
+        row_count(f, "solutions", j, "solutions");
     }
-    row(f, "shards pending", j, "shards_pending");
-    row(f, "shards leased", j, "shards_leased");
+    row_count(f, "shards pending", j, "shards_pending");
+    row_count(f, "shards leased", j, "shards_leased");
+    if (doc_get(j, "copies_open"))
+        row_count(f, "copies to count (spot-checks, quorum votes)", j, "copies_open");
     const msgpack_object *w = doc_get(j, "waiting");
     if (w && w->type == MSGPACK_OBJECT_STR)
         row(f, "waiting", j, "waiting");
     uint64_t evidence = 0;
     if (doc_u64(j, "evidence", &evidence) == 0 && evidence > 0) {
         fputs("<tr><th class=\"l\">evidence</th><td class=\"l\" id=\"evidence\">", f);
-        html_esc_obj(f, doc_get(j, "evidence"));
+        html_count(f, doc_get(j, "evidence"));
         fputs(" late results disagreed with decided shards (the answer stands); from ", f);
         const msgpack_object *by = doc_get(j, "evidence_by");
         for (uint32_t i = 0; by && by->type == MSGPACK_OBJECT_ARRAY && i < by->via.array.size; i++) {
@@ -103,23 +116,28 @@ static void summary(FILE *f, const msgpack_object *j)
 }
 
 /* The job's samples, plus its end when it finished after the last one (the broker stops
-   sampling a job once it is no longer active). */
+   sampling a job once it is no longer active); a job that ran before this broker sampled it
+   is drawn from its start to its end, which its row keeps. */
 static void chart(nq_http_t *h, FILE *f, const msgpack_object *j, uint64_t id)
 {
-    static __thread hist_sample_t s[HIST_CAP + 1];   /* 4 KB: off the MHD thread's stack */
+    static __thread hist_sample_t s[HIST_CAP + 2];   /* 6 KB: off the MHD thread's stack */
     uint64_t done = 0, total = 0;
-    double fin;
+    double fin, start;
     pthread_mutex_lock(&h->lock);
     size_t n = h->hist ? history_get(h->hist, id, s, HIST_CAP) : 0;
     pthread_mutex_unlock(&h->lock);
     doc_u64(j, "shards_done", &done);
     doc_u64(j, "shards_total", &total);
-    if (n > 0 && doc_double(j, "finished_at", &fin) == 0 && fin > s[n - 1].t)
-        s[n++] = (hist_sample_t){ fin, done };
-    fputs("<h2>progress over time</h2>\n", f);
-    chart_progress(f, s, n, total);
-    fputs("<p class=\"muted\">Sampled once a second since this broker started; older points are "
-          "thinned so the whole run fits.</p>\n", f);
+    int ended = doc_double(j, "finished_at", &fin) == 0;
+    if (n == 0 && ended && doc_double(j, "started_at", &start) == 0 && start <= fin)
+        s[n++] = (hist_sample_t){ .t = start, .done = 0 };
+    if (ended && (n == 0 || fin > s[n - 1].t))
+        s[n++] = (hist_sample_t){ .t = fin, .done = done };
+    fputs("<h2>progress over time</h2>\n<div class=\"wide\">", f);
+    chart_progress(f, s, n, total, !ended);
+    fputs("</div>\n<p class=\"muted\">Sampled once a second while this broker runs the job; older points "
+          "are thinned so the whole run fits. A job that ran before is drawn from its start to its "
+          "end.</p>\n", f);
 }
 
 static void share_table(FILE *f, const web_share_t *s)
@@ -140,8 +158,11 @@ static void share_table(FILE *f, const web_share_t *s)
         const share_worker_t *w = &s->w[k < s->nworkers ? k : SHARE_WORKERS];
         fputs("<tr><td class=\"l worker\">", f);
         html_esc(f, w->id, strlen(w->id));
-        fprintf(f, "</td><td>%llu</td><td>%.1f%%</td><td>%.0f</td><td>", (unsigned long long)w->shards,
-                100.0 * (double)w->shards / (double)all, w->nodes);
+        fputs("</td><td>", f);
+        html_count_u64(f, w->shards);
+        fprintf(f, "</td><td>%.1f%%</td><td>", 100.0 * (double)w->shards / (double)all);
+        html_count_u64(f, w->nodes >= 0 && w->nodes < 1.8e19 ? (uint64_t)w->nodes : 0);
+        fputs("</td><td>", f);
         html_rate(f, w->seconds > 0 ? w->nodes / w->seconds : 0);
         fputs("</td></tr>\n", f);
     }

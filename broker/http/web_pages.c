@@ -1,6 +1,7 @@
 /*
- * The web view's pages for the whole broker: / (every job, the workers alive) and
- * /workers (every worker seen), and the 404 page. Server-rendered HTML from the query
+ * The web view's pages for the whole broker: / (the figures an operator looks at first, every
+ * job's progress, the broker's throughput over time, the workers alive) and /workers (every
+ * worker seen), and the 404 page. Server-rendered HTML from the query
  * documents that `nq list --json` and `nq workers --json` print; they refresh themselves.
  */
 #include "http_impl.h"
@@ -15,7 +16,7 @@
 static void cell(FILE *f, const msgpack_object *doc, const char *key)
 {
     fputs("<td>", f);
-    html_esc_obj(f, doc_get(doc, key));
+    html_count(f, doc_get(doc, key));   /* numbers grouped; text as it is */
     fputs("</td>", f);
 }
 
@@ -38,11 +39,11 @@ static void job_answer(FILE *f, const msgpack_object *j)
         cell(f, j, "unique");
     } else if (doc_str_is(j, "kind", "solve")) {
         fputs("<td colspan=\"2\" class=\"l\">", f);
-        html_esc_obj(f, doc_get(j, "solutions_found"));
+        html_count(f, doc_get(j, "solutions_found"));
         fputs(" solution(s) found</td>", f);
     } else {
         fputs("<td colspan=\"2\" class=\"l\">", f);
-        html_esc_obj(f, doc_get(j, "solutions"));
+        html_count(f, doc_get(j, "solutions"));
         fputs(" solutions</td>", f);
     }
 }
@@ -64,7 +65,11 @@ static void job_row(FILE *f, const msgpack_object *j)
     html_esc_obj(f, doc_get(j, "state"));
     fputs("</td><td class=\"l\">", f);
     html_progress(f, done, total);
-    fprintf(f, "</td><td>%llu/%llu</td><td>", (unsigned long long)done, (unsigned long long)total);
+    fputs("</td><td>", f);
+    html_count_u64(f, done);
+    fputc('/', f);
+    html_count_u64(f, total);
+    fputs("</td><td>", f);
     if (doc_double(j, "rate", &rate) == 0)
         html_rate(f, rate);
     else
@@ -82,12 +87,13 @@ static void jobs_table(FILE *f, const msgpack_object *list)
         fputs("<p>No jobs yet: <code>nq submit count 16</code>.</p>\n", f);
         return;
     }
-    fputs("<table id=\"jobs\"><tr><th>id</th><th class=\"l\">kind</th><th>N</th><th class=\"l\">state"
+    fputs("<div class=\"wide\"><table id=\"jobs\"><tr><th>id</th><th class=\"l\">kind</th><th>N</th>"
+          "<th class=\"l\">state"
           "</th><th class=\"l\">progress</th><th>shards done/total</th><th>rate (shards/s)</th>"
           "<th>ETA</th><th>total</th><th>unique</th></tr>\n", f);
     for (uint32_t i = 0; i < n && i < WEB_JOBS_LISTED; i++)
         job_row(f, &list->via.array.ptr[i]);
-    fputs("</table>\n", f);
+    fputs("</table></div>\n", f);
     if (n > WEB_JOBS_LISTED)
         fprintf(f, "<p class=\"muted\">%u older jobs not shown: <code>nq list</code>.</p>\n",
                 n - WEB_JOBS_LISTED);
@@ -123,16 +129,56 @@ static void db_error(FILE *f, const char *err)
     fputs("</p>\n", f);
 }
 
+/* The figures an operator looks at first, from the broker's last snapshot. */
+static void cards(nq_http_t *h, FILE *f, const msgpack_object *list)
+{
+    uint32_t running = 0, njobs = list && list->type == MSGPACK_OBJECT_ARRAY ? list->via.array.size : 0;
+    for (uint32_t i = 0; i < njobs; i++)
+        running += doc_str_is(&list->via.array.ptr[i], "state", "running");
+    pthread_mutex_lock(&h->lock);
+    const nq_metrics_snapshot_t *s = &h->snap;
+    double nps = 0;
+    for (size_t i = 0; i < s->nworkers; i++)
+        nps += s->workers[i].nodes_per_s;
+    fprintf(f, "<div class=\"cards\" id=\"cards\"><div class=\"card\">jobs running"
+            "<b id=\"card-running\">%u</b></div><div class=\"card\">workers alive<b>%u</b></div>"
+            "<div class=\"card\">results/s<b>", running, s->workers_alive);
+    html_rate(f, s->results_per_s);
+    fputs("</b></div><div class=\"card\">nodes/s<b>", f);
+    html_rate(f, nps);
+    fprintf(f, "</b></div><div class=\"card\">store<b class=\"%s\">%s</b></div>", s->store_ok ? "" : "flag",
+            s->store_ok ? "writable" : "NOT WRITABLE");
+    if (s->disk_size_bytes)
+        fprintf(f, "<div class=\"card\">disk free<b>%.0f%%</b></div>",
+                100.0 * (double)s->disk_free_bytes / (double)s->disk_size_bytes);
+    fputs("</div>\n", f);
+    pthread_mutex_unlock(&h->lock);
+}
+
+/* The whole broker's throughput over time, and the workers it had. */
+static void throughput(nq_http_t *h, FILE *f)
+{
+    static __thread hist_sample_t s[HIST_CAP];   /* 6 KB: off the MHD thread's stack */
+    pthread_mutex_lock(&h->lock);
+    size_t n = h->hist ? history_get_broker(h->hist, s, HIST_CAP) : 0;
+    pthread_mutex_unlock(&h->lock);
+    fputs("<h2>throughput</h2>\n<div class=\"wide\">", f);
+    chart_broker(f, s, n);
+    fputs("</div>\n", f);
+}
+
 unsigned web_page_index(nq_http_t *h, FILE *f)
 {
     web_doc_t d;
     char err[256] = "";
     int rc = web_doc(h, WEB_DOC_LIST, 0, &d, err, sizeof err);
     html_head(f, "jobs", WEB_REFRESH_S);
+    cards(h, f, rc == 0 ? d.doc : NULL);
     if (rc == 0)
         jobs_table(f, d.doc);
     else
         db_error(f, err);
+    throughput(h, f);
     workers_alive(h, f);
     html_foot(f);
     web_doc_free(&d);
@@ -167,6 +213,23 @@ static void cell_kernel(nq_http_t *h, FILE *f, const msgpack_object *w)
     fputs("</td>", f);
 }
 
+/* The start of the worker's CURVE public key (enough to tell keys apart and find its .pub file;
+   /api/workers has the whole key), "-" without keys. */
+#define KEY_SHOWN 12
+
+static void cell_key(FILE *f, const msgpack_object *w)
+{
+    const msgpack_object *k = doc_get(w, "pubkey");
+    fputs("<td class=\"l key\">", f);
+    if (k && k->type == MSGPACK_OBJECT_STR && k->via.str.size > 0) {
+        html_esc(f, k->via.str.ptr, k->via.str.size < KEY_SHOWN ? k->via.str.size : KEY_SHOWN);
+        fputs(k->via.str.size > KEY_SHOWN ? "&hellip;" : "", f);
+    } else {
+        fputs("-", f);
+    }
+    fputs("</td>", f);
+}
+
 static void worker_row(nq_http_t *h, FILE *f, const msgpack_object *w)
 {
     double nps;
@@ -175,6 +238,7 @@ static void worker_row(nq_http_t *h, FILE *f, const msgpack_object *w)
     fputs("</td><td class=\"l\">", f);
     html_esc_obj(f, doc_get(w, "host"));
     fputs("</td>", f);
+    cell_key(f, w);
     cell_time(f, w, "last_seen");
     cell(f, w, "threads");
     cell_kernel(h, f, w);
@@ -207,13 +271,14 @@ unsigned web_page_workers(nq_http_t *h, FILE *f)
     } else {
         fputs("<p class=\"muted\">Every worker this DB has seen. Kernel and leases are known for the "
               "workers alive; nodes/s is live for them, an average over their work for the others.</p>\n", f);
-        fputs("<table id=\"workers\"><tr><th class=\"l\">worker</th><th class=\"l\">host</th><th>last seen"
+        fputs("<div class=\"wide\"><table id=\"workers\"><tr><th class=\"l\">worker</th>"
+              "<th class=\"l\">host</th><th class=\"l\">key</th><th>last seen"
               "</th><th>threads</th><th class=\"l\">kernel</th><th class=\"l\">alive</th><th>leases</th>"
               "<th>shards done</th>"
               "<th>nodes/s</th><th>conflicts</th><th class=\"l\"></th></tr>\n", f);
         for (uint32_t i = 0; i < d.doc->via.array.size; i++)
             worker_row(h, f, &d.doc->via.array.ptr[i]);
-        fputs("</table>\n", f);
+        fputs("</table></div>\n", f);
     }
     html_foot(f);
     web_doc_free(&d);

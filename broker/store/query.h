@@ -18,9 +18,12 @@
  *
  * job document: id, kind, n, state, priority, shards_total, shards_done,
  *   shards_pending, shards_leased, shards_failed, shards_conflict,
- *   shards_cancelled, created_at, started_at, finished_at (float seconds or nil),
+ *   shards_cancelled (pending and leased count shards without a decision), copies_open (only when
+ *   not 0: copies beyond one a shard, quorum votes and spot-checks, waiting or out), created_at,
+ *   started_at, finished_at (float seconds or nil),
  *   elapsed (seconds since start, to finish or now), rate (done shards/s),
- *   eta (seconds; 0 when done; nil when unknown or not running), and per kind
+ *   eta (seconds; 0 when done; nil when unknown or not running; a count's from its
+ *   nodes against the planning model's, as its largest shards go first), and per kind
  *   count: total, unique, nodes (sums over done shards), final (state is done);
  *   solve: algo, solutions_found, seeds_done;  enumerate: solutions.
  */
@@ -106,6 +109,17 @@ int query_study_sample(sqlite3 *db, uint64_t id, uint32_t per_method, msgpack_pa
  */
 int query_export(sqlite3 *db, uint64_t id, uint64_t cursor, uint32_t max_rows, int unique_only,
                  msgpack_packer *pk, char *err, size_t errlen);
+
+/* A job that ended, as query_jobs_ended gives it (kind and state valid during the call only). */
+typedef struct {
+    uint64_t id, n, shards_total, shards_done, shards_failed, shards_conflict;
+    double finished;             /* unix seconds; 0 when unknown */
+    const char *kind, *state;    /* "count", "done", ... */
+} query_ended_t;
+/* Every job that ended (done, failed, cancelled), the latest first: fn(ud, job) for each; a row
+   whose counts nq could not have written is left out. 0, or -2 with err (a DB error). O(jobs). */
+int query_jobs_ended(sqlite3 *db, void (*fn)(void *ud, const query_ended_t *j), void *ud, char *err,
+                     size_t errlen);
 
 /*
  * The index-th (0-based, by found_at) solution of a solve job: *cols gets a

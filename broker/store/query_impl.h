@@ -49,7 +49,7 @@ int query_count_rows(sqlite3 *db, const char *sql, uint64_t id, uint64_t *out, c
 #define ST_COUNT (NQ_SHARD_CANCELLED + 1)   /* shard states, named by store_shard_state_name */
 
 typedef struct {
-    uint64_t id, n, seed0, restarts;
+    uint64_t id, n, seed0, restarts, quorum;
     char kind[16], state[16], algo[128];
     int64_t priority;
     uint64_t shards_total, shards[ST_COUNT];
@@ -71,6 +71,8 @@ typedef struct {
     uint64_t evidence, nevidence_by;
     char evidence_by[QJOB_FLAGGED_MAX][64];
     char waiting[160];                        /* from the broker (query_live_t), "" when not waiting */
+    uint64_t copies;                          /* from the broker: copies beyond one a shard (quorum
+                                                 votes, spot-checks) waiting or out */
     int refused;                              /* its row holds what nq could not have written */
 } qjob_t;
 

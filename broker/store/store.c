@@ -447,6 +447,13 @@ nq_store_t *store_open(const char *path, int readonly, char *err, size_t errlen)
         store_destroy(&s);
         return NULL;
     }
+    /* an empty file made beforehand (touch, a mounted volume's placeholder) becomes what a new
+       DB is: 0600, before the lease key goes in */
+    if (!create && !readonly && version == 0 && (sb.st_mode & 077) && chmod(path, sb.st_mode & 0700) != 0) {
+        nq_errf(err, errlen, "%s: cannot make it private (mode 0600): %s", path, strerror(errno));
+        store_destroy(&s);
+        return NULL;
+    }
     int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
     int rc = sqlite3_open_v2(path, &s->db, flags, NULL);
     if (rc != SQLITE_OK) {

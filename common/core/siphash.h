@@ -1,5 +1,5 @@
 /*
- * SipHash-2-4 (Aumasson and Bernstein): a keyed 64-bit MAC for short inputs.
+ * SipHash-2-4 (Aumasson and Bernstein): a keyed 64-bit MAC for short inputs, from libsodium.
  * The broker uses it to make lease ids unforgeable: a lease id carries a tag
  * over (job, shard, counter) under a secret only the broker knows.
  */

@@ -28,6 +28,24 @@ static inline char *u128_to_str(nq_u128 v, char buf[40])
     return buf;
 }
 
+/* Room for u128_group's text: 39 digits, 12 commas and the NUL. */
+#define NQ_U128_GROUPED 52
+
+/* Decimal text of v with its digits grouped by three for people (4,968,057,848) into buf;
+   returns buf. Text for programs (JSON, CSV, /metrics) stays plain: u128_to_str. */
+static inline char *u128_group(nq_u128 v, char buf[NQ_U128_GROUPED])
+{
+    char d[40];
+    size_t n = strlen(u128_to_str(v, d)), k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i && (n - i) % 3 == 0)
+            buf[k++] = ',';
+        buf[k++] = d[i];
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
 /* Strict parse: decimal digits only, no sign or spaces, no overflow. 0 ok, -1 bad. */
 static inline int u128_parse(const char *s, nq_u128 *out)
 {

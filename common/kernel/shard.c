@@ -208,16 +208,17 @@ int shard_border_root(int n, int a, int c, int d, board_t *p, nq_shard_desc_t *o
 }
 
 /*
- * A count's work on one AVX-512 core: the nodes shard encoding 5 searches for n, over this
- * kernel's rate (2.47e9 nodes/s, N=20 on one thread; 2.31e9 from NQ_COVER_WIDE_N, where the
- * wider column test searches 0.87 of the nodes in 0.93 of the time at N=28). The nodes are the
+ * A count's work on one AVX-512 core: the nodes shard encoding 5 searches for n (shard_count_nodes:
+ * within 25 % of a count's from n = 15 on, further below: 2.7x at n = 12), over this kernel's rate
+ * (2.47e9 nodes/s, N=20 on one thread; 2.31e9 from NQ_COVER_WIDE_N, where the wider column test
+ * searches 0.87 of the nodes in 0.93 of the time at N=28). The nodes are the
  * planning table of docs/campaign.md: counted for n = 18..21, estimated by `nq estimate` for n = 22..28.
  * Outside that range the nearest step is carried on. The growth per n is not constant (7.8x from 19 to 20,
  * 10-11x from 25 on): a single factor fitted at n = 16..19 (7.1x) put N=28 at 47 core-years
  * against ~400, and --shard-seconds 600 then chose shards of 3.6 hours. A scalar core is about
  * 18x slower; the model is for planning, never for an answer.
  */
-double shard_count_core_seconds(int n)
+double shard_count_nodes(int n)
 {
     static const double log10_nodes[] = {   /* n = 18 .. 28 */
         9.844, 10.707, 11.611, 12.533, 13.452, 14.420, 15.356, 16.388, 17.377, 18.432, 19.448
@@ -231,7 +232,12 @@ double shard_count_core_seconds(int n)
         x = log10_nodes[top] + (i - top) * (log10_nodes[top] - log10_nodes[top - 1]);
     else
         x = log10_nodes[i];
-    return pow(10.0, x) / (n >= NQ_COVER_WIDE_N ? 2.31e9 : 2.47e9);
+    return pow(10.0, x);
+}
+
+double shard_count_core_seconds(int n)
+{
+    return shard_count_nodes(n) / (n >= NQ_COVER_WIDE_N ? 2.31e9 : 2.47e9);
 }
 
 int shard_seconds_check(int kind, int n, char *err, size_t errlen)

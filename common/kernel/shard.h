@@ -208,8 +208,10 @@ int shard_depth_range(int kind, int n, int *min, int *max);
  */
 int shard_probe(const uint8_t *spec, size_t len, int extra, uint64_t (*pick)(void *ud, uint64_t bound), void *ud,
                 uint8_t *out, double *weight);
-/* The planning model: a count of n on one AVX-512 core, in seconds (see shard.c). */
+/* The planning model: a count of n on one AVX-512 core, in seconds, and the nodes it searches
+   (see shard.c). */
 double shard_count_core_seconds(int n);
+double shard_count_nodes(int n);
 /* The deepest count depth whose shards still take `seconds` on average by that model (the
    shallowest when none does); -1 with a reason when the kind or n has no depth to choose. It
    builds lists (seconds of CPU for a large n): a loop that must answer calls neither this nor: */

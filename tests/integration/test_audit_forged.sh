@@ -139,5 +139,7 @@ ok "a backup that fails leaves nothing; one that succeeds checks"
 "$NQ" run solve 100 --db s.db --workers 1 >out 2>&1 || fail "nq run solve 100: $(cat out)"
 "$NQ" result 1 --db s.db --out sol.txt --board >out 2>&1; rc=$?
 [ $rc = 2 ] && [ ! -e sol.txt ] || fail "result --out --board at N=100: exit $rc, file: $(ls sol.txt* 2>&1)"
+"$NQ" result 1 --db s.db --board >out 2>err; rc=$?
+[ $rc = 2 ] && [ ! -s out ] && grep -q "up to N=64" err || fail "result --board at N=100: exit $rc, printed $(wc -c <out) bytes: $(cat err)"
 "$NQ" result 1 --db s.db --out sol.txt >out 2>&1 && "$NQ" verify sol.txt >/dev/null || fail "result --out: $(cat out)"
-ok "result --out with a board too big: exit 2 and no file; without --board the file verifies"
+ok "result --board at N=100: exit 2 before anything is printed; --out with it: no file; without --board the file verifies"

@@ -35,6 +35,7 @@ refused "a missing --http-token-file" 2 "cannot read the http token file" "${loc
     --http "127.0.0.1:$(free_port)" --http-token-file nothing.txt --db b.db
 mkdir adir
 refused "--db a folder" 3 "not a regular file" "${local_eps[@]}" --db adir
+refused "--db in a missing folder" 3 "nodir/x.db: its folder does not exist" "${local_eps[@]}" --db nodir/x.db
 refused "an unknown flag" 2 "unknown or incomplete option '--bogus'" --bogus
 refused "an extra argument" 2 "unexpected argument 'extra'" "${local_eps[@]}" extra
 refused "--authorized-keys without --key" 2 "needs --key" "${local_eps[@]}" --authorized-keys x.pub
@@ -55,13 +56,14 @@ ok "key files it cannot use: refused before the DB is touched"
 # DBs it must not run on (test_damaged_db.sh has the damaged ones)
 sqlite3 foreign.db "CREATE TABLE customers (id INTEGER PRIMARY KEY)"
 refused "a foreign SQLite DB" 3 "not an nq database" "${local_eps[@]}" --db foreign.db
-start_broker made.db --http "127.0.0.1:@MPORT@"     # made.db and its lock file; ports taken
+start_broker made.db --http "127.0.0.1:@MPORT@"     # made.db; ports taken
 kill "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
-cp made.db newer.db && cp made.db.lock newer.db.lock
+[ -e made.db.lock ] && fail "a broker that ended left made.db.lock behind"
+cp made.db newer.db
 sqlite3 newer.db "UPDATE schema_version SET version = 99
                   WHERE version = (SELECT max(version) FROM schema_version)"
 refused "a DB from a newer nq" 3 "created by a newer nq" "${local_eps[@]}" --db newer.db
-cp made.db key.db && cp made.db.lock key.db.lock
+cp made.db key.db
 sqlite3 key.db "UPDATE meta SET value = 'zz' WHERE key = 'lease_key'"
 refused "a lease key it did not write" 3 "not 32 hex digits" "${local_eps[@]}" --db key.db
 ok "a foreign DB, one from a newer nq, one with a lease key nq did not write: refused, unchanged"

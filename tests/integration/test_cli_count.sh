@@ -38,7 +38,7 @@ if command -v python3 >/dev/null; then
 fi
 "$NQ" bench count 12 --threads 2 --depth 3 >"$tmp/text"; rc=$?
 check "bench count 12 --threads 2 --depth 3" test "$rc" -eq 0
-check "bench count 12 total 14200 unique 1787" grep -q "total 14200  unique 1787" "$tmp/text"
+check "bench count 12 total 14,200 unique 1,787" grep -q "total 14,200  unique 1,787" "$tmp/text"
 for n in 1 2 3; do
     "$NQ" bench count $n --threads 1 >"$tmp/text"
     check "bench count $n runs" test $? -eq 0
@@ -54,7 +54,7 @@ check "estimate --json has the interval" grep -q '"ci95_low":.*"ci95_high":' "$t
 check "estimate --json has a node interval" grep -q '"nodes_ci95_low":.*"nodes_ci95_high":' "$tmp/estj"
 # a sample of every shard: the node estimate is the search's own node count, a point
 "$NQ" bench count 12 --threads 1 --depth 2 >"$tmp/text"
-want=$(sed -n 's/^nodes \([0-9]*\) .*/\1/p' "$tmp/text")
+want=$(sed -n 's/^nodes \([0-9,]*\) .*/\1/p' "$tmp/text" | tr -d ,)   # grouped for people
 check "bench count printed its nodes" test -n "$want"
 "$NQ" estimate count 12 --depth 2 --sample 1000 --json >"$tmp/estj"
 check "estimate of every shard: nodes $want" grep -q "\"nodes\":$want,\"nodes_ci95_low\":$want,\"nodes_ci95_high\":$want," "$tmp/estj"

@@ -61,6 +61,14 @@ echo secret >private.txt && chmod 600 private.txt
 ls | grep -q '\.tmp\.[0-9a-f]\{12\}$' && fail "temporary files left: $(ls | grep tmp)"
 ok "--out: a link planted at the old temporary name is not followed (precious unchanged); over a 0600 file stays 0600; a new file is 0666 less the umask (002: 0664, was 0644); no temporary left"
 
+# ---- a DB is private (it holds the lease key), also in an empty file made beforehand ----
+"$NQ" run count 6 --db fresh.db >/dev/null 2>&1 || fail "run count 6 --db fresh.db"
+touch made.db && chmod 644 made.db
+"$NQ" run count 6 --db made.db >/dev/null 2>&1 || fail "run count 6 --db made.db"
+[ "$(stat -c %a fresh.db) $(stat -c %a made.db)" = "600 600" ] ||
+    fail "DB modes: new $(stat -c %a fresh.db), an empty 0644 file made before $(stat -c %a made.db); want 600"
+ok "a new DB is 0600, and so is an empty 0644 file nq made its DB"
+
 # ---- stdout that cannot be written: exit 3, never 0 ----
 [ -w /dev/full ] || fail "no /dev/full"
 "$NQ" run enumerate 6 --db e.db >/dev/null 2>&1 || fail "run enumerate 6"

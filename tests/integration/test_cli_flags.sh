@@ -55,3 +55,10 @@ check estimate count 8 --sample 0
 check verify
 [ ! -e nq.db ] || fail "a refused command created nq.db"
 ok "42 bad flag values refused with exit 2 and a one-line reason; nothing created"
+
+# The help names every exit code the commands use, 130 (an interrupted nq run) too.
+"$NQ" --help >out.txt || fail "nq --help: exit $?"
+for code in "0 ok" "1 no" "2 bad usage" "3 runtime error" "130 interrupted"; do
+    tr '\n' ' ' <out.txt | grep -q "$code" || fail "nq --help does not name exit code '$code': $(grep -A1 Exit out.txt)"
+done
+ok "nq --help names exit codes 0, 1, 2, 3 and 130"

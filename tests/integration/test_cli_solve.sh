@@ -38,6 +38,8 @@ expect 2 "--n must be" verify "$TMP/x" --n 0
 # --algo list names the methods with ranges.
 expect 0 "qs4 .*4\.\.1000000000" bench solve --algo list
 expect 0 "construct" bench solve --algo list
+"$NQ" bench solve --algo list >"$TMP/out" 2>&1
+[ "$(grep -o default "$TMP/out" | wc -l)" = 1 ] || fail "--algo list names the default other than once: $(grep default "$TMP/out")"
 
 # Solve, write, verify: both formats, two methods.
 expect 0 "ok        yes" bench solve 2000 --seed 3 --out "$TMP/a.txt"

@@ -41,9 +41,8 @@ for q in 1 2; do
     wait_for 60 job_done "$id" || fail "honest workers did not finish (quorum $q)"
     kill "$h1" ${h2:-}; wait "$h1" ${h2:-} 2>/dev/null; h2=
     out=$($H resend_saved "$WEP" lease$q.json 0) || fail "resend_saved"
-    sleep 0.5
+    wait_for 30 grep -q "event=result.evidence.*worker=hostile-rewriter" "$T/broker.log" || fail "no evidence logged"
     stays_final "$id" "former holder, quorum $q"
-    grep -q "event=result.evidence.*worker=hostile-rewriter" "$T/broker.log" || fail "no evidence logged"
     "$NQ" workers | grep "hostile-rewriter" | grep -q FLAGGED || fail "the rewriter is not flagged: $("$NQ" workers)"
     "$NQ" export "$id" --manifest ev$q.txt --db "$DB" >/dev/null || fail "export --manifest"
     marked=$(awk 'NR > 1 && NF == 11 && $10 > 0' ev$q.txt | wc -l)
@@ -62,7 +61,7 @@ start_broker "$DB"
 id=$("$NQ" submit count 8 --verify-rate 1) || fail "submit"
 $H lie_first "$WEP" liar.json >liar.out 2>&1 &
 liar=$!
-sleep 1
+wait_for 60 test -s liar.json || fail "the liar took no leases: $(cat liar.out)"   # it took them all
 start_worker h1; h1=$LAST_PID
 start_worker h2; h2=$LAST_PID
 wait "$liar" || fail "lie_first: $(cat liar.out)"

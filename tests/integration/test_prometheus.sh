@@ -12,7 +12,10 @@ for tool in prometheus promtool curl python3; do
     command -v "$tool" >/dev/null || { echo "skipped: $tool is not installed (deploy/install-deps.sh)"; exit 77; }
 done
 
-start_broker p.db --http "127.0.0.1:@MPORT@"
+# --liveness 50 (10 s of silence, not lib.sh's 0.6 s): this test compares nq_results_total with the
+# shards done, and a worker that a loaded machine left without a core for 0.6 s was dropped, its
+# two leases given again, and its results counted twice (8 results, 6 shards done)
+start_broker p.db --http "127.0.0.1:@MPORT@" --liveness 50
 HPORT=$MPORT
 PPORT=$(free_port)
 cp "$SRC/deploy/prometheus/nq-alerts.yml" .

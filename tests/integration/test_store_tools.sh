@@ -8,12 +8,18 @@
 cd "$T" || exit 1
 
 "$NQ" run count 11 --db a.db --workers 2 >out 2>&1 || fail "nq run count 11: $(cat out)"
-grep -q "$(oeis_total 11)" out || fail "wrong count: $(cat out)"
+grep -q "$(grouped "$(oeis_total 11)")" out || fail "wrong count: $(cat out)"
 total=$(sql a.db "SELECT count(*) FROM shards")
 [ "$(sql a.db "SELECT shards_total FROM jobs")" = "$total" ] || fail "a finished job lacks shard rows"
 "$NQ" check --db a.db >out 2>&1 || fail "check of a good store: $(cat out)"
-grep -q "job 1: ok ($total done shards, total $(oeis_total 11))" out || fail "check said: $(cat out)"
+grep -q "job 1: ok ($(grouped "$total") done shards, total $(grouped "$(oeis_total 11)"))" out || fail "check said: $(cat out)"
 ok "nq check on a finished job: $(cat out)"
+cp a.db kinds.db
+"$NQ" run solve 8 --restarts 20 --all --db kinds.db >/dev/null 2>&1 && "$NQ" run enumerate 8 --db kinds.db >/dev/null 2>&1 ||
+    fail "solve and enumerate jobs"
+"$NQ" check --db kinds.db >out 2>&1 || fail "check of a store with solve and enumerate jobs: exit $?: $(cat out)"
+[ "$(grep -c ': ok (' out)" = 3 ] || fail "check said: $(cat out)"
+ok "nq check on count, solve and enumerate jobs: 3 ok (only a count's shards have residues)"
 
 cp a.db b.db
 sqlite3 b.db "UPDATE jobs SET total_lo = total_lo + 1"

@@ -6,21 +6,21 @@
 # enough for an honest worker to give up on the broker and reconnect. Here a client asks
 # `progress` and `status` every 10 ms meanwhile: the slowest answer must come within BOUND_MS,
 # and the worker must never find the broker silent. The aim is 50 ms, which the 95th percentile
-# meets; the bound leaves room for a loaded 2-core machine (a sanitizer build there has taken up
-# to 0.5 s, its loop spending under 0.1 s of CPU in that turn and the rest waiting for a core),
-# where the old loop still failed it by seconds. And the loop's own rounds must not be busy.
+# meets; the bound leaves room for a loaded 2-core machine (answers there have taken up to 0.85 s,
+# the loop spending under 0.1 s of CPU in that turn and the rest waiting for a core). And the
+# loop's own rounds must not be busy.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
 need_wire_python
 
-# The wall bound is for what a client sees. On a shared 2-core machine a sanitizer build also waits
-# for a core: in a whole sanitizer suite one answer took 852 ms while no round of the loop took
-# over 0.25 s, so the wait was in the client or ZeroMQ's I/O threads, behind the lister and the
-# worker. The bound there is 3 s: the old loop took 20-70 s per list in that build. What the loop
-# itself spends is checked apart: it logs every round over 0.25 s with its CPU seconds, and no
-# round may spend LOOP_CPU_MAX of CPU, whatever the build.
-BOUND_MS=500
-grep -qa __asan_init "$NQ" && BOUND_MS=3000
+# The wall bound is for what a client sees, and a client on a shared 2-core machine also waits for
+# a core: in a whole sanitizer suite one answer took 852 ms, and in a normal one beside the other
+# tests 798 ms, while no round of the loop took over 0.25 s, so the wait was in the client or
+# ZeroMQ's I/O threads, behind the lister and the worker. The bound is 3 s, what such a machine
+# passes with programs of its own running; the old loop took 1-12 s per list (20-70 s in a
+# sanitizer build). What the loop itself spends, which no load changes, is checked apart: it logs
+# every round over 0.25 s with its CPU seconds, and no round may spend LOOP_CPU_MAX of CPU.
+BOUND_MS=3000
 LOOP_CPU_MAX=0.15
 # busy_rounds LOG: the broker's slow rounds that were its own work, not waiting (none expected)
 busy_rounds() { grep "event=broker.slow_round" "$1" | awk -v m="$LOOP_CPU_MAX" '{ for (i = 1; i <= NF; i++)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The broker's web view in a real browser (headless Chromium). A broker with a
 # running count job and a worker; / and /jobs/ID are loaded, their DOM checked (the job's
-# row, its progress bar against the job's shards, the chart's SVG present and sized) and
-# screenshots saved under the build folder. A job that does not exist gives the 404 page;
+# row, its progress bar against the job's shards, the figures an operator looks at first,
+# the charts with a legend, axis titles and round UTC ticks, a finished job's chart ending
+# at its end, counts with grouped digits) and screenshots taken at 1280x900 and at a
+# phone's 390x844, saved under the build folder, in which both charts' lines must show. A job that does not exist gives the 404 page;
 # a worker id full of <script> (in the DB, as an older nq could have stored it) and a host
 # and kernel full of markup (sent over the wire by a scripted worker) show as text.
 . "$(dirname "$0")/lib.sh"
@@ -41,7 +43,7 @@ while time.monotonic() < end:
     pack(5, [], 0)                           # HEARTBEAT: holds nothing, echoes no token
     time.sleep(0.1)
 PY
-start peer "$PY" peer.py "$WEP" 60
+start peer "$PY" peer.py "$WEP" 900         # for the whole test: the cleanup ends it
 n=$(long_count_n)
 n=$((n < 19 ? n + 1 : 19))                   # still running while the pages are looked at
 id=$("$NQ" submit count "$n") || fail "submit count $n"
@@ -51,30 +53,43 @@ wait_for 60 sh -c "[ \$(\"$NQ\" status $id --json | grep -o '\"shards_done\":[0-
     || fail "no shard of job $id done"
 sleep 2.5                                    # two more samples for the chart (one a second)
 
-chrome --screenshot="$SHOTS/index.png" --window-size=1200,900 "http://127.0.0.1:$HPORT/" >/dev/null
-chrome --screenshot="$SHOTS/job.png" --window-size=1200,900 "http://127.0.0.1:$HPORT/jobs/2" >/dev/null
-for f in index job; do
-    [ "$(head -c 8 "$SHOTS/$f.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] \
-        || fail "$SHOTS/$f.png is not a PNG"
-    [ "$(stat -c %s "$SHOTS/$f.png")" -gt 10000 ] || fail "$SHOTS/$f.png is too small to show a page"
-done
-ok "screenshots in $SHOTS"
-
 dom / >index.html || fail "chromium could not load /"
 grep -q '<tr id="job-2">' index.html || fail "/ has no row for job 2: $(head -c 600 index.html)"
 grep -q '<a href="/jobs/2">2</a>' index.html || fail "/ does not link to /jobs/2"
 grep -Eq "<progress value=\"[0-9]+\" max=\"$total\">" index.html || fail "/ has no progress bar over $total shards"
 alive=$(sed -n 's/.*<span id="workers-alive">\([0-9]*\)<.*/\1/p' index.html)
 [ "${alive:-0}" -ge 2 ] || fail "/ shows $alive workers alive, want the worker and the peer"
-ok "/: job row, progress bar of $total shards, $alive workers alive"
+running=$(grep -c '<td class="l">running</td>' index.html)
+grep -q "<b id=\"card-running\">$running</b>" index.html || fail "/ does not show its $running running job(s) first"
+grep -q '<svg id="throughput-chart"' index.html || fail "/ has no throughput chart"
+grep -q 'results/s (left axis)' index.html && grep -q 'workers alive (right axis)' index.html ||
+    fail "the throughput chart has no legend"
+ok "/: the running jobs, workers, rates and store first; job row, progress bar of $total shards; throughput over time; $alive workers alive"
 
 dom /jobs/2 >job.html || fail "chromium could not load /jobs/2"
-grep -q '<svg id="progress-chart"[^>]* width="720" height="240"' job.html || fail "/jobs/2 has no sized chart"
+grep -q '<svg id="progress-chart" class="chart"[^>]* viewBox="0 0 720 270"' job.html || fail "/jobs/2 has no sized chart"
 pts=$(grep -o '<polyline id="chart-done"[^>]*points="[^"]*"' job.html | sed 's/.*points="//' | wc -w)
 [ "$pts" -ge 2 ] || fail "the chart has $pts points"
-grep -q "<span id=\"done-total\">[0-9]*/$total</span>" job.html || fail "/jobs/2 has no done/total"
+grep -q 'shards done (left axis)' job.html && grep -q 'shards/s (right axis)' job.html || fail "the chart has no legend"
+[ "$(grep -o 'class="axis-title"' job.html | wc -l)" = 2 ] || fail "the chart's axes have no titles"
+ticks=$(grep -o '<text class="tick"[^>]*>[0-9][0-9]:[0-9][0-9]:[0-9][0-9]</text>' job.html | wc -l)
+[ "$ticks" -ge 2 ] || fail "the time axis has $ticks round UTC ticks"
+if grep -q 'id="f-state">running<' job.html; then    # as the page says: it may have ended meanwhile
+    grep -q 'time (UTC), up to now' job.html || fail "a running job's chart does not end at now"
+else
+    grep -q 'time (UTC), to the end at' job.html || fail "an ended job's chart does not end at its end"
+fi
+grep -q "<span id=\"done-total\">[0-9,]*/$(grouped "$total")</span>" job.html || fail "/jobs/2 has no done/total"
+grep -q "id=\"f-nodes\">[0-9]\{1,3\}\(,[0-9]\{3\}\)\+</td>" job.html || fail "/jobs/2's nodes are not grouped by three"
 grep -q '<table id="share">' job.html || fail "/jobs/2 has no per-worker share"
-ok "/jobs/2: chart of $pts points, 720x240; shards done/total; per-worker share"
+ok "/jobs/2: chart of $pts points with a legend, axis titles and $ticks UTC ticks, ending where the job is; shards done/total and nodes grouped; per-worker share"
+
+dom /jobs/1 >done.html || fail "chromium could not load /jobs/1"
+end=$(sqlite3 -readonly web.db "SELECT strftime('%H:%M:%S', finished_at, 'unixepoch') FROM jobs WHERE id = 1")
+grep -q "time (UTC), to the end at $end" done.html || fail "job 1's chart does not end at its end ($end)"
+[ "$(grep -o '<polyline id="chart-done"[^>]*points="[^"]*"' done.html | sed 's/.*points="//' | wc -w)" -ge 2 ] ||
+    fail "job 1, done before this broker, has no line from its start to its end"
+ok "/jobs/1, done before the broker started: its chart runs from its start to its end at $end"
 
 
 dom /jobs/99999 >missing.html
@@ -89,4 +104,20 @@ grep -q '&lt;script&gt;alert(3)&lt;/script&gt;' workers.html || fail "the hostil
 if grep -qi '<script\|<img' workers.html index.html job.html; then
     fail "markup from the DB or the wire became an element"
 fi
-ok "/workers: a worker id, host and kernel full of markup show as text"
+grep -Eq '<td class="l">nq-[0-9.]+ (avx512|scalar)</td>' workers.html || fail "/workers does not name w1's CPU kernel"
+ok "/workers: a worker id, host and kernel full of markup show as text; w1's kernel named"
+
+# Screenshots, wide and narrow: each shows its chart's two lines (the chart's blue and orange,
+# counted by tests/tools/png_colors.py), not cut off or left out at a phone's width.
+for size in 1280,900 390,844; do
+    for page in index:/ job:/jobs/2 done:/jobs/1; do
+        png="$SHOTS/${page%%:*}-${size%%,*}.png"
+        chrome --screenshot="$png" --hide-scrollbars --window-size=$size "http://127.0.0.1:$HPORT${page#*:}" >/dev/null
+        read -r w h blue orange < <("$PY" "$SRC/tests/tools/png_colors.py" "$png" 1f5fbf c15800) ||
+            fail "$png is not a PNG chromium wrote"
+        [ "$w,$h" = "$size" ] || fail "$png is $w x $h, not $size"
+        [ "${page%%:*}" = done ] || { [ "$blue" -ge 100 ] && [ "$orange" -ge 50 ]; } ||
+            fail "$png shows too little of its chart: $blue blue and $orange orange pixels"
+    done
+done
+ok "screenshots at 1280x900 and 390x844 of /, /jobs/2 and /jobs/1, the charts' lines in those of / and /jobs/2, in $SHOTS"

@@ -50,12 +50,15 @@ class Peer:
     def heartbeat(self):
         self.send(HEARTBEAT, [[t["lease"], 0] for t in self.tasks], self.sync)
 
-    def pump(self, seconds, want_tasks=None, heartbeat=True):
-        """Reads for up to `seconds`, keeping TASKs; stops early once want_tasks are held."""
+    def pump(self, seconds, want_tasks=None, heartbeat=True, want_acks=None):
+        """Reads for up to `seconds`, keeping TASKs; stops early once want_tasks are held, or
+        want_acks ACKs counted (a loaded machine answers late: wait for it, not for a time)."""
         end = time.monotonic() + seconds
         last_hb = 0
         while time.monotonic() < end:
             if want_tasks is not None and len(self.tasks) >= want_tasks:
+                return
+            if want_acks is not None and self.acks >= want_acks:
                 return
             if heartbeat and time.monotonic() - last_hb > 0.1:
                 self.heartbeat()
@@ -453,7 +456,7 @@ def outlive_restart(ctx, ep, flag):
     time.sleep(0.3)
     for t in p.tasks:
         p.result(t, total=0)
-    p.pump(1.5, heartbeat=False)
+    p.pump(60, heartbeat=False, want_acks=before + len(p.tasks))
     print(f"outlive_restart: {len(p.tasks)} leases, {before} acked without HELLO, {p.acks - before} after it")
     p.close()
 

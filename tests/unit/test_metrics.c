@@ -112,7 +112,7 @@ T_TEST(test_render_families)
 {
     nq_metrics_worker_t w[] = { { "w-a", 1e6, 3, 0, "" } };
     nq_metrics_snapshot_t s = sample_snapshot(w, 1);
-    char *t = metrics_render(&s);
+    char *t = metrics_render(&s, NULL);
     T_CHECK(t != NULL);
     if (!t)
         return;
@@ -154,7 +154,7 @@ T_TEST(test_render_escapes_and_special_floats)
         { "neg", -INFINITY, 2, 0, "" },
     };
     nq_metrics_snapshot_t s = sample_snapshot(w, 3);
-    char *t = metrics_render(&s);
+    char *t = metrics_render(&s, NULL);
     T_CHECK(t != NULL);
     if (!t)
         return;
@@ -263,7 +263,7 @@ T_TEST(test_render_label_values_stay_valid_utf8)
         { "} 1\nnq_workers_alive 99\n# x", 7, 7, 0, "" },   /* a forged sample */
     };
     nq_metrics_snapshot_t s = sample_snapshot(w, sizeof w / sizeof w[0]);
-    char *t = metrics_render(&s);
+    char *t = metrics_render(&s, NULL);
     T_CHECK(t != NULL);
     if (!t)
         return;
@@ -559,6 +559,50 @@ T_TEST(test_update_null_is_noop)
     http_destroy(&m);
     http_destroy(NULL);
     T_CHECK(http_port(NULL) == 0);
+}
+
+/* Ended jobs from the DB: their shards count in nq_shards, the recent ones keep their series in
+   their final state, and a job that ended after the snapshot counts once, as ended. */
+T_TEST(test_render_ended_jobs)
+{
+    nq_metrics_job_t active[2] = {
+        { .id = 7, .n = 18, .kind = "count", .state = "running", .shards_total = 100, .shards_done = 40,
+          .shards_leased = 2, .shards_pending = 58 },
+        { .id = 8, .n = 17, .kind = "count", .state = "running", .shards_total = 50, .shards_done = 49,
+          .shards_leased = 1 },         /* it ends after the snapshot: the DB has it done */
+    };
+    nq_metrics_snapshot_t s = { .shards_by_state = { 58, 3, 89, 0, 0, 0 }, .jobs_active = 2, .njobs = 2,
+                                .jobs = active };
+    static nq_metrics_ended_t e;
+    double now = 1e9;
+    nq_metrics_job_t j8 = { .id = 8, .n = 17, .kind = "count", .state = "done", .shards_total = 50,
+                            .shards_done = 50 };
+    nq_metrics_job_t j5 = { .id = 5, .n = 16, .kind = "count", .state = "cancelled", .shards_total = 30,
+                            .shards_done = 10, .shards_failed = 2 };
+    nq_metrics_job_t j2 = { .id = 2, .n = 12, .kind = "count", .state = "done", .shards_total = 20,
+                            .shards_done = 20 };
+    metrics_ended_add(&e, &j8, now - 0.5, now);
+    metrics_ended_add(&e, &j5, now - 3600, now);
+    metrics_ended_add(&e, &j2, now - 2 * METRICS_ENDED_KEEP_S, now);   /* too long ago for series */
+    char *t = metrics_render(&s, &e);
+    T_CHECK(t != NULL);
+    if (!t)
+        return;
+    T_CHECK(has_line(t, "nq_shards{state=\"done\"} 120"));       /* 40 + 50 + 10 + 20 */
+    T_CHECK(has_line(t, "nq_shards{state=\"pending\"} 58"));
+    T_CHECK(has_line(t, "nq_shards{state=\"leased\"} 2"));
+    T_CHECK(has_line(t, "nq_shards{state=\"failed\"} 2"));
+    T_CHECK(has_line(t, "nq_shards{state=\"cancelled\"} 18"));   /* job 5's open shards */
+    T_CHECK(has_line(t, "nq_job_info{job_id=\"7\",kind=\"count\",n=\"18\",state=\"running\"} 1"));
+    T_CHECK(has_line(t, "nq_job_info{job_id=\"8\",kind=\"count\",n=\"17\",state=\"done\"} 1"));
+    T_CHECK(has_line(t, "nq_job_info{job_id=\"5\",kind=\"count\",n=\"16\",state=\"cancelled\"} 1"));
+    T_CHECK(!strstr(t, "job_id=\"8\",kind=\"count\",n=\"17\",state=\"running\""));
+    T_EQ_U64(count_sub(t, "nq_job_shards_done{job_id=\"8\"}"), 1);
+    T_CHECK(has_line(t, "nq_job_shards_done{job_id=\"8\"} 50"));
+    T_CHECK(has_line(t, "nq_job_shards_done{job_id=\"5\"} 10"));
+    T_CHECK(!strstr(t, "job_id=\"2\""));
+    T_EQ_U64(exposition_bad_line(t), 0);
+    free(t);
 }
 
 T_RUN_ALL()

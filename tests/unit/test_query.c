@@ -312,6 +312,93 @@ T_TEST(test_job_count)
     sqlite3_close(db);
 }
 
+/* A count hands out its largest shards first, so its ETA follows its nodes against the planning
+   model's (machine-free), not its shards: 2 of 100 shards done with half the model's nodes after
+   100 s is 100 s to go, not 4,900. Past the model, and for other kinds, the shards decide. */
+T_TEST(test_eta_follows_a_counts_nodes)
+{
+    sqlite3 *db = db_new();
+    double now = (double)time(NULL), half = shard_count_nodes(18) / 2;
+    job_add(db, 1, "count", 18, "running", 100);
+    sql(db, "UPDATE jobs SET started_at = %.3f WHERE id = 1", now - 100);
+    for (int i = 0; i < 2; i++)
+        shard_add(db, 1, (uint64_t)i, &(shard_t){ .state = "done", .worker = "w",
+                                                  .nodes = (uint64_t)(half / 2) });
+    doc_t d;
+    doc_init(&d);
+    T_CHECK(query_job(db, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
+    const msgpack_object *j = doc_obj(&d);
+    double el = getd(j, "elapsed");
+    NEAR(getd(j, "eta"), el, 1);
+    doc_free(&d);
+
+    sql(db, "UPDATE jobs SET nodes_lo = 0, nodes_hi = 4 WHERE id = 1");   /* 1.7e10 nodes: past the model */
+    doc_init(&d);
+    T_CHECK(query_job(db, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
+    j = doc_obj(&d);
+    NEAR(getd(j, "eta"), getd(j, "elapsed") * 98 / 2, 1);
+    doc_free(&d);
+
+    job_add(db, 2, "solve", 100, "running", 100);
+    sql(db, "UPDATE jobs SET started_at = %.3f WHERE id = 2", now - 100);
+    for (int i = 0; i < 2; i++)
+        shard_add(db, 2, (uint64_t)i, &(shard_t){ .state = "done", .worker = "w", .algo = "qs4",
+                                                  .seed = (uint64_t)i, .nodes = 1u << 30 });
+    doc_init(&d);
+    T_CHECK(query_job(db, 2, NULL, &d.pk, d.err, sizeof d.err) == 0);
+    j = doc_obj(&d);
+    NEAR(getd(j, "eta"), getd(j, "elapsed") * 98 / 2, 1);
+    doc_free(&d);
+    sqlite3_close(db);
+}
+
+/* The broker counts copies: a done shard's spot-check copy, a quorum shard's second vote. */
+static int live_copies(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, char *waiting, size_t len)
+{
+    const uint64_t *pl = ud;
+    (void)id;
+    *pending = pl[0];
+    *leased = pl[1];
+    snprintf(waiting, len, "%s", "");
+    return 0;
+}
+
+/* Shards pending and leased are shards without a decision; the copies beyond them are counted
+   apart. A --verify-rate job showed "759/759 done (100.0%), 16 pending" while checks waited. */
+T_TEST(test_copies_counted_apart_from_shards)
+{
+    sqlite3 *db = db_new();
+    job_add(db, 1, "count", 8, "running", 4);
+    sql(db, "UPDATE jobs SET verify_ppm = 50000 WHERE id = 1");
+    for (int i = 0; i < 3; i++)
+        shard_add(db, 1, (uint64_t)i, &(shard_t){ .state = "done", .worker = "w", .total = 8, .nodes = 9 });
+    const uint64_t cases[][4] = {   /* broker's pending, leased -> shards pending, leased, copies */
+        { 16, 2, 0, 1 }, { 0, 1, 0, 1 }, { 3, 0, 1, 0 }, { 1, 0, 1, 0 },
+    };
+    const uint64_t want_copies[] = { 17, 0, 2, 0 };
+    for (size_t c = 0; c < 4; c++) {
+        query_live_t live = { NULL, (void *)cases[c], live_copies };
+        doc_t d;
+        doc_init(&d);
+        T_CHECK(query_job(db, 1, &live, &d.pk, d.err, sizeof d.err) == 0);
+        const msgpack_object *j = doc_obj(&d);
+        T_EQ_U64(getu(j, "shards_pending"), cases[c][2]);
+        T_EQ_U64(getu(j, "shards_leased"), cases[c][3]);
+        if (want_copies[c]) T_EQ_U64(getu(j, "copies_open"), want_copies[c]);
+        else T_CHECK(render_get(j, "copies_open") == NULL);
+        doc_free(&d);
+    }
+    /* a job that makes no copies: an excess is figures that ran ahead of the rows, not copies */
+    sql(db, "UPDATE jobs SET verify_ppm = 0 WHERE id = 1");
+    query_live_t live = { NULL, (void *)cases[0], live_copies };
+    doc_t d;
+    doc_init(&d);
+    T_CHECK(query_job(db, 1, &live, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(render_get(doc_obj(&d), "copies_open") == NULL);
+    doc_free(&d);
+    sqlite3_close(db);
+}
+
 /* A missing job: -1 and a reason, and nothing appended to the caller's buffer. */
 T_TEST(test_missing_job)
 {

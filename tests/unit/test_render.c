@@ -195,10 +195,10 @@ T_TEST(test_export_csv)
     T_CHECK(render_export(f, doc_obj(&p1), 1, 1, 0) == 2);
     T_CHECK(render_export(f, doc_obj(&p2), 1, 0, 1) == 2);
     T_EQ_STR(cap_text(&c),
-             "idx,worker,cols\n"
-             "0,plain,1 3 0 2\n"
+             "idx,worker,row0,row1,row2,row3\n"   /* a solution's columns, one CSV column each */
+             "0,plain,1,3,0,2\n"
              "1,\"a,b\",\n"
-             "2,\"say \"\"hi\"\"\nbye\",1 3 0 2\n"
+             "2,\"say \"\"hi\"\"\nbye\",1,3,0,2\n"
              "3,plain,\n");
     free(c.text);
     doc_free(&p1);
@@ -282,7 +282,7 @@ T_TEST(test_human_result)
     key(&d.pk, "residues_ok"); msgpack_pack_false(&d.pk);
     render_result(cap_open(&c), doc_obj(&d));
     const char *t = cap_text(&c);
-    T_CHECK(starts_with(t, "N=28: 184467440737095516150 solutions, 12 unique\n"));
+    T_CHECK(starts_with(t, "N=28: 184,467,440,737,095,516,150 solutions, 12 unique\n"));   /* for people */
     T_CHECK(strstr(t, "DISAGREES") != NULL && strstr(t, "nq check") != NULL);
     T_CHECK(strstr(t, "4/4 done (100.0%)") != NULL);
     free(c.text);
@@ -303,7 +303,7 @@ T_TEST(test_human_result)
     key(&d.pk, "ci_high"); msgpack_pack_double(&d.pk, 0.94332);
     render_result(cap_open(&c), doc_obj(&d));
     t = cap_text(&c);
-    T_CHECK(starts_with(t, "N=1000: 8 solution(s) found"));
+    T_CHECK(starts_with(t, "N=1,000: 8 solution(s) found"));
     T_CHECK(strstr(t, "qs4") != NULL && strstr(t, "0.490..0.943") != NULL);
     free(c.text);
     doc_free(&d);
@@ -366,24 +366,60 @@ T_TEST(test_human_tables)
     key(&d.pk, "total"); msgpack_pack_int(&d.pk, 1000);
     render_list(cap_open(&c), doc_obj(&d));
     const char *t = cap_text(&c);
-    T_CHECK(strstr(t, "\n    12  count") != NULL && strstr(t, "3/40") != NULL && strstr(t, "1000 (so far)") != NULL);
+    T_CHECK(strstr(t, "\n    12  count") != NULL && strstr(t, "3/40") != NULL && strstr(t, "1,000 (so far)") != NULL);
     free(c.text);
     doc_free(&d);
 
     doc_init(&d);
     msgpack_pack_array(&d.pk, 1);
-    msgpack_pack_map(&d.pk, 5);
+    msgpack_pack_map(&d.pk, 7);
     key(&d.pk, "id"); key(&d.pk, "host1:42:beef");
     key(&d.pk, "alive"); msgpack_pack_true(&d.pk);
     key(&d.pk, "leases"); msgpack_pack_int(&d.pk, 2);
     key(&d.pk, "nodes_per_s"); msgpack_pack_double(&d.pk, 1.5e9);
     key(&d.pk, "flagged"); msgpack_pack_true(&d.pk);
+    key(&d.pk, "pubkey"); key(&d.pk, "rq:rM>}U?@Lns47E%QT8h]m?VHk3&k=S]4Q}^#RN");
+    key(&d.pk, "kernel"); key(&d.pk, "nq-0.1.0 avx512");
     render_workers(cap_open(&c), doc_obj(&d));
     t = cap_text(&c);
-    T_CHECK(strstr(t, "host1:42:beef") != NULL && strstr(t, "1500000000") != NULL && strstr(t, "FLAGGED") != NULL);
+    T_CHECK(strstr(t, "host1:42:beef") != NULL && strstr(t, "1,500,000,000") != NULL && strstr(t, "FLAGGED") != NULL);
+    T_CHECK(strstr(t, "KEY") != NULL && strstr(t, " rq:rM>}U?@Ln... ") != NULL);   /* the key's start */
+    T_CHECK(strstr(t, "nq-0.1.0 avx512") != NULL);
     T_CHECK(strstr(t, "yes") != NULL);
     free(c.text);
     doc_free(&d);
+}
+
+/* Counts grouped by three, rates with a decimal or two at most: "130.625 shards/s" read as
+   130,625 to many; JSON stays plain. */
+T_TEST(test_human_numbers_grouped)
+{
+    static const struct { double rate; const char *shown; } rates[] = {
+        { 130.625, " 130.6 shards/s" }, { 0.126, " 0.13 shards/s" }, { 7.5, " 7.50 shards/s" },
+        { 12345.6, " 12,346 shards/s" }, { 999.96, " 1,000.0 shards/s" },
+    };
+    for (size_t i = 0; i < sizeof rates / sizeof rates[0]; i++) {
+        doc_t d;
+        capture_t c;
+        doc_init(&d);
+        msgpack_pack_map(&d.pk, 6);
+        key(&d.pk, "kind"); key(&d.pk, "count");
+        key(&d.pk, "rate"); msgpack_pack_double(&d.pk, rates[i].rate);
+        key(&d.pk, "total"); msgpack_pack_uint64(&d.pk, 4968057848ull);
+        key(&d.pk, "nodes"); msgpack_pack_uint64(&d.pk, 999);
+        key(&d.pk, "shards_done"); msgpack_pack_uint64(&d.pk, 1000000);
+        key(&d.pk, "shards_total"); msgpack_pack_uint64(&d.pk, 17500000);
+        FILE *f = cap_open(&c);
+        render_job(f, doc_obj(&d));
+        render_json(f, doc_obj(&d));
+        const char *t = cap_text(&c);
+        T_CHECK(strstr(t, rates[i].shown) != NULL);
+        T_CHECK(strstr(t, "total     4,968,057,848, unique -, nodes 999") != NULL);
+        T_CHECK(strstr(t, "1,000,000/17,500,000 done") != NULL);
+        T_CHECK(strstr(t, "\"total\":4968057848") != NULL);   /* JSON: plain */
+        free(c.text);
+        doc_free(&d);
+    }
 }
 
 T_RUN_ALL()

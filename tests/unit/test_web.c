@@ -156,7 +156,7 @@ T_TEST(test_metrics_per_job_series)
     nq_metrics_job_t j = { .id = 3, .n = 18, .kind = "count", .state = "running", .shards_total = 631,
                            .shards_done = 40, .shards_failed = 1 };
     nq_metrics_snapshot_t s = { .njobs = 1, .jobs = &j, .store_ok = 1 };
-    char *t = metrics_render(&s);
+    char *t = metrics_render(&s, NULL);
     T_CHECK(strstr(t, "nq_job_info{job_id=\"3\",kind=\"count\",n=\"18\",state=\"running\"} 1\n") != NULL);
     T_CHECK(strstr(t, "\nnq_job_shards{job_id=\"3\"} 631\n") != NULL);
     T_CHECK(strstr(t, "\nnq_job_shards_done{job_id=\"3\"} 40\n") != NULL);
@@ -166,7 +166,7 @@ T_TEST(test_metrics_per_job_series)
     free(t);
     s.disk_size_bytes = 1000;
     s.disk_free_bytes = 10;
-    t = metrics_render(&s);
+    t = metrics_render(&s, NULL);
     T_CHECK(strstr(t, "\nnq_store_disk_free_bytes 10\n") != NULL);
     free(t);
 }
