@@ -61,7 +61,7 @@ check "estimate of every shard: nodes $want" grep -q "\"nodes\":$want,\"nodes_ci
 # the node estimate by paths, of every shard and of a sample of them: the count's nodes inside
 # each interval (fixed seeds); the rate and the method are reported
 "$NQ" bench count 14 --threads 1 >"$tmp/text"
-want=$(sed -n 's/^nodes \([0-9]*\) .*/\1/p' "$tmp/text")
+want=$(sed -n 's/^nodes \([0-9,]*\) .*/\1/p' "$tmp/text" | tr -d ,)
 for args in "--sample 8" "--sample 8 --node-sample 60 --seed 2"; do
     "$NQ" estimate count 14 $args --json >"$tmp/estj"
     lo=$(sed -n 's/.*"nodes_ci95_low":\([0-9]*\).*/\1/p' "$tmp/estj")

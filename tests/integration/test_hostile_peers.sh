@@ -138,7 +138,8 @@ start_broker h.db --stall-timeout 2
 id=$("$NQ" submit count 8) || fail "submit"
 $H hoard "$WEP" 120 >hoard.out 2>&1 &
 hoarder=$!
-took_all() { [ "$(sql h.db "SELECT frontier FROM jobs WHERE id = $id")" = 31 ]; }   # all leased, to it alone
+# all leased, to it alone: no never-leased position left between the two ends of the lease order
+took_all() { [ "$(sql h.db "SELECT frontier >= coalesce(back, shards_total) FROM jobs WHERE id = $id")" = 1 ]; }
 wait_for 60 took_all || fail "the hoarder did not take the job's 31 shards: $("$NQ" status "$id" --json)"
 start_worker h5; h5=$LAST_PID
 wait_for 100 job_done "$id" || fail "the hoarder kept the job past its stall timeout: $("$NQ" status "$id" --json)"
