@@ -133,6 +133,21 @@ static const char *get_count(const msgpack_object *m, const char *key, char *buf
     return val_str(o, buf, len);
 }
 
+/* A job's nodes: the CPU-comparable ones, then those of shards the fast GPU kernel counted, apart
+   (it counts nodes of its own, not comparable with the CPU kernels'): "1,234 + 5,678 of the fast
+   GPU kernel (12 shards)". */
+static const char *get_nodes(const msgpack_object *m, char *buf, size_t len)
+{
+    char a[NQ_U128_GROUPED + 8], b[NQ_U128_GROUPED + 8], c[NQ_U128_GROUPED + 8];
+    unsigned __int128 shards;
+    const msgpack_object *o = render_get(m, "fast_shards");
+    if (!o || render_u128(o, &shards) != 0 || shards == 0)
+        return get_count(m, "nodes", buf, len);
+    snprintf(buf, len, "%s + %s of the fast GPU kernel (%s shards)", get_count(m, "nodes", a, sizeof a),
+             get_count(m, "fast_nodes", b, sizeof b), get_count(m, "fast_shards", c, sizeof c));
+    return buf;
+}
+
 /* d with prec decimals and its integer part grouped (12,345.6); "-" when not a finite d >= 0. */
 static const char *group_fixed(double d, int prec, char *buf, size_t len)
 {
@@ -229,7 +244,7 @@ static void render_evidence(FILE *f, const msgpack_object *job)
 
 void render_job(FILE *f, const msgpack_object *job)
 {
-    char a[64], b[64], c[64], d[64], e[64];
+    char a[64], b[64], c[64], d[64], e[64], nodes[256];
     double done, total;
     fprintf(f, "job %s: %s N=%s, %s (priority %s)\n", get_str(job, "id", a, sizeof a),
             get_str(job, "kind", b, sizeof b), get_count(job, "n", c, sizeof c),
@@ -249,7 +264,7 @@ void render_job(FILE *f, const msgpack_object *job)
             get_rate(job, "rate", b, sizeof b), get_duration(job, "eta", c, sizeof c));
     if (is_kind(job, "count"))
         fprintf(f, "  %-9s %s, unique %s, nodes %s%s\n", "total", get_count(job, "total", a, sizeof a),
-                get_count(job, "unique", b, sizeof b), get_count(job, "nodes", c, sizeof c),
+                get_count(job, "unique", b, sizeof b), get_nodes(job, nodes, sizeof nodes),
                 get_bool(job, "final") ? "" : " (so far)");
     else if (is_kind(job, "solve"))
         fprintf(f, "  %-9s %s found, %s seeds done, algo %s\n", "solutions",
@@ -418,12 +433,12 @@ static void result_study(FILE *f, const msgpack_object *res)
 
 void render_result(FILE *f, const msgpack_object *res)
 {
-    char a[64], b[64];
+    char a[64], nodes[256];
     const msgpack_object *workers = get_array(res, "workers");
     result_answer(f, res);
     render_job(f, res);
     fprintf(f, "  %-9s %s core-seconds, nodes %s, ", "work",
-            get_group_fixed(res, "core_seconds", 1, a, sizeof a), get_count(res, "nodes", b, sizeof b));
+            get_group_fixed(res, "core_seconds", 1, a, sizeof a), get_nodes(res, nodes, sizeof nodes));
     if (workers) fprintf(f, "%u worker(s)\n", workers->via.array.size);
     else fprintf(f, "workers -\n");
     if (render_get(res, "residues_ok")) {

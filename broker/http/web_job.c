@@ -81,6 +81,11 @@ static void summary(FILE *f, const msgpack_object *j)
         row_count(f, doc_bool(j, "final") ? "total" : "total so far", j, "total");
         row_count(f, doc_bool(j, "final") ? "unique" : "unique so far", j, "unique");
         row_count(f, "nodes", j, "nodes");
+        uint64_t fast = 0;              /* the fast GPU kernel's nodes are its own: shown apart */
+        if (doc_u64(j, "fast_shards", &fast) == 0 && fast > 0) {
+            row_count(f, "nodes of the fast GPU kernel", j, "fast_nodes");
+            row_count(f, "shards counted by the fast GPU kernel", j, "fast_shards");
+        }
     } else if (doc_str_is(j, "kind", "solve")) {
         row(f, "algo", j, "algo");
         row_count(f, "solutions found", j, "solutions_found");

@@ -5,6 +5,10 @@
 # inserting rows in 100-row transactions. And the broker's peak memory with
 # 10^6 pending shards.
 #   tests/bench/bench_broker.sh [--nq PATH] [--loadgen PATH] [--shards K] [--runs R]
+#                               [--base PATH --base-loadgen PATH]
+# --base: an older build's nq (with its own loadgen, which speaks its protocol) runs too, run by
+# run alternating with --nq, and the table gives the new build's results/s against it: a change
+# to the broker's loop shows whether it made the broker slower, on the same machine at the same time.
 # WEB=1: the broker also serves --http, and a loop fetches /, /jobs/1 and /metrics once a
 # second during each run (a browser refreshing the web view), to see what the page costs.
 # WEB=ab: three arms, alternating run by run in this invocation: without --http; with it and a
@@ -14,10 +18,14 @@
 # from /proc at the end of each run with pages.
 set -euo pipefail
 NQ=${NQ:-build/nq}; LOADGEN=${LOADGEN:-build/tests/nq_loadgen}; K=200000; R=3; WORKERS=16; CREDIT=256
+BASE=""; BASE_LOADGEN=""
 while [ $# -gt 0 ]; do
     case $1 in --nq) NQ=$2; shift 2 ;; --loadgen) LOADGEN=$2; shift 2 ;; --shards) K=$2; shift 2 ;;
-               --runs) R=$2; shift 2 ;; *) echo "usage: $0 [--nq P] [--loadgen P] [--shards K] [--runs R]" >&2; exit 2 ;; esac
+               --runs) R=$2; shift 2 ;; --base) BASE=$2; shift 2 ;; --base-loadgen) BASE_LOADGEN=$2; shift 2 ;;
+               *) echo "usage: $0 [--nq P] [--loadgen P] [--shards K] [--runs R] [--base P --base-loadgen P]" >&2
+                  exit 2 ;; esac
 done
+if [ -n "$BASE" ] && [ -z "$BASE_LOADGEN" ]; then echo "$0: --base needs --base-loadgen" >&2; exit 2; fi
 tmp=$(mktemp -d); bp=""; lp=""
 trap '[ -n "$bp" ] && kill -9 "$bp" 2>/dev/null; [ -n "$lp" ] && kill "$lp" 2>/dev/null; rm -rf "$tmp"' EXIT
 # shellcheck source=tests/bench/bench_lib.sh
@@ -81,6 +89,25 @@ if [ "${WEB:-0}" = ab ]; then       # the web view's cost: three arms, alternati
     range() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f..%.0f", lo, hi }'; }
     printf 'runs: without %s; 404 client %s; pages %s results/s\n' "$(range "${plain[@]}")" "$(range "${c404[@]}")" \
         "$(range "${paged[@]}")"
+    exit 0
+fi
+if [ -n "$BASE" ]; then             # an older build against this one, alternating run by run
+    old=(); new=(); rss_old=(); rss_new=()
+    for i in $(seq "$R"); do
+        exec 4>"$tmp/rss"
+        old+=("$(NQ=$BASE LOADGEN=$BASE_LOADGEN broker_run 3>&4)"); rss_old+=("$(cat "$tmp/rss")")
+        exec 4>"$tmp/rss"
+        new+=("$(broker_run 3>&4)"); rss_new+=("$(cat "$tmp/rss")")
+    done
+    o=$(printf '%s\n' "${old[@]}" | median); n=$(printf '%s\n' "${new[@]}" | median)
+    printf '| broker, %s workers x %s credit, %s shards, median of %s alternating runs | durable results/s | peak RSS | vs base |\n' \
+        "$WORKERS" "$CREDIT" "$K" "$R"
+    printf '|---|---|---|---|\n'
+    printf '| base: %s | %.0f | %.1f MB | 1.00 |\n' "$BASE" "$o" "$(printf '%s\n' "${rss_old[@]}" | median | awk '{print $1 / 1024}')"
+    printf '| this: %s | %.0f | %.1f MB | %.3f |\n' "$NQ" "$n" "$(printf '%s\n' "${rss_new[@]}" | median | awk '{print $1 / 1024}')" \
+        "$(echo "$n / $o" | bc -l)"
+    range() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f..%.0f", lo, hi }'; }
+    printf 'runs: base %s; this %s results/s\n' "$(range "${old[@]}")" "$(range "${new[@]}")"
     exit 0
 fi
 base=$(for i in $(seq "$R"); do sqlite_baseline; done | median)

@@ -49,6 +49,8 @@ shards=$(echo "$st" | json_get shards_total)
     || fail "not every shard says the fast GPU counted it: $st"
 [ "$(echo "$st" | json_get nodes)" = 0 ] || fail "fast GPU nodes summed as the CPU kernels': $st"
 [ "$(echo "$st" | json_get fast_nodes)" -gt 0 ] || fail "no fast GPU nodes: $st"
+"$NQ" status "$id2" | grep -q "nodes 0 + [0-9,]* of the fast GPU kernel ($shards shards)" \
+    || fail "nq status does not show the fast GPU's nodes apart: $("$NQ" status "$id2")"
 "$NQ" check "$id2" --db v.db >check.out || fail "nq check: $(cat check.out)"
 ok "a job on the fast GPU: nodes 0 of the CPU kernels', $(echo "$st" | json_get fast_nodes) of its own" \
    "over $shards shards; nq check agrees"
