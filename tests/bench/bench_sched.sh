@@ -15,7 +15,7 @@ while [ $# -gt 0 ]; do
 done
 "$NQ" --version | grep -q "fault switches" || { echo "$NQ was built without -DNQ_TEST_FAULTS=ON" >&2; exit 2; }
 tmp=$(mktemp -d); pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
 # shellcheck source=tests/bench/bench_lib.sh
 . "$(dirname "$0")/bench_lib.sh"   # median
 port() { echo $((20000 + RANDOM % 30000)); }
@@ -25,12 +25,18 @@ one() {
     local plain=$1; shift
     rm -f "$tmp"/s.db*
     local wp cp t0 id w
-    wp=$(port); cp=$(port); pids=()
-    NQ_FAULT_SCHED_PLAIN=$plain "$NQ" broker --db "$tmp/s.db" --bind "tcp://127.0.0.1:$wp" \
-        --control "tcp://127.0.0.1:$cp" --heartbeat-ms 200 --liveness 3 --log-level warn 2>>"$tmp/broker.log" &
-    pids+=($!)
-    export NQ_BROKER=tcp://127.0.0.1:$cp
-    until "$NQ" list --timeout 1 >/dev/null 2>&1; do sleep 0.1; done
+    local tries=0
+    while :; do                         # a random port may be taken: another pair then
+        wp=$(port); cp=$((wp + 1)); pids=()
+        NQ_FAULT_SCHED_PLAIN=$plain "$NQ" broker --db "$tmp/s.db" --bind "tcp://127.0.0.1:$wp" \
+            --control "tcp://127.0.0.1:$cp" --heartbeat-ms 200 --liveness 3 --log-level warn 2>>"$tmp/broker.log" &
+        pids+=($!)
+        export NQ_BROKER=tcp://127.0.0.1:$cp
+        until "$NQ" list --timeout 1 >/dev/null 2>&1 || ! kill -0 "${pids[0]}" 2>/dev/null; do sleep 0.1; done
+        kill -0 "${pids[0]}" 2>/dev/null && break
+        tries=$((tries + 1))
+        [ "$tries" -lt 5 ] || { echo "the broker did not start: $(tail -1 "$tmp/broker.log")" >&2; exit 1; }
+    done
     for w in "$@"; do
         IFS=: read -r name pace threads <<<"$w"
         NQ_FAULT_PACE=$pace "$NQ" worker --connect "tcp://127.0.0.1:$wp" --threads "$threads" --id "$name" \
