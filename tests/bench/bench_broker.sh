@@ -30,7 +30,6 @@ tmp=$(mktemp -d); bp=""; lp=""
 trap '[ -n "$bp" ] && kill -9 "$bp" 2>/dev/null; [ -n "$lp" ] && kill "$lp" 2>/dev/null; rm -rf "$tmp"' EXIT
 # shellcheck source=tests/bench/bench_lib.sh
 . "$(dirname "$0")/bench_lib.sh"   # median
-port() { echo $((20000 + RANDOM % 30000)); }
 
 sqlite_baseline() {   # rows/s, 100-row transactions, WAL + FULL, like a careful hand-written store
     rm -f "$tmp"/base.db*

@@ -25,7 +25,6 @@ cleanup() { for p in $bp $lp $sp; do kill -9 "$p" 2>/dev/null || true; done; rm 
 trap cleanup EXIT
 # shellcheck source=tests/bench/bench_lib.sh
 . "$(dirname "$0")/bench_lib.sh"   # median
-port() { echo $((20000 + RANDOM % 30000)); }
 now() { date +%s.%N; }
 ms() { echo "($2 - $1) * 1000" | bc -l; }
 db=$tmp/c.db; WP=$(port); CP=$(port); export NQ_BROKER=tcp://127.0.0.1:$CP

@@ -18,7 +18,6 @@ tmp=$(mktemp -d); pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
 # shellcheck source=tests/bench/bench_lib.sh
 . "$(dirname "$0")/bench_lib.sh"   # median
-port() { echo $((20000 + RANDOM % 30000)); }
 
 # one PLAIN WORKERS...: seconds from submit to done; each worker NAME:PACE:THREADS
 one() {

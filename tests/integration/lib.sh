@@ -52,19 +52,8 @@ TEST_BUDGET=${NQ_TEST_BUDGET:-280}
 WATCHDOG=$!
 trap 'fail "the test ran past its budget of $TEST_BUDGET s (ctest kills it 20 s later)"' USR1
 
-# A TCP port nobody listens on: random below the kernel's ephemeral range, where no outgoing
-# connection takes its local port. 20000-49999, as before, overlapped that range, and a port
-# nobody listened on could still be a connection's local end (Prometheus once failed to bind one).
-free_port() {
-    local p lo=32768
-    read -r lo _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
-    [ "$lo" -gt 11000 ] 2>/dev/null || lo=32768
-    for _ in $(seq 50); do
-        p=$((10000 + RANDOM % (lo - 10000)))
-        (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo "$p"; return; }
-    done
-    echo 29999
-}
+# shellcheck source=tests/tools/free_port.sh
+. "$SRC/tests/tools/free_port.sh"   # free_port
 
 # start NAME CMD...: runs CMD in the background, logs to $T/NAME.log; its pid is in $LAST_PID
 # and in PIDS for the cleanup trap. Never call it inside $(...): the subshell would keep the pid.
