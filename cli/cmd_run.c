@@ -334,7 +334,8 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
     pthread_create(&bth, NULL, broker_main, &bt);
     pthread_create(&wth, NULL, worker_main, &wt);
     *state = run_wait(ctx, id, &wt.ended, &bt.ended);
-    atomic_store(&wt.stop, 1);          /* workers first: they hand back and say BYE */
+    /* workers first: they hand back and say BYE (without waiting for ACKs when the broker ended) */
+    atomic_store(&wt.stop, atomic_load(&bt.ended) ? WORKER_STOP_BROKER_GONE : 1);
     worker_wake(wt.w);
     pthread_join(wth, NULL);
     atomic_store(&bt.stop, 1);

@@ -395,8 +395,10 @@ static void tick(nq_worker_t *w, double now)
     outbox_resend(w, now - hb * w->liveness * 2);   /* an unacked result: say it again */
 }
 
-/* Stop taking work, hand back what has not started, send what is finished, say BYE. */
-static void shutdown_gracefully(nq_worker_t *w)
+/* Stop taking work, hand back what has not started, send what is finished, say BYE. acks: wait
+   up to 3 s for the ACKs of what was sent (not when the broker is known to be gone: nothing
+   would answer, and `nq run` whose DB vanished must exit at once). */
+static void shutdown_gracefully(nq_worker_t *w, int acks)
 {
     nq_msg_t c = { .type = NQ_MSG_CREDIT };
     send_msg(w, &c);
@@ -407,7 +409,7 @@ static void shutdown_gracefully(nq_worker_t *w)
     pool_cancel_all(w->pool);
     collect_done(w);
     double until = now_s() + 3;
-    while (now_s() < until && (w->outbox || pool_busy(w->pool))) {
+    while (now_s() < until && ((acks && w->outbox) || pool_busy(w->pool))) {
         zmq_pollitem_t it[2] = { { w->sock, 0, ZMQ_POLLIN, 0 }, { w->pull, 0, ZMQ_POLLIN, 0 } };
         zmq_poll(it, w->sock ? 2 : 0, 100);
         collect_done(w);
@@ -464,7 +466,7 @@ int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
         tick(w, now_s());
     }
     if (w->sock)
-        shutdown_gracefully(w);
+        shutdown_gracefully(w, atomic_load(stop) != WORKER_STOP_BROKER_GONE);
     if (w->draining) {                  /* its GPU failed: exit 3 with why */
         snprintf(err, errlen, "%s", w->fail);
         return 3;

@@ -33,9 +33,11 @@ typedef struct nq_worker nq_worker_t;
 
 void worker_cfg_defaults(nq_worker_cfg_t *cfg);
 nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen);
-/* Works until *stop: then stops taking work, hands back what it holds (BYE) and returns 0.
+/* Works until *stop: then stops taking work, hands back what it holds (BYE) and returns 0. With
+   *stop == WORKER_STOP_BROKER_GONE (an embedded broker that ended) it waits for no ACK first.
    Returns 3 when the broker refuses it (bad key) or its GPU failed (after reporting the shards
    the GPU held as errors and finishing those it counts on the CPU): err says why. */
+#define WORKER_STOP_BROKER_GONE 2
 int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen);
 /* From another thread, after setting *stop: worker_run sees it now, not at its next 50 ms wake-up. */
 void worker_wake(nq_worker_t *w);
