@@ -30,7 +30,9 @@ int main(int argc, char **argv)
         return NQ_EXIT_OK;
     }
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
-#ifdef NQ_TEST_FAULTS
+#if defined(NQ_TEST_FAULTS) && defined(__SANITIZE_ADDRESS__)
+        printf("nq %s (test build: fault switches compiled in, sanitizers)\n", NQ_VERSION);
+#elif defined(NQ_TEST_FAULTS)
         printf("nq %s (test build: fault switches compiled in)\n", NQ_VERSION);
 #else
         printf("nq %s\n", NQ_VERSION);

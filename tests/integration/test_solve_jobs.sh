@@ -36,9 +36,12 @@ BROKER_N=2 start_broker s2.db --heartbeat-ms 1000 --liveness 10   # a worker sen
 start_worker w2 --threads 1
 id=$("$NQ" submit solve 20000000) || fail "submit"
 wait_for 180 job_done "$id" || fail "solve 2x10^7 did not finish: $("$NQ" status "$id" --json)"
-# a round the loop itself spent 0.25 s of CPU on (a wall time alone may be a busy machine's)
-busy=$(sed -n 's/.*event=broker.slow_round .* cpu=\([0-9.]*\) .*/\1/p' "$T/broker2.log" | awk '$1 >= 0.25' | wc -l)
-[ "$busy" = 0 ] || fail "the loop spent 0.25 s of CPU in a round while a solution was checked: $(grep slow_round "$T/broker2.log")"
+# a round the loop itself spent 0.25 s of CPU on (a wall time alone may be a busy machine's). The
+# loop still decodes the 80 MB RESULT, which takes 0.3 s of CPU under the sanitizers; checking the
+# solution there took several seconds, so 1 s tells them apart in that build.
+limit=0.25; if sanitized; then limit=1.0; fi
+busy=$(sed -n 's/.*event=broker.slow_round .* cpu=\([0-9.]*\) .*/\1/p' "$T/broker2.log" | awk -v l="$limit" '$1 >= l' | wc -l)
+[ "$busy" = 0 ] || fail "the loop spent $limit s of CPU in a round while a solution was checked: $(grep slow_round "$T/broker2.log")"
 "$NQ" result "$id" --db s2.db --out big.bin --format bin >/dev/null && "$NQ" verify big.bin --n 20000000 >/dev/null \
     || fail "the 2x10^7 solution does not come back verified"
 ok "solve 2x10^7 through the broker: checked off the loop, no busy round, the solution verifies"
