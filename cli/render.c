@@ -324,10 +324,6 @@ void render_list(FILE *f, const msgpack_object *arr)
 
 /* ---- workers ---- */
 
-/* Characters of a worker's public key shown in the table: enough to tell keys apart (12 Z85
-   digits, 76 bits) and to find its .pub file; --json has the whole key. */
-#define KEY_SHOWN 12
-
 /* The start of the worker's CURVE public key, "-" for a worker without keys. */
 static const char *key_prefix(const msgpack_object *w, char *buf, size_t len)
 {
@@ -335,7 +331,7 @@ static const char *key_prefix(const msgpack_object *w, char *buf, size_t len)
     const char *k = get_str(w, "pubkey", key, sizeof key);
     if (!strcmp(k, "-") || !k[0])
         return "-";
-    snprintf(buf, len, "%.*s%s", KEY_SHOWN, k, strlen(k) > KEY_SHOWN ? "..." : "");
+    snprintf(buf, len, "%.*s%s", QUERY_KEY_SHOWN, k, strlen(k) > QUERY_KEY_SHOWN ? "..." : "");
     return buf;
 }
 

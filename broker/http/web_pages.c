@@ -5,6 +5,7 @@
  * documents that `nq list --json` and `nq workers --json` print; they refresh themselves.
  */
 #include "http_impl.h"
+#include "query.h"
 
 #include <string.h>
 
@@ -213,17 +214,16 @@ static void cell_kernel(nq_http_t *h, FILE *f, const msgpack_object *w)
     fputs("</td>", f);
 }
 
-/* The start of the worker's CURVE public key (enough to tell keys apart and find its .pub file;
-   /api/workers has the whole key), "-" without keys. */
-#define KEY_SHOWN 12
+/* The start of the worker's CURVE public key (QUERY_KEY_SHOWN characters; /api/workers has the
+   whole key), "-" without keys. */
 
 static void cell_key(FILE *f, const msgpack_object *w)
 {
     const msgpack_object *k = doc_get(w, "pubkey");
     fputs("<td class=\"l key\">", f);
     if (k && k->type == MSGPACK_OBJECT_STR && k->via.str.size > 0) {
-        html_esc(f, k->via.str.ptr, k->via.str.size < KEY_SHOWN ? k->via.str.size : KEY_SHOWN);
-        fputs(k->via.str.size > KEY_SHOWN ? "&hellip;" : "", f);
+        html_esc(f, k->via.str.ptr, k->via.str.size < QUERY_KEY_SHOWN ? k->via.str.size : QUERY_KEY_SHOWN);
+        fputs(k->via.str.size > QUERY_KEY_SHOWN ? "&hellip;" : "", f);
     } else {
         fputs("-", f);
     }

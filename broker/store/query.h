@@ -71,6 +71,9 @@ int query_list(sqlite3 *db, msgpack_packer *pk, char *err, size_t errlen);
    (NULL), alive, leases and kernel are nil and nodes_per_s = nodes/seconds from the DB;
    with live, a worker the broker knows gets its live values, others alive=false, kernel nil. */
 int query_workers(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen);
+/* Characters of a worker's public key that tables show (nq workers, the web view): enough to tell
+   keys apart (12 Z85 digits, 76 bits) and to find its .pub file; the document has the whole key. */
+#define QUERY_KEY_SHOWN 12
 
 /*
  * The job document plus core_seconds, nodes, workers (ids that delivered a
