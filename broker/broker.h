@@ -68,8 +68,9 @@ void broker_db_unlock(int fd, const char *db_path, int remove);
 /* The endpoint really bound (resolves tcp://HOST:* to its port): which = 0 workers, 1 control. */
 int broker_endpoint(nq_broker_t *b, int which, char *buf, size_t len);
 
-/* The port of the HTTP listener (--http), 0 when there is none (broker_metrics.c). */
-uint16_t broker_http_port(const nq_broker_t *b);
+/* Where to point a browser: http://HOST:PORT/ of the HTTP listener (--http), with the port really
+   bound (its ADDR may say 0), into buf; returns buf. Only for a broker with --http. */
+const char *broker_http_url(const nq_broker_t *b, char *buf, size_t len);
 
 /* Checks a job request, cuts it into shards and stores it, in one transaction
    (submit.c; also used by `nq run` before the broker starts). 0, or -1 with err. */

@@ -20,11 +20,8 @@ int broker_metrics_start(nq_broker_t *b, char *err, size_t errlen)
     b->metrics = http_new(&c, err, errlen);
     if (!b->metrics)
         return -1;
-    /* where to point a browser: the port really bound (ADDR may say 0) */
-    const char *colon = strrchr(b->cfg.metrics, ':');
-    int hostlen = colon ? (int)(colon - b->cfg.metrics) : 0;
-    nq_log(NQ_LOG_INFO, "http.listen", "url=http://%.*s:%u/", hostlen, b->cfg.metrics,
-           (unsigned)http_port(b->metrics));
+    char url[300];
+    nq_log(NQ_LOG_INFO, "http.listen", "url=%s", broker_http_url(b, url, sizeof url));
     return 0;
 }
 
@@ -129,9 +126,12 @@ void broker_metrics_tick(nq_broker_t *b, double now)
     b->last_metrics = now;
 }
 
-uint16_t broker_http_port(const nq_broker_t *b)
+const char *broker_http_url(const nq_broker_t *b, char *buf, size_t len)
 {
-    return http_port(b->metrics);
+    const char *addr = b->cfg.metrics, *colon = strrchr(addr, ':');
+    int hostlen = colon ? (int)(colon - addr) : 0;
+    snprintf(buf, len, "http://%.*s:%u/", hostlen, addr, (unsigned)http_port(b->metrics));
+    return buf;
 }
 
 void broker_metrics_stop(nq_broker_t *b)

@@ -275,12 +275,11 @@ static void run_tidy(const char *db)
 }
 
 /* Where to watch the run: http://HOST:PORT/jobs/ID, with the port really bound (ADDR may say 0). */
-static void print_url(nq_broker_t *b, const char *addr, uint64_t id)
+static void print_url(nq_broker_t *b, uint64_t id)
 {
-    const char *colon = strrchr(addr, ':');
-    int hostlen = colon ? (int)(colon - addr) : 0;
-    fprintf(stderr, "nq run: watch it at http://%.*s:%u/jobs/%llu\n", hostlen, addr,
-            (unsigned)broker_http_port(b), (unsigned long long)id);
+    char url[300];
+    fprintf(stderr, "nq run: watch it at %sjobs/%llu\n", broker_http_url(b, url, sizeof url),
+            (unsigned long long)id);
 }
 
 /* Broker and workers in threads of this process, until the job ends or we are told to stop. */
@@ -330,7 +329,7 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
         return rc;
     }
     if (a->http)
-        print_url(bt.b, a->http, id);
+        print_url(bt.b, id);
     pthread_create(&bth, NULL, broker_main, &bt);
     pthread_create(&wth, NULL, worker_main, &wt);
     *state = run_wait(ctx, id, &wt.ended, &bt.ended);
