@@ -395,10 +395,9 @@ static void tick(nq_worker_t *w, double now)
     outbox_resend(w, now - hb * w->liveness * 2);   /* an unacked result: say it again */
 }
 
-/* Stop taking work, hand back what has not started, send what is finished, say BYE. acks: wait
-   up to 3 s for the ACKs of what was sent (not when the broker is known to be gone: nothing
-   would answer, and `nq run` whose DB vanished must exit at once). */
-static void shutdown_gracefully(nq_worker_t *w, int acks)
+/* Credit 0, and the tasks not started dropped: the broker takes their leases back (the next
+   heartbeat lacks them), uncharged. */
+static void take_no_more(nq_worker_t *w)
 {
     nq_msg_t c = { .type = NQ_MSG_CREDIT };
     send_msg(w, &c);
@@ -406,6 +405,14 @@ static void shutdown_gracefully(nq_worker_t *w, int acks)
         n = t->next;
         task_free(t);
     }
+}
+
+/* Stop taking work, hand back what has not started, send what is finished, say BYE. acks: wait
+   up to 3 s for the ACKs of what was sent (not when the broker is known to be gone: nothing
+   would answer, and `nq run` whose DB vanished must exit at once). */
+static void shutdown_gracefully(nq_worker_t *w, int acks)
+{
+    take_no_more(w);
     pool_cancel_all(w->pool);
     collect_done(w);
     double until = now_s() + 3;
@@ -438,12 +445,7 @@ static void gpu_lost(nq_worker_t *w, const char *why)
     nq_log(NQ_LOG_ERROR, "worker.gpu_failed", "reason=%s", nq_log_qs(q, sizeof q, why));
     snprintf(w->fail, sizeof w->fail, "%s", why);
     w->draining = 1;
-    nq_msg_t c = { .type = NQ_MSG_CREDIT };
-    send_msg(w, &c);
-    for (nq_wtask_t *t = pool_take_queued(w->pool), *n; t; t = n) {
-        n = t->next;
-        task_free(t);
-    }
+    take_no_more(w);
 }
 
 int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
