@@ -115,12 +115,19 @@ static void pool_gpu_done(void *ud, nq_wtask_t *t)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* A count the CPU runs that may get a copy on the GPU (one copy a task: copied stays set), or NULL. */
+static nq_wtask_t *copy_candidate(const nq_pool_t *p)
+{
+    nq_wtask_t *o = p->running;
+    while (o && !(o->on_cpu && !o->copied && !o->lost && !atomic_load(&o->cancel)))
+        o = o->next;
+    return o;
+}
+
 /* A copy for the GPU of a count the CPU runs without one (NULL: none, or no memory). */
 static nq_wtask_t *pool_copy(nq_pool_t *p)
 {
-    nq_wtask_t *o = p->running;
-    while (o && !(o->on_cpu && !o->copy && !o->copied && !o->lost && !atomic_load(&o->cancel)))
-        o = o->next;
+    nq_wtask_t *o = copy_candidate(p);
     nq_wtask_t *c = o ? calloc(1, sizeof *c) : NULL;
     if (!c)
         return NULL;
@@ -134,14 +141,6 @@ static nq_wtask_t *pool_copy(nq_pool_t *p)
     return c;
 }
 
-static int copyable(const nq_pool_t *p)
-{
-    for (const nq_wtask_t *o = p->running; o; o = o->next)
-        if (o->on_cpu && !o->copied && !o->lost)
-            return 1;
-    return 0;
-}
-
 static void feed_fill(nq_pool_t *p, nq_feed_t *f);
 
 /* What this thread does next, and with which task (taken off the queue, on the running list). */
@@ -150,7 +149,7 @@ static int pool_pick(nq_pool_t *p, nq_wtask_t **tp)
     nq_feed_t f;
     *tp = NULL;
     feed_fill(p, &f);
-    int how = feed_next(&f, p->cpu_running, p->queue != NULL, p->gpu && copyable(p));
+    int how = feed_next(&f, p->cpu_running, p->queue != NULL, p->gpu && copy_candidate(p) != NULL);
     nq_wtask_t *t = NULL;
     if (how == FEED_GPU && p->queue->t.kind != NQ_KIND_COUNT)
         how = FEED_CPU;                 /* solve and enumerate have no GPU path */
