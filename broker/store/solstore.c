@@ -36,17 +36,6 @@ void solstore_hash(const uint32_t *cols, uint64_t n, char out[NQ_SOL_HASH_HEX + 
     sodium_bin2hex(out, NQ_SOL_HASH_HEX + 1, digest, sizeof digest);
 }
 
-void solstore_dir(const char *db_path, char *out, size_t outlen)
-{
-    const char *slash = strrchr(db_path, '/');
-    if (!slash)
-        snprintf(out, outlen, ".");
-    else if (slash == db_path)
-        snprintf(out, outlen, "/");
-    else
-        snprintf(out, outlen, "%.*s", (int)(slash - db_path), db_path);
-}
-
 uint8_t *solstore_pack(const uint32_t *cols, uint64_t n)
 {
     uint8_t *p = malloc(n > 0 ? n * 4 : 1);
@@ -59,17 +48,6 @@ uint8_t *solstore_pack(const uint32_t *cols, uint64_t n)
         p[4 * i + 3] = (uint8_t)(cols[i] >> 24);
     }
     return p;
-}
-
-static const char *db_base(const char *db_path)
-{
-    const char *slash = strrchr(db_path, '/');
-    return slash ? slash + 1 : db_path;
-}
-
-void solstore_file_name(const char *db_path, const char *hash, char *out, size_t outlen)
-{
-    snprintf(out, outlen, "%s.solutions/%s.nqsol", db_base(db_path), hash);
 }
 
 int solstore_save(sqlite3 *db, const char *db_path, uint64_t job, const uint32_t *cols, uint64_t n,
@@ -87,7 +65,7 @@ int solstore_save(sqlite3 *db, const char *db_path, uint64_t job, const uint32_t
         return 0;
     solstore_dir(db_path, dir, sizeof dir);
     solstore_file_name(db_path, h, path, pathlen);
-    snprintf(full, sizeof full, "%s/%s.solutions", dir, db_base(db_path));
+    solstore_files_dir(db_path, full, sizeof full);
     if (mkdir(full, 0755) != 0 && errno != EEXIST)
         return nq_errf(why, whylen, "cannot create %s: %s", full, strerror(errno));
     snprintf(full, sizeof full, "%s/%s", dir, path);

@@ -32,8 +32,12 @@ int solstore_save(sqlite3 *db, const char *db_path, uint64_t job, const uint32_t
                   char *hash, size_t hashlen, char *path, size_t pathlen, char *why, size_t whylen);
 /* malloc'd uint32 little-endian copy (4n bytes). */
 uint8_t *solstore_pack(const uint32_t *cols, uint64_t n);
+/* ---- solstore_path.c: where the files are ---- */
+
 /* The folder of the DB file, for resolving stored paths. */
 void solstore_dir(const char *db_path, char *out, size_t outlen);
+/* "<DB's folder>/<db file name>.solutions": the folder of a DB's solution files. */
+void solstore_files_dir(const char *db_path, char *out, size_t outlen);
 /* "<db file name>.solutions/<hash>.nqsol": where a large solution's file is, from the DB's folder. */
 void solstore_file_name(const char *db_path, const char *hash, char *out, size_t outlen);
 
