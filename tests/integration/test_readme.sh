@@ -46,10 +46,22 @@ tar -C "$SRC" --exclude='./build*' --exclude=./.git --exclude=./Testing --exclud
     --exclude='./nq.db*' -cf - . | tar -C src -xf - || fail "cannot copy the source tree"
 [ ! -e src/build ] || fail "the copy has a build/"
 export HOME=$T/home
+# No nq that the README did not install: a PATH folder that holds one (an installed package's
+# /usr/bin, where grep lives too) is replaced by a folder of links to everything else in it.
 path=
+n=0
 IFS=: read -ra dirs <<<"$PATH"
-for d in "${dirs[@]}"; do                          # no nq that the README did not install
-    [ -n "$d" ] && [ ! -e "$d/nq" ] && path=${path:+$path:}$d
+for d in "${dirs[@]}"; do
+    [ -n "$d" ] || continue
+    if [ -e "$d/nq" ]; then
+        n=$((n + 1))
+        mkdir "path$n" || fail "cannot make path$n"
+        for f in "$d"/*; do
+            [ "${f##*/}" = nq ] || ln -s "$f" "path$n/" 2>/dev/null
+        done
+        d=$T/path$n
+    fi
+    path=${path:+$path:}$d
 done
 export PATH=$path
 unset NQ_BROKER NQ NQ_COUNT_KERNEL
