@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static int t_failed_checks;
 static int t_current_failed;
@@ -20,6 +21,14 @@ static int t_current_failed;
         fprintf(stderr, "  FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
         t_failed_checks++; t_current_failed = 1; \
     } } while (0)
+
+/* For what another thread makes true in its own time (an engine's failure flag after the last
+   callback): polls every millisecond for up to `seconds`, then checks. A bound, not a timing:
+   it is sized for a loaded machine and a sanitizer build, and costs nothing when cond holds. */
+#define T_WAIT_UNTIL(cond, seconds) do { \
+    for (long t_ms_ = 0; !(cond) && t_ms_ < (long)(seconds) * 1000; t_ms_++) \
+        nanosleep(&(struct timespec){ 0, 1000000 }, NULL); \
+    T_CHECK(cond); } while (0)
 
 #define T_EQ_U64(a, b) do { \
     uint64_t t_a_ = (uint64_t)(a), t_b_ = (uint64_t)(b); \
