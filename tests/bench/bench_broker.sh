@@ -29,7 +29,7 @@ if [ -n "$BASE" ] && [ -z "$BASE_LOADGEN" ]; then echo "$0: --base needs --base-
 tmp=$(mktemp -d); bp=""; lp=""
 trap '[ -n "$bp" ] && kill -9 "$bp" 2>/dev/null; [ -n "$lp" ] && kill "$lp" 2>/dev/null; rm -rf "$tmp"' EXIT
 # shellcheck source=tests/bench/bench_lib.sh
-. "$(dirname "$0")/bench_lib.sh"   # median
+. "$(dirname "$0")/bench_lib.sh"   # median, free_port
 
 sqlite_baseline() {   # rows/s, 100-row transactions, WAL + FULL, like a careful hand-written store
     rm -f "$tmp"/base.db*
@@ -46,7 +46,7 @@ sqlite_baseline() {   # rows/s, 100-row transactions, WAL + FULL, like a careful
 broker_run() {        # results/s for K shards; also prints the broker's peak RSS (kB) on fd 3
     rm -f "$tmp"/b.db*
     local wp cp hp web=()
-    wp=$(port); cp=$(port); hp=$(port)
+    wp=$(free_port); cp=$(free_port); hp=$(free_port)
     local pages="/ /jobs/1 /metrics"
     [ "${1:-}" = web404 ] && pages="/x /x /x"
     [ "${WEB:-0}" = 1 ] || [ "${1:-}" = web ] || [ "${1:-}" = web404 ] && web=(--http "127.0.0.1:$hp")
@@ -126,7 +126,7 @@ printf '| broker peak RSS during that run | %.1f MB | |\n' "$(echo "$mem / 1024"
 
 # Peak memory with 10^6 pending shards: a job of 10^6 seeds, loaded and waiting.
 rm -f "$tmp"/m.db*
-wp=$(port); cp=$(port)
+wp=$(free_port); cp=$(free_port)
 "$NQ" broker --db "$tmp/m.db" --bind "tcp://127.0.0.1:$wp" --control "tcp://127.0.0.1:$cp" --log-level warn 2>/dev/null &
 bp=$!
 sleep 0.3

@@ -24,10 +24,10 @@ tmp=$(mktemp -d); bp=""; lp=""; sp=""
 cleanup() { for p in $bp $lp $sp; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$tmp"; }
 trap cleanup EXIT
 # shellcheck source=tests/bench/bench_lib.sh
-. "$(dirname "$0")/bench_lib.sh"   # median
+. "$(dirname "$0")/bench_lib.sh"   # median, free_port
 now() { date +%s.%N; }
 ms() { echo "($2 - $1) * 1000" | bc -l; }
-db=$tmp/c.db; WP=$(port); CP=$(port); export NQ_BROKER=tcp://127.0.0.1:$CP
+db=$tmp/c.db; WP=$(free_port); CP=$(free_port); export NQ_BROKER=tcp://127.0.0.1:$CP
 bytes() { local t=0 f; for f in "$db" "$db-wal"; do [ -f "$f" ] && t=$((t + $(stat -c %s "$f"))); done; echo $t; }
 
 broker_start() {    # on the same ports; a first start may draw new ones if another process took them
@@ -39,7 +39,7 @@ broker_start() {    # on the same ports; a first start may draw new ones if anot
         sleep 0.2
         kill -0 "$bp" 2>/dev/null && return 0
         [ "${1:-}" = fixed ] && break
-        WP=$(port); CP=$(port); export NQ_BROKER=tcp://127.0.0.1:$CP
+        WP=$(free_port); CP=$(free_port); export NQ_BROKER=tcp://127.0.0.1:$CP
     done
     echo "bench_campaign: the broker did not start: $(tail -1 "$tmp/broker.log")" >&2; exit 1
 }

@@ -4,7 +4,6 @@
 # The median of the numbers on stdin, one a line (the mean of the middle two for an even count).
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-# port: a TCP port nobody listens on, below the ephemeral range (tests/tools/free_port.sh).
+# free_port: a TCP port nobody listens on, below the ephemeral range.
 # shellcheck source=tests/tools/free_port.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../tools/free_port.sh"
-port() { free_port; }

@@ -17,7 +17,7 @@ done
 tmp=$(mktemp -d); pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$tmp"' EXIT
 # shellcheck source=tests/bench/bench_lib.sh
-. "$(dirname "$0")/bench_lib.sh"   # median
+. "$(dirname "$0")/bench_lib.sh"   # median, free_port
 
 # one PLAIN WORKERS...: seconds from submit to done; each worker NAME:PACE:THREADS
 one() {
@@ -26,7 +26,7 @@ one() {
     local wp cp t0 id w
     local tries=0
     while :; do                         # a random port may be taken: another pair then
-        wp=$(port); cp=$((wp + 1)); pids=()
+        wp=$(free_port); cp=$((wp + 1)); pids=()
         NQ_FAULT_SCHED_PLAIN=$plain "$NQ" broker --db "$tmp/s.db" --bind "tcp://127.0.0.1:$wp" \
             --control "tcp://127.0.0.1:$cp" --heartbeat-ms 200 --liveness 3 --log-level warn 2>>"$tmp/broker.log" &
         pids+=($!)

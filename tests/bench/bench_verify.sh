@@ -25,12 +25,12 @@ cleanup() {
 trap cleanup EXIT
 
 # shellcheck source=tests/bench/bench_lib.sh
-. "$(dirname "$0")/bench_lib.sh"   # median
+. "$(dirname "$0")/bench_lib.sh"   # median, free_port
 
 # one_run EXTRA...: seconds from submit to done, and the job's checks on fd 3
 one_run() {
     rm -f "$tmp"/b.db*
-    local w=tcp://127.0.0.1:$(port) c=tcp://127.0.0.1:$(port)
+    local w=tcp://127.0.0.1:$(free_port) c=tcp://127.0.0.1:$(free_port)
     "$NQ" broker --db "$tmp/b.db" --bind "$w" --control "$c" >"$tmp/broker.log" 2>&1 & pids+=($!)
     until "$NQ" list --broker "$c" --timeout 1 >/dev/null 2>&1; do sleep 0.05; done
     "$NQ" worker --connect "$w" --threads 1 --prefetch "$PREFETCH" >/dev/null 2>&1 & pids+=($!)

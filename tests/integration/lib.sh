@@ -88,10 +88,6 @@ long_count_n() {
     awk -v s="${s:-1}" 'BEGIN { n = 15; t = s; while (n < 18 && t < 3) { n++; t *= 6.5 } print n }'
 }
 
-# sanitized: whether this nq runs under AddressSanitizer and UBSan (tests/run.sh --sanitize), which
-# makes everything it does several times slower; a test that bounds a CPU time says so with it.
-sanitized() { "$NQ" --version | grep -q sanitizers; }
-
 # grouped N: N with its digits grouped by three, as nq writes counts for people (4,968,057,848).
 grouped() { echo "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\3/' -e 'ta'; }
 
