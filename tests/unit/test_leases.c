@@ -226,13 +226,15 @@ static nq_shard_state_t shard_state(uint64_t job, uint64_t shard)
     return store_shard_get(b->store, job, shard, &row) == 0 ? row.state : (nq_shard_state_t)-1;
 }
 
-/* A worker silent past heartbeat x liveness (0.6 s) loses its leases, each charged an attempt. */
+/* A worker silent past heartbeat x liveness (0.6 s) and its round trip (echoed tokens: a few fake
+   steps) loses its leases, each charged an attempt. */
 T_TEST(test_liveness_expiry)
 {
     setup();
     uint64_t job = submit(8, 1);
     fake_t w;
     fake_hello(&w, "w-silent", 11, 2);
+    w.echo = 1;
     run_for(0.3, 0.05, &w, NULL);       /* joined, heartbeating, holds two leases */
     T_EQ_U64(w.ntasks, 2);
     T_CHECK(shard_state(job, w.tasks[0].shard) == NQ_SHARD_LEASED);
@@ -253,6 +255,7 @@ T_TEST(test_stalled_progress)
     uint64_t job = submit(8, 1);
     fake_t w;
     fake_hello(&w, "w-stuck", 12, 1);
+    w.echo = 1;                          /* its round trip measured: the stall timer adds only that */
     run_for(0.3, 0.05, &w, NULL);
     T_EQ_U64(w.ntasks, 1);
     uint64_t shard = w.tasks[0].shard;
@@ -374,6 +377,7 @@ T_TEST(test_quorum_votes)
     uint64_t nshards = j ? j->shards_total : 0;
     fake_t a, c, late;
     fake_hello(&late, "voter-late", 23, 1);
+    late.echo = 1;
     run_with(0.2, 0.05, (fake_t *[]){ &late, NULL });
     fake_hello(&a, "voter-a", 21, 16);
     run_with(0.2, 0.05, (fake_t *[]){ &late, &a, NULL });
