@@ -238,7 +238,9 @@ T_TEST(test_liveness_expiry)
     run_for(0.3, 0.05, &w, NULL);       /* joined, heartbeating, holds two leases */
     T_EQ_U64(w.ntasks, 2);
     T_CHECK(shard_state(job, w.tasks[0].shard) == NQ_SHARD_LEASED);
-    run_for(1.0, 0.05, NULL, &w);       /* silent for 1 s of fake time */
+    run_for(3.0, 0.05, NULL, &w);       /* silent for 3 s of fake time: past the window and any round
+                                           trip a loaded machine made of its echoes (fake steps go on
+                                           while a message waits) */
     broker_round(b, 0);
     results_flush(b);
     T_CHECK(b->peers == NULL);
@@ -259,7 +261,8 @@ T_TEST(test_stalled_progress)
     run_for(0.3, 0.05, &w, NULL);
     T_EQ_U64(w.ntasks, 1);
     uint64_t shard = w.tasks[0].shard;
-    for (int i = 0; i < 120; i++) {      /* 6 s of heartbeats that report the same progress */
+    for (int i = 0; i < 160; i++) {      /* 8 s of heartbeats that report the same progress (the stall
+                                            timer adds the round trip, in fake steps) */
         fake_now += 0.05;
         fake_heartbeat(&w, 42);
         usleep(1000);
@@ -397,7 +400,7 @@ T_TEST(test_quorum_votes)
     T_EQ_U64(j->shards_done, nshards - 1);
     T_CHECK(shard_state(job, x) != NQ_SHARD_DONE);    /* late holds X and says nothing */
     c.ntasks = 0;
-    run_with(1.5, 0.05, (fake_t *[]){ &a, &c, NULL });   /* late silent past 0.6 s: X goes to c */
+    run_with(3.0, 0.05, (fake_t *[]){ &a, &c, NULL });   /* late silent past 0.6 s and its round trip: X to c */
     T_EQ_U64(c.ntasks, 1);
     T_EQ_U64(c.tasks[0].shard, x);
     vote_all(&c, 0);
