@@ -5,7 +5,6 @@
 #include "export_manifest.h"
 #include "render.h"
 #include "solfile.h"
-#include "solstore.h"
 #include "query.h"
 #include "store.h"
 
@@ -18,12 +17,11 @@
 /* Offline: straight from the DB and the solution files beside it, whatever the size. */
 static int read_solution_local(const char *db, uint64_t job, uint32_t **cols, uint64_t *n)
 {
-    char err[512], dir[4096];
+    char err[512];
     nq_store_t *st = store_open(db, 1, err, sizeof err);
     if (!st)
         return cli_error("result", "%s", err);
-    solstore_dir(db, dir, sizeof dir);
-    int rc = query_solution(store_db(st), dir, job, 0, cols, n, err, sizeof err);
+    int rc = query_solution(store_db(st), db, job, 0, cols, n, err, sizeof err);
     store_destroy(&st);
     if (rc == -1) {
         fprintf(stderr, "nq result: %s\n", err);

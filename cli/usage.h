@@ -154,19 +154,23 @@
       "  --manifest FILE    a done count job: every subtotal with a hash tree (nq audit FILE\n" \
       "                     checks it); its root is kept in the DB and shown by nq result\n" \
       "  --unique           enumerate: one representative per symmetry class\n" NQ_CLIENT_OPTS }, \
-    { "check", cmd_check, "check a store: every page, every job's sums against its shards", \
+    { "check", cmd_check, "check a store: every page, every job's sums, every stored solution", \
       "usage: nq check [JOB] --db PATH\n" \
       "\n" \
       "The auditor's check, on the DB file (the broker may be running): SQLite's page check,\n" \
       "then for every job (or JOB) the counts and 128-bit sums kept in its row recomputed\n" \
-      "from its shard rows, and each done shard's residues against its total.\n" \
-      "Exit 0 all agree, 1 a disagreement or a damaged page (printed), 2 usage, 3 I/O.\n" }, \
+      "from its shard rows, each done shard's residues against its total, and every stored\n" \
+      "solution (in the DB, or in PATH.solutions/) against its hash.\n" \
+      "Exit 0 all agree, 1 a disagreement, a damaged page or a missing or damaged solution\n" \
+      "(each printed), 2 usage, 3 I/O.\n" }, \
     { "backup", cmd_backup, "copy a store while the broker runs", \
       "usage: nq backup --db PATH OUT\n" \
       "\n" \
       "Writes a compact, consistent copy of the store to OUT (which must not exist) in one\n" \
-      "read transaction (VACUUM INTO): the broker keeps writing meanwhile. The copy is\n" \
-      "page-checked before it is reported. Restore: stop the broker, put OUT in place.\n" }, \
+      "read transaction (VACUUM INTO): the broker keeps writing meanwhile. The solution files\n" \
+      "the copy names (PATH.solutions/) go to OUT.solutions/, each checked against its hash;\n" \
+      "the copy is page-checked before it is reported. Restore: stop the broker, move OUT and\n" \
+      "OUT.solutions/ to PATH and PATH.solutions/.\n" }, \
     { "audit", cmd_audit, "check a job's manifest and count some of its shards again", \
       "usage: nq audit FILE [--sample K] [--seed S] [--shards A-B] [--threads T]\n" \
       "\n" \
