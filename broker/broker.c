@@ -576,7 +576,6 @@ void broker_destroy(nq_broker_t **bp)
     results_free_all(b);
     outbox_free(b);
     dispatch_free(b);
-    quorum_free_all(b);
     spotcheck_free_all(b);
     peers_free_all(b);
     leases_free_all(b);

@@ -14,6 +14,7 @@
  *   job_wait.c        why a job waits, when no connected worker may take its shards
  *   spotcheck.c       adaptive spot-checks under --verify-rate: the rate rule, disputes, flags
  *   quorum.c          votes of independent workers under --quorum
+ *   verdict.c         the one vote: a pure decide() over a shard's votes (verdict.h)
  *   peers.c           the connected workers: identity, pauses, quarantine's effect, liveness
  *   leases.c          who holds which shard: leases, their cost, heartbeats' inventories
  *   hungry.c          the peers with credit left, the only ones the scheduler walks
@@ -204,6 +205,7 @@ typedef struct nq_pending_result {
     nq_put_by_t by;                    /* spot-checks: who delivered it, is a check wanted */
     int spot_vote;                     /* a check of a stored result, not a first result */
     int dispute;                       /* quorum votes that never agreed: stored as a CONFLICT */
+    int quorum_vote;                   /* a quorum vote that waits for others: written as a vote */
     int spot_push, spot_closed;        /* after the commit: one more copy; the check decided */
     int64_t spot_flagged[3];           /* identities that lost the dispute it decided */
     int nflagged;
@@ -277,7 +279,6 @@ struct nq_broker {
     struct nq_verifier *verifier;      /* big solutions checked off the loop (verifier.h, solutions.c) */
     struct verifying *verifying;       /* ... the results waiting for its verdict */
     uint64_t verify_ticket;
-    struct ballot **ballots;           /* quorum.c: votes by (job, shard), NULL until a quorum job */
     struct spot_sweep *sweeps;         /* spotcheck.c: flagged identities' results being marked */
     double peer_speed_median;          /* nodes/s per thread of the median peer (spotcheck.c) */
     double peer_speed_at;
@@ -420,10 +421,11 @@ void spotcheck_tick(nq_broker_t *b, double now);
 void spotcheck_forget_job(nq_broker_t *b, uint64_t job);
 void spotcheck_free_all(nq_broker_t *b);
 
-/* ---- quorum.c ---- */
-int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e, nq_result_t *other);
-int quorum_voted(nq_broker_t *b, uint64_t job, uint64_t shard, const char *ident);
-void quorum_free_all(nq_broker_t *b);
+/* ---- quorum.c: a policy of the one vote (verdict.h), its votes in the store ---- */
+int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e);
+int quorum_stage(nq_broker_t *b, nq_pending_result_t *e);      /* in the group: NQ_PUT_*, or -1 */
+/* 1 when identity who (idents_who) voted on the shard, or is not known: it gets no copy of it. */
+int quorum_voted(nq_broker_t *b, uint64_t job, uint64_t shard, int64_t who);
 
 /* ---- peers.c ---- */
 nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len);

@@ -67,8 +67,8 @@ static int group_put(nq_broker_t *b, nq_pending_result_t *e)
     const char *path = e->sol_path[0] ? e->sol_path : NULL;
     if (e->spot_vote)
         e->outcome = spotcheck_stage(b, e);
-    else if (e->dispute)
-        e->outcome = store_result_dispute(b->store, &e->r, e->worker, &e->by, "quorum-dissent");
+    else if (e->dispute || e->quorum_vote)
+        e->outcome = quorum_stage(b, e);
     else
         e->outcome = store_result_put_by(b->store, &e->r, e->worker, hash, path, &e->by);
     return e->outcome < 0 ? -1 : 0;
@@ -102,28 +102,23 @@ static nq_pending_result_t *group_append(nq_broker_t *b, nq_peer_t *p, const nq_
 }
 
 /*
- * Under quorum a result is a vote: only a decided shard goes on to the store.
- * Returns 0 when e should be stored now, 1 when it was taken as a vote only.
+ * Under quorum a result is a vote: only a decided shard goes on to the store as a result.
+ * Returns 0 when e should be stored now, 1 when it was taken otherwise: into the group as a vote
+ * or a dispute (acknowledged after the commit), acknowledged as a resend, or dropped unanswered.
  */
 static int quorum_gate(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_result_t *e)
 {
-    nq_result_t other;
-    int rc = quorum_vote(b, j, e, &other);
+    int rc = quorum_vote(b, j, e);
     if (rc == 1)
         return 0;
-    if (rc == 2) {                      /* no agreement: the shard is stored as a CONFLICT */
-        e->dispute = 1;
+    if (rc == 0 || rc == 2) {
         b->ngroup++;
-        txn_begin(b);
         if (b->store_ok)
             group_put(b, e);
         return 1;
     }
-    if (rc == 0) {                      /* a vote that waits for others: the row is not leased now */
-        txn_begin(b);
-        store_shard_voted(b->store, e->r.job, e->r.shard, e->r.lease);
-    }
-    send_ack(b, p->rid, p->rid_len, &e->r);   /* a vote, or a resend of one: nothing to commit */
+    if (rc == -1)
+        send_ack(b, p->rid, p->rid_len, &e->r);   /* a resend of a vote: it is in already */
     free(e->payload);
     return 1;
 }

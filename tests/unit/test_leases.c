@@ -419,6 +419,52 @@ T_TEST(test_quorum_votes)
 }
 
 /*
+ * Quorum votes are durable: `a` votes on every shard of a quorum-2 job and the broker goes down
+ * before any shard is decided. The restarted broker still holds a's votes: a (same session, so
+ * the same identity) is given none of the shards again, and one vote of `c` each decides them.
+ * (Votes kept in memory were lost here: a got every shard again and c's votes decided nothing.)
+ */
+T_TEST(test_quorum_votes_survive_a_restart)
+{
+    setup();
+    uint64_t job = submit(6, 2);
+    nq_job_t *j = jobq_find(b, job);
+    T_CHECK(j != NULL);
+    uint64_t nshards = j ? j->shards_total : 0;
+    fake_t a, c;
+    fake_hello(&a, "durable-a", 41, 16);
+    run_with(0.2, 0.05, (fake_t *[]){ &a, NULL });
+    T_EQ_U64(a.ntasks, nshards);
+    fake_credit(&a, 0);
+    vote_all(&a, 0);
+    run_with(0.2, 0.05, (fake_t *[]){ &a, NULL });
+    results_flush(b);
+    T_EQ_U64(j->shards_done, 0);
+    broker_destroy(&b);
+    fake_close(&a);
+    b = broker_start();
+    j = jobq_find(b, job);
+    T_CHECK(j != NULL);
+    a.ntasks = 0;
+    fake_hello(&a, "durable-a", 41, 16);
+    run_with(3.0, 0.05, (fake_t *[]){ &a, NULL });   /* past the grace: every shard is pending */
+    T_EQ_U64(a.ntasks, 0);                           /* it voted on all of them */
+    fake_hello(&c, "durable-c", 42, 16);
+    run_with(0.2, 0.05, (fake_t *[]){ &a, &c, NULL });
+    T_EQ_U64(c.ntasks, nshards);
+    vote_all(&c, 0);
+    run_with(0.2, 0.05, (fake_t *[]){ &a, &c, NULL });
+    results_flush(b);
+    nq_job_row_t row;
+    T_CHECK(store_job_get(b->store, job, &row) == 0);
+    T_EQ_U64(row.shards_done, nshards);
+    T_CHECK(row.state == NQ_JOB_DONE);
+    fake_close(&a);
+    fake_close(&c);
+    teardown();
+}
+
+/*
  * Spot-checks across a restart, with every result checked (--verify-rate 1). `a` delivers every
  * shard; `b2` holds every check copy when the broker goes down. The restarted broker queues a
  * check copy for each open check from the store; then b2 comes back and delivers the checks it
