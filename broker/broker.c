@@ -2,6 +2,7 @@
 #include "broker_impl.h"
 #include "errf.h"
 #include "clock.h"
+#include "control_ep.h"
 #include "log.h"
 #include "http.h"
 #include "security.h"
@@ -28,7 +29,7 @@ void broker_cfg_defaults(nq_broker_cfg_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->bind = "tcp://127.0.0.1:7555";
-    cfg->control = "tcp://127.0.0.1:7556";
+    cfg->control = NULL;                /* beside the DB (control_ep.h) */
     cfg->db_path = "nq.db";
     cfg->heartbeat_ms = 1000;
     cfg->liveness = 4;
@@ -194,6 +195,14 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
     }
     b->cfg = *cfg;
     b->stop = cfg->stop;
+    if (!cfg->control && cfg->db_path &&
+        control_ep_for_db(cfg->db_path, b->control_ep, sizeof b->control_ep, err, errlen) != 0) {
+        free(b);
+        return NULL;
+    }
+    if (!cfg->control)
+        b->cfg.control = b->control_ep;
+    cfg = &b->cfg;
     b->clock = cfg->clock ? cfg->clock : broker_now;
     b->now = b->clock();
     b->store_ok = 1;
@@ -564,6 +573,17 @@ int broker_run(nq_broker_t *b, const atomic_int *stop)
     return b->db_lost ? -1 : 0;
 }
 
+/* libzmq leaves a bound unix socket's file behind; this broker holds the DB's lock, so a file at
+   its endpoint is its own (a broker that starts on it later would unlink it anyway). */
+static void close_bound(void *sock, const char *ep)
+{
+    if (!sock)
+        return;
+    zmq_close(sock);
+    if (ep && strncmp(ep, "ipc://", 6) == 0 && strcmp(ep + 6, "*") != 0)
+        unlink(ep + 6);
+}
+
 void broker_destroy(nq_broker_t **bp)
 {
     nq_broker_t *b = *bp;
@@ -581,10 +601,8 @@ void broker_destroy(nq_broker_t **bp)
     leases_free_all(b);
     idents_free_all(b);
     jobs_free_all(b);
-    if (b->workers_sock)
-        zmq_close(b->workers_sock);
-    if (b->control_sock)
-        zmq_close(b->control_sock);
+    close_bound(b->workers_sock, b->cfg.bind);
+    close_bound(b->control_sock, b->cfg.control);
     if (b->wake_sock)
         zmq_close(b->wake_sock);
     security_zap_stop(b->ctx);

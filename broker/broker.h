@@ -21,7 +21,7 @@
 
 typedef struct {
     const char *bind;            /* worker endpoint, e.g. tcp://127.0.0.1:7555 */
-    const char *control;         /* client endpoint, e.g. tcp://127.0.0.1:7556 */
+    const char *control;         /* client endpoint; NULL: beside the DB (control_ep.h) */
     const char *db_path;
     void *zmq_ctx;               /* NULL: the broker makes its own; else shared (inproc for `nq run`) */
     uint32_t heartbeat_ms;       /* default 1000 */

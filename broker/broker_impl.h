@@ -35,6 +35,7 @@
 #ifndef NQ_BROKER_IMPL_H
 #define NQ_BROKER_IMPL_H
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -235,6 +236,7 @@ typedef struct {
 
 struct nq_broker {
     nq_broker_cfg_t cfg;
+    char control_ep[PATH_MAX + 16];    /* cfg.control when none was named: beside the DB */
     nq_store_t *store;
     sqlite3 *query_db;                 /* read-only, for control queries: the last committed state,
                                           so a `nq status` never forces a commit (control.c) */

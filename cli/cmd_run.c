@@ -175,7 +175,7 @@ static void progress_bar(const msgpack_object *job, double started, double eta_k
 }
 
 /* The job's ETA as nq status gives it, or -1. A query of the committed rows: asked once a second. */
-static double status_eta(const nq_client_opts_t *co, uint64_t id)
+static double status_eta(nq_client_opts_t *co, uint64_t id)
 {
     nq_ctl_req_t req = { .job = id };
     nq_client_reply_t rep;
@@ -244,7 +244,7 @@ static const char *run_wait(void *ctx, uint64_t id, const atomic_int *worker_end
 /* The stored answer, through the same offline path as `nq result --db`. */
 static int print_result(const char *db, uint64_t id, int json)
 {
-    nq_client_opts_t co = { .db = db };
+    nq_client_opts_t co = { .db = db, .quiet = 1 };
     nq_ctl_req_t req = { .job = id };
     nq_client_reply_t rep;
     snprintf(req.op, sizeof req.op, "result");
