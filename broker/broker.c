@@ -394,11 +394,11 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
     switch (m->type) {
     case NQ_MSG_CREDIT:
         p->credit = m->u.credit.credit < NQ_CREDIT_MAX ? m->u.credit.credit : NQ_CREDIT_MAX;
-        peer_hunger(b, p);
+        hungry_update(b, p);
         break;
     case NQ_MSG_HEARTBEAT: leases_heartbeat(b, p, &m->u.heartbeat); break;
     case NQ_MSG_RESULT: results_on_result(b, p, &m->u.result); break;
-    case NQ_MSG_SOLPART: results_on_solpart(b, p, &m->u.solpart); break;
+    case NQ_MSG_SOLPART: solutions_on_part(b, p, &m->u.solpart); break;
     case NQ_MSG_BYE: peers_drop(b, p, 0, "bye"); break;
     default:
         bad_message(b, p->hello.worker_id, "unexpected message type for a worker");
@@ -544,11 +544,11 @@ int broker_round(nq_broker_t *b, long timeout_ms)
        answers from committed data) or the flush above closed the group; an fsync per lease
        took the broker from 48,500 to 2,250 results/s under a `nq status` loop */
     txn_begin(b);
-    leases_tick(b, b->now);
+    peers_tick(b, b->now);
     if (idents_tick(b, b->now))
         peers_wake(b);                  /* a quarantine ended */
     jobs_tick(b, b->now);
-    results_tick(b, b->now);
+    solutions_tick(b, b->now);
     spotcheck_tick(b, b->now);
     jobs_settle_due(b);                 /* jobs whose counters moved: done, failed, or not yet */
     dispatch_run(b);
@@ -614,6 +614,7 @@ void broker_destroy(nq_broker_t **bp)
     outbox_free(b);
     dispatch_free(b);
     spotcheck_free_all(b);
+    peers_free_all(b);
     leases_free_all(b);
     idents_free_all(b);
     jobs_free_all(b);

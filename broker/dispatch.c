@@ -86,7 +86,7 @@ static nq_lease_t *task_out(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t 
     if (outbox_send(b, p, &m) != 0)
         return NULL;
     nq_lease_t *l = leases_add(b, p, j->id, shard, row->attempts, t->lease);
-    j->shards_leased++;
+    j->leases_out++;
     return l;
 }
 
@@ -114,7 +114,7 @@ static int quorum_excludes(nq_broker_t *b, nq_peer_t *p, const nq_job_t *j, uint
 {
     if (j->spec.quorum < 2)
         return 0;
-    return leases_ident_holds(b, p, j->id, shard) || quorum_voted(b, j->id, shard, peers_who(b, p));
+    return peers_ident_holds(b, p, j->id, shard) || quorum_voted(b, j->id, shard, idents_who(b, p));
 }
 
 /* NQ_FAULT_SCHED_PLAIN=1 (test builds only): the scheduler as it was, for a benchmark's baseline
@@ -257,8 +257,8 @@ static int tail_copy(nq_broker_t *b, nq_peer_t *p)
         double mine = l->cost / p->lane;
         if (mine >= COPY_GAIN * lease_left_s(b, l))
             return 0;                   /* the rest finish sooner still */
-        if (leases_ident_holds(b, p, l->job, l->shard) ||
-            (j->spec.quorum > 1 && quorum_voted(b, l->job, l->shard, peers_who(b, p))))
+        if (peers_ident_holds(b, p, l->job, l->shard) ||
+            (j->spec.quorum > 1 && quorum_voted(b, l->job, l->shard, idents_who(b, p))))
             continue;
         nq_shard_row_t row;
         if (task_shard(b, j, l->shard, 0, 0, &row) != 0 || row.state != NQ_SHARD_LEASED)

@@ -45,7 +45,7 @@ static uint64_t submit(int n, uint32_t quorum)
     nq_job_spec_t spec = { .kind = NQ_KIND_COUNT, .n = (uint64_t)n, .max_attempts = 5, .quorum = quorum };
     uint64_t id = 0;
     char err[256];
-    T_CHECK(jobs_submit(b, &spec, &id, err, sizeof err) == 0);
+    T_CHECK(submit_sync(b, &spec, &id, err, sizeof err) == 0);
     return id;
 }
 
@@ -190,7 +190,7 @@ static void fake_close(fake_t *w)
     zmq_close(w->s);
 }
 
-/* Broker rounds over `seconds` of fake time, in steps of dt (< the heartbeat: see leases_tick's
+/* Broker rounds over `seconds` of fake time, in steps of dt (< the heartbeat: see peers_tick's
    stall excuse); the workers in `beat` (NULL-terminated) heartbeat, progress moving, and read
    what the broker sent them. */
 static void run_with(double seconds, double dt, fake_t **beat)
@@ -478,7 +478,7 @@ T_TEST(test_spotcheck_moot_copies_after_restart)
                            .verify_ppm = 1000000 };
     uint64_t job = 0;
     char err[256];
-    T_CHECK(jobs_submit(b, &spec, &job, err, sizeof err) == 0);
+    T_CHECK(submit_sync(b, &spec, &job, err, sizeof err) == 0);
     nq_job_t *j = jobq_find(b, job);
     T_CHECK(j != NULL);
     uint64_t nshards = j ? j->shards_total : 0;
