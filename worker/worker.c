@@ -5,6 +5,7 @@
 #include "link.h"
 #include "log.h"
 #include "rng.h"
+#include "resolve.h"
 #include "security.h"
 #include "wake.h"
 #include "worker_impl.h"
@@ -46,6 +47,7 @@ struct nq_worker {
     double shard_s;                    /* a shard's seconds on its thread, smoothed (0: not yet) */
     int draining;                      /* its GPU failed: finishing what the CPU counts, taking nothing */
     char fail[256];                    /* why */
+    char refused[NQ_STR_MAX + 128];    /* the broker told us this is not its workers' endpoint */
 };
 
 /* What this worker counts with: its GPU's name, or the CPU kernel's. */
@@ -194,6 +196,10 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
             nq_log(NQ_LOG_INFO, "worker.reintroduced", "broker=%s", w->cfg.connect);
         }
         break;
+    case NQ_MSG_CTL_REP:                /* a broker's answer to a client: we reached its control endpoint */
+        snprintf(w->refused, sizeof w->refused, "%s: %s", w->cfg.connect,
+                 m->u.ctl_rep.error[0] ? m->u.ctl_rep.error : "not a workers' endpoint");
+        break;
     case NQ_MSG_TASK: on_task(w, &m->u.task); break;
     case NQ_MSG_ACK: outbox_ack(w, &m->u.ack); break;
     case NQ_MSG_CANCEL: pool_cancel(w->pool, m->u.cancel.job, m->u.cancel.lease); break;
@@ -215,6 +221,8 @@ static void disconnect(nq_worker_t *w)
 
 static int connect_broker(nq_worker_t *w, char *err, size_t errlen)
 {
+    if (resolve_check(w->cfg.connect, err, errlen) != 0)
+        return -1;                      /* libzmq would retry it for ever without a word */
     w->sock = zmq_socket(w->ctx, ZMQ_DEALER);
     int linger = 0, ivl = 1000, ivl_max = 32000, hwm = 100000;
     int64_t maxmsg = NQ_MAX_FRAME;
@@ -227,7 +235,7 @@ static int connect_broker(nq_worker_t *w, char *err, size_t errlen)
     if (security_client_setup(w->sock, w->cfg.key_file, w->cfg.broker_key_file, err, errlen) != 0)
         return -1;
     if (w->cfg.key_file)
-        w->mon = security_monitor_new(w->ctx, w->sock, "worker");
+        w->mon = security_monitor_new(w->ctx, w->sock, SECURITY_ROLE_WORKER);
     if (zmq_connect(w->sock, w->cfg.connect) != 0) {
         return nq_errf(err, errlen, "cannot connect to %s: %s", w->cfg.connect, zmq_strerror(errno));
     }
@@ -385,9 +393,13 @@ static void tick(nq_worker_t *w, double now)
     double hb = w->hb_ms / 1000.0;
     if (!w->sock) {
         if (now >= w->next_connect) {
-            char err[256];
-            if (connect_broker(w, err, sizeof err) != 0)
-                nq_log(NQ_LOG_WARN, "worker.connect_failed", "reason=\"%s\"", err);
+            char err[512], q[NQ_LOG_QLEN];
+            if (connect_broker(w, err, sizeof err) != 0) {
+                nq_log(NQ_LOG_WARN, "worker.connect_failed", "reason=%s retry_in=%.0fs",
+                       nq_log_qs(q, sizeof q, err), w->backoff);
+                w->next_connect = now + w->backoff;
+                w->backoff = w->backoff * 2 > 32 ? 32 : w->backoff * 2;
+            }
         }
         return;
     }
@@ -478,8 +490,11 @@ int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
             break;
         collect_done(w);
         drain_socket(w);
-        if (w->mon && security_monitor_check(w->mon, err, errlen)) {
-            nq_log(NQ_LOG_ERROR, "worker.refused", "reason=\"%s\"", err);
+        if (w->refused[0])
+            snprintf(err, errlen, "%s", w->refused);
+        if (w->refused[0] || (w->mon && security_monitor_check(w->mon, err, errlen))) {
+            char q[NQ_LOG_QLEN];
+            nq_log(NQ_LOG_ERROR, "worker.refused", "reason=%s", nq_log_qs(q, sizeof q, err));
             return 3;
         }
         if (w->cfg.gpu && !w->draining && gpu_failed(w->cfg.gpu, err, errlen))
