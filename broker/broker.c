@@ -373,8 +373,23 @@ static void ask_hello(nq_broker_t *b, const void *rid, size_t len)
     outbox_send_rid(b, rid, len, &w);
 }
 
+/* Each endpoint tells a peer that came to the other one where to go, instead of leaving it to
+   wait: one short answer per request, like any control reply. */
+#define WORKERS_NOT_CONTROL "this is the broker's workers' endpoint (nq broker --bind), where nq worker " \
+    "connects; the client commands use its control endpoint (nq broker --control; by default a socket " \
+    "beside its DB, found with --db PATH)"
+#define CONTROL_NOT_WORKERS "this is the broker's control endpoint, for nq submit, status and the other " \
+    "client commands; a worker connects to its workers' endpoint (nq broker --bind)"
+
 static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const nq_msg_t *m, const char *key)
 {
+    if (m->type == NQ_MSG_CTL_REQ) {
+        nq_msg_t r = { .type = NQ_MSG_CTL_REP };
+        r.u.ctl_rep.code = NQ_EXIT_USAGE;
+        snprintf(r.u.ctl_rep.error, sizeof r.u.ctl_rep.error, "%s", WORKERS_NOT_CONTROL);
+        outbox_send_rid(b, rid, len, &r);
+        return;
+    }
     if (m->type == NQ_MSG_HELLO) {
         on_hello(b, rid, len, &m->u.hello, m->version, key);
         return;
@@ -424,6 +439,8 @@ static void on_control_frame(nq_broker_t *b, zmq_msg_t *rid, zmq_msg_t *frame, c
     (void)frame;
     if (m->type == NQ_MSG_CTL_REQ)
         control_on_request(b, zmq_msg_data(rid), zmq_msg_size(rid), &m->u.ctl_req);
+    else if (m->type == NQ_MSG_HELLO)
+        outbox_reply(b, zmq_msg_data(rid), zmq_msg_size(rid), NQ_EXIT_USAGE, CONTROL_NOT_WORKERS, NULL);
     else
         bad_message(b, "client", "expected CTL_REQ");
 }
