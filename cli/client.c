@@ -4,6 +4,7 @@
 #include "control.h"
 #include "control_ep.h"
 #include "render.h"
+#include "resolve.h"
 #include "security.h"
 #include "store.h"
 
@@ -108,20 +109,22 @@ static void call_local(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_cl
     store_destroy(&st);
 }
 
+/* Waits in short slices: a refused connection or key is said within ~10 ms, not at the timeout. */
 static int wait_reply(void *sock, void *mon, const char *ep, int timeout_ms, nq_client_reply_t *rep)
 {
-    for (int waited = 0; waited < timeout_ms; waited += 100) {
+    for (int waited = 0; waited < timeout_ms; waited += 10) {
         zmq_pollitem_t it = { sock, 0, ZMQ_POLLIN, 0 };
-        if (zmq_poll(&it, 1, 100) > 0)
+        if (zmq_poll(&it, 1, 10) > 0)
             return 0;
-        char why[256];
+        char why[512];
         if (security_monitor_check(mon, why, sizeof why)) {
-            set_error(rep, NQ_EXIT_ERROR, "%s", why);
+            rep->code = NQ_EXIT_ERROR;
+            snprintf(rep->error, sizeof rep->error, "%s: %s", ep, why);
             return -1;
         }
     }
     set_error(rep, NQ_EXIT_ERROR, "no answer from the broker at %s: is 'nq broker' running there? "
-              "(--broker ENDPOINT or NQ_BROKER; --db PATH reads the DB directly)", ep);
+              "(--broker ENDPOINT or NQ_BROKER; --db PATH asks that DB's broker)", ep);
     return -1;
 }
 
@@ -139,8 +142,15 @@ static void call_remote(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_c
         set_error(rep, NQ_EXIT_USAGE, "%s", err);
         goto out;
     }
-    if (o->key_file)
-        mon = security_monitor_new(ctx, sock, "client");
+    if (resolve_check(ep, err, sizeof err) != 0) {
+        set_error(rep, NQ_EXIT_ERROR, "%s", err);
+        goto out;
+    }
+    if (control_ep_listens(ep) == 0) {  /* a unix socket with no broker: refused at once */
+        set_error(rep, NQ_EXIT_ERROR, "no broker listens on %s: is 'nq broker' running there?", ep);
+        goto out;
+    }
+    mon = security_monitor_new(ctx, sock, SECURITY_ROLE_CLIENT);
     if (zmq_connect(sock, ep) != 0) {
         set_error(rep, NQ_EXIT_USAGE, "bad broker endpoint '%s' (expected e.g. tcp://HOST:7556)", ep);
         goto out;

@@ -44,7 +44,7 @@ ok "the broker of ./nq.db answers instead of the file, another DB's broker never
 
 # A named endpoint is never replaced by a file, nor is a missing ./nq.db invented.
 NQ_BROKER=tcp://127.0.0.1:$(free_port) "$NQ" list --timeout 1 >out.txt 2>err.txt; rc=$?
-[ $rc = 3 ] && grep -q "no answer from the broker" err.txt || fail "NQ_BROKER named a dead endpoint: exit $rc ($(cat err.txt))"
+[ $rc = 3 ] && grep -q "nothing accepts connections there" err.txt || fail "NQ_BROKER named a dead endpoint: exit $rc ($(cat err.txt))"
 "$NQ" list --broker "tcp://127.0.0.1:$(free_port)" --timeout 1 >out.txt 2>err.txt; rc=$?
 [ $rc = 3 ] || fail "--broker named a dead endpoint: exit $rc ($(cat err.txt))"
 mkdir empty && cd empty || exit 1
