@@ -2,6 +2,7 @@
 #include "broker_impl.h"
 #include "errf.h"
 #include "clock.h"
+#include "control_ep.h"
 #include "log.h"
 #include "http.h"
 #include "security.h"
@@ -28,7 +29,7 @@ void broker_cfg_defaults(nq_broker_cfg_t *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->bind = "tcp://127.0.0.1:7555";
-    cfg->control = "tcp://127.0.0.1:7556";
+    cfg->control = NULL;                /* beside the DB (control_ep.h) */
     cfg->db_path = "nq.db";
     cfg->heartbeat_ms = 1000;
     cfg->liveness = 4;
@@ -194,6 +195,14 @@ nq_broker_t *broker_new(const nq_broker_cfg_t *cfg, char *err, size_t errlen)
     }
     b->cfg = *cfg;
     b->stop = cfg->stop;
+    if (!cfg->control && cfg->db_path &&
+        control_ep_for_db(cfg->db_path, b->control_ep, sizeof b->control_ep, err, errlen) != 0) {
+        free(b);
+        return NULL;
+    }
+    if (!cfg->control)
+        b->cfg.control = b->control_ep;
+    cfg = &b->cfg;
     b->clock = cfg->clock ? cfg->clock : broker_now;
     b->now = b->clock();
     b->store_ok = 1;
@@ -347,8 +356,23 @@ static void ask_hello(nq_broker_t *b, const void *rid, size_t len)
     outbox_send_rid(b, rid, len, &w);
 }
 
+/* Each endpoint tells a peer that came to the other one where to go, instead of leaving it to
+   wait: one short answer per request, like any control reply. */
+#define WORKERS_NOT_CONTROL "this is the broker's workers' endpoint (nq broker --bind), where nq worker " \
+    "connects; the client commands use its control endpoint (nq broker --control; by default a socket " \
+    "beside its DB, found with --db PATH)"
+#define CONTROL_NOT_WORKERS "this is the broker's control endpoint, for nq submit, status and the other " \
+    "client commands; a worker connects to its workers' endpoint (nq broker --bind)"
+
 static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const nq_msg_t *m, const char *key)
 {
+    if (m->type == NQ_MSG_CTL_REQ) {
+        nq_msg_t r = { .type = NQ_MSG_CTL_REP };
+        r.u.ctl_rep.code = NQ_EXIT_USAGE;
+        snprintf(r.u.ctl_rep.error, sizeof r.u.ctl_rep.error, "%s", WORKERS_NOT_CONTROL);
+        outbox_send_rid(b, rid, len, &r);
+        return;
+    }
     if (m->type == NQ_MSG_HELLO) {
         on_hello(b, rid, len, &m->u.hello, m->version, key);
         return;
@@ -370,11 +394,11 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
     switch (m->type) {
     case NQ_MSG_CREDIT:
         p->credit = m->u.credit.credit < NQ_CREDIT_MAX ? m->u.credit.credit : NQ_CREDIT_MAX;
-        peer_hunger(b, p);
+        hungry_update(b, p);
         break;
     case NQ_MSG_HEARTBEAT: leases_heartbeat(b, p, &m->u.heartbeat); break;
     case NQ_MSG_RESULT: results_on_result(b, p, &m->u.result); break;
-    case NQ_MSG_SOLPART: results_on_solpart(b, p, &m->u.solpart); break;
+    case NQ_MSG_SOLPART: solutions_on_part(b, p, &m->u.solpart); break;
     case NQ_MSG_BYE: peers_drop(b, p, 0, "bye"); break;
     default:
         bad_message(b, p->hello.worker_id, "unexpected message type for a worker");
@@ -398,6 +422,8 @@ static void on_control_frame(nq_broker_t *b, zmq_msg_t *rid, zmq_msg_t *frame, c
     (void)frame;
     if (m->type == NQ_MSG_CTL_REQ)
         control_on_request(b, zmq_msg_data(rid), zmq_msg_size(rid), &m->u.ctl_req);
+    else if (m->type == NQ_MSG_HELLO)
+        outbox_reply(b, zmq_msg_data(rid), zmq_msg_size(rid), NQ_EXIT_USAGE, CONTROL_NOT_WORKERS, NULL);
     else
         bad_message(b, "client", "expected CTL_REQ");
 }
@@ -518,11 +544,11 @@ int broker_round(nq_broker_t *b, long timeout_ms)
        answers from committed data) or the flush above closed the group; an fsync per lease
        took the broker from 48,500 to 2,250 results/s under a `nq status` loop */
     txn_begin(b);
-    leases_tick(b, b->now);
+    peers_tick(b, b->now);
     if (idents_tick(b, b->now))
         peers_wake(b);                  /* a quarantine ended */
     jobs_tick(b, b->now);
-    results_tick(b, b->now);
+    solutions_tick(b, b->now);
     spotcheck_tick(b, b->now);
     jobs_settle_due(b);                 /* jobs whose counters moved: done, failed, or not yet */
     dispatch_run(b);
@@ -564,6 +590,17 @@ int broker_run(nq_broker_t *b, const atomic_int *stop)
     return b->db_lost ? -1 : 0;
 }
 
+/* libzmq leaves a bound unix socket's file behind; this broker holds the DB's lock, so a file at
+   its endpoint is its own (a broker that starts on it later would unlink it anyway). */
+static void close_bound(void *sock, const char *ep)
+{
+    if (!sock)
+        return;
+    zmq_close(sock);
+    if (ep && strncmp(ep, "ipc://", 6) == 0 && strcmp(ep + 6, "*") != 0)
+        unlink(ep + 6);
+}
+
 void broker_destroy(nq_broker_t **bp)
 {
     nq_broker_t *b = *bp;
@@ -576,15 +613,13 @@ void broker_destroy(nq_broker_t **bp)
     results_free_all(b);
     outbox_free(b);
     dispatch_free(b);
-    quorum_free_all(b);
     spotcheck_free_all(b);
+    peers_free_all(b);
     leases_free_all(b);
     idents_free_all(b);
     jobs_free_all(b);
-    if (b->workers_sock)
-        zmq_close(b->workers_sock);
-    if (b->control_sock)
-        zmq_close(b->control_sock);
+    close_bound(b->workers_sock, b->cfg.bind);
+    close_bound(b->control_sock, b->cfg.control);
     if (b->wake_sock)
         zmq_close(b->wake_sock);
     security_zap_stop(b->ctx);

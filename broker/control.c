@@ -90,7 +90,6 @@ int control_spec_from_params(const nq_ctl_req_t *req, nq_job_spec_t *s, char *er
 static int pack_solution(sqlite3 *db, const char *db_path, uint64_t job, uint64_t index, msgpack_packer *pk,
                          char *err, size_t errlen)
 {
-    char dir[4096];
     uint32_t *cols = NULL;
     uint64_t n = 0;
     /* The size first, from the row: a solution of 10^9 queens is 4 GB to load. */
@@ -102,8 +101,7 @@ static int pack_solution(sqlite3 *db, const char *db_path, uint64_t job, uint64_
                  (unsigned long long)n);
         return NQ_EXIT_ERROR;
     }
-    solstore_dir(db_path, dir, sizeof dir);
-    rc = query_solution(db, dir, job, index, &cols, &n, err, errlen);
+    rc = query_solution(db, db_path, job, index, &cols, &n, err, errlen);
     if (rc != 0)
         return rc == -1 ? NQ_EXIT_NO : NQ_EXIT_ERROR;
     if (n > NQ_CTL_SOLUTION_MAX) {      /* the row changed in between: still never send it */
@@ -184,8 +182,8 @@ static int live_job(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, 
     if (!j)
         return -1;
     *pending = jobq_pending(j);
-    *leased = j->shards_leased;
-    jobs_waiting(b, j, waiting, len);
+    *leased = j->leases_out;
+    job_wait_why(b, j, waiting, len);
     return 0;
 }
 

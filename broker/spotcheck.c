@@ -34,6 +34,7 @@
 #include "log.h"
 #include "siphash.h"
 #include "store_spotcheck.h"
+#include "verdict.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -134,20 +135,22 @@ static int peer_identity(nq_broker_t *b, nq_peer_t *p, nq_identity_t *rec)
     return 0;
 }
 
-static nq_vote_t vote_of(const nq_result_t *r, int64_t who)
+/* The shard's votes as the one vote reads them (verdict.h): a count's answers. */
+static int votes_of(const nq_shard_votes_t *sv, verdict_vote_t *out)
 {
-    nq_vote_t v = { who, r->status, r->total, r->unique, r->nodes, r->res13, r->res15,
-                    r->elapsed_us / 1e6, r->nodes_kind };
-    return v;
+    for (int i = 0; i < sv->nvotes; i++) {
+        out[i].who = sv->votes[i].who;
+        store_vote_answer(&sv->votes[i], NQ_KIND_COUNT, &out[i].a);
+    }
+    return sv->nvotes;
 }
 
-/* Nodes are compared only between two results of the CPU kernels' (store_nodes_comparable): a
-   fast GPU result agrees with a CPU one on its total, unique count and residues. */
-static int vote_same(const nq_vote_t *a, const nq_vote_t *b)
+static int vote_agrees(const nq_vote_t *a, const nq_vote_t *b)
 {
-    return a->status == b->status && a->total == b->total && a->unique == b->unique &&
-           (!store_nodes_comparable(a->nodes_kind, b->nodes_kind) || a->nodes == b->nodes) &&
-           a->res13 == b->res13 && a->res15 == b->res15;
+    nq_answer_t x, y;
+    store_vote_answer(a, NQ_KIND_COUNT, &x);
+    store_vote_answer(b, NQ_KIND_COUNT, &y);
+    return nq_answer_compare(&x, &y) == NQ_AGREE;
 }
 
 int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_result_t *e)
@@ -165,34 +168,34 @@ int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_res
     }
     if (sv.votes[0].who == rec.id || sv.verify == 0 || j->state == NQ_JOB_DONE)
         return 0;                       /* its own resend, or a decided shard: confirms or is evidence */
-    for (int i = 1; i < sv.nvotes; i++)
-        if (sv.votes[i].who == rec.id)
-            return -1;                  /* it voted already: a resend */
+    verdict_vote_t vv[NQ_SPOT_MAX_VOTES];
+    if (verdict_voted(vv, votes_of(&sv, vv), rec.id))
+        return -1;                      /* it voted already: a resend */
     e->spot_vote = 1;
     return 1;
 }
 
 /* ---- staging a vote ---- */
 
-/* The value two identities agree on, or NULL. */
-static const nq_vote_t *majority(const nq_shard_votes_t *sv)
-{
-    for (int i = 0; i < sv->nvotes; i++)
-        for (int k = i + 1; k < sv->nvotes; k++)
-            if (vote_same(&sv->votes[i], &sv->votes[k]))
-                return &sv->votes[i];
-    return NULL;
-}
+/* A check is a policy of the one vote: two identities agree, and up to SPOT_CHECKERS_MAX are asked
+   after the first. */
+static const verdict_policy_t SPOT_POLICY = { 2, 1 + SPOT_CHECKERS_MAX };
 
-static int decide(nq_broker_t *b, nq_pending_result_t *e, const nq_shard_votes_t *sv, const nq_vote_t *win)
+/* The verdict's winner becomes the shard's result (when it is not the stored one already), its
+   side is confirmed, and every identity the verdict flags is outvoted and swept. */
+static int spot_decided(nq_broker_t *b, nq_pending_result_t *e, const nq_shard_votes_t *sv, const verdict_t *d)
 {
     nq_store_t *s = b->store;
     uint64_t job = e->r.job, idx = e->r.shard;
-    int rc = vote_same(win, &sv->votes[0]) ? store_shard_set_verify(s, job, idx, 0)
-                                           : store_shard_replace(s, job, idx, &sv->votes[0], win);
+    const nq_vote_t *win = &sv->votes[d->winner];
+    int rc = vote_agrees(win, &sv->votes[0]) ? store_shard_set_verify(s, job, idx, 0)
+                                             : store_shard_replace(s, job, idx, &sv->votes[0], win);
+    int lost[NQ_SPOT_MAX_VOTES] = { 0 };
+    for (int i = 0; i < d->nflag; i++)
+        lost[d->flag[i]] = 1;
     for (int i = 0; rc == 0 && i < sv->nvotes; i++) {
         const nq_vote_t *v = &sv->votes[i];
-        if (vote_same(v, win)) {
+        if (!lost[i]) {
             rc = store_identity_confirmed(s, v->who);
             continue;
         }
@@ -220,19 +223,21 @@ int spotcheck_stage(nq_broker_t *b, nq_pending_result_t *e)
         return -1;
     if (sv.state != NQ_SHARD_DONE || sv.verify == 0 || sv.nvotes >= NQ_SPOT_MAX_VOTES)
         return store_result_put_by(s, &e->r, e->worker, NULL, NULL, &e->by);   /* decided meanwhile */
-    nq_vote_t v = vote_of(&e->r, e->by.who);
-    int agreed = vote_same(&v, &sv.votes[0]), seq = sv.nvotes;
-    if (store_check_put(s, e->r.job, e->r.shard, seq, &v, agreed) != 0)
+    nq_vote_t v = store_vote_of(&e->r, NULL, e->by.who);
+    int seq = sv.nvotes;
+    if (store_check_put(s, e->r.job, e->r.shard, seq, &v, vote_agrees(&v, &sv.votes[0])) != 0)
         return -1;
     sv.votes[sv.nvotes++] = v;
-    const nq_vote_t *win = majority(&sv);
+    verdict_vote_t vv[NQ_SPOT_MAX_VOTES];
+    verdict_t d;
+    verdict_decide(vv, votes_of(&sv, vv), &SPOT_POLICY, &d);
     int rc = 0;
-    if (win) {
-        rc = decide(b, e, &sv, win);
-    } else if (sv.nvotes < 1 + SPOT_CHECKERS_MAX) {
+    if (d.kind == VERDICT_DECIDED) {
+        rc = spot_decided(b, e, &sv, &d);
+    } else if (d.kind == VERDICT_MORE) {
         if (sv.verify == 1)
-            nq_log(NQ_LOG_WARN, "spotcheck.disagree", "job=%llu shard=%llu worker=%s",
-                   (unsigned long long)e->r.job, (unsigned long long)e->r.shard, e->worker);
+            nq_log(NQ_LOG_WARN, "spotcheck.disagree", "job=%llu shard=%llu worker=%s nodes=%d",
+                   (unsigned long long)e->r.job, (unsigned long long)e->r.shard, e->worker, d.want_cpu);
         rc = sv.verify == 2 ? 0 : store_shard_set_verify(s, e->r.job, e->r.shard, 2);
         e->spot_push = 1;               /* a tie-break */
     } else {
@@ -287,7 +292,7 @@ void spotcheck_after_commit(nq_broker_t *b, nq_job_t *j, const nq_pending_result
 
 int spotcheck_excludes(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_check_copy_t *c)
 {
-    if (leases_ident_holds(b, p, j->id, c->shard))
+    if (peers_ident_holds(b, p, j->id, c->shard))
         return 1;
     if (p->who == 0) {                  /* once per peer */
         nq_identity_t rec;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct item {
     offload_item_t link;               /* first: what the offload queues */
@@ -29,12 +30,31 @@ static void item_free(offload_item_t *it)
     free(x);
 }
 
+/* NQ_FAULT_VERIFY_GATE=FILE (test builds only): a check first writes FILE.held and waits until FILE
+   exists, so a test holds a solution here for as long as it asks the loop, at any machine speed. */
+static void fault_gate(const atomic_int *stop)
+{
+#ifdef NQ_TEST_FAULTS
+    const char *gate = getenv("NQ_FAULT_VERIFY_GATE");
+    char held[4200];
+    if (!gate || snprintf(held, sizeof held, "%s.held", gate) >= (int)sizeof held)
+        return;
+    FILE *f = fopen(held, "w");
+    if (f)
+        fclose(f);
+    while (access(gate, F_OK) != 0 && !atomic_load(stop))
+        usleep(10000);
+#else
+    (void)stop;
+#endif
+}
+
 static void check(void *ud, offload_item_t *link, const atomic_int *stop)
 {
     nq_verifier_t *vr = ud;
     nq_verify_t *v = &((item_t *)link)->v;
     nq_clash_t c;
-    (void)stop;                         /* seconds at most: finished, not abandoned */
+    fault_gate(stop);                   /* otherwise seconds at most: finished, not abandoned */
     v->ok = 0;
     if (verify_perm(v->cols, v->n, &c) != 0) {
         nq_errf(v->why, sizeof v->why, "solution fails verification: rows %llu and %llu share a %s",

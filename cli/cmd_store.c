@@ -1,11 +1,14 @@
 /*
  * The store's own commands, run on the DB file (no broker needed):
- *   nq check [JOB] --db PATH   the auditor's check: every page, and every job's running
- *                              aggregates (004_campaign.sql) recomputed from its rows
- *   nq backup --db PATH OUT    a consistent copy while the broker keeps writing
+ *   nq check [JOB] --db PATH   the auditor's check: every page, every job's running aggregates
+ *                              (004_campaign.sql) recomputed from its rows, and every stored
+ *                              solution (inline or in DB.solutions/) against its hash
+ *   nq backup --db PATH OUT    a consistent copy while the broker keeps writing: OUT and, when
+ *                              the DB holds solution files, OUT.solutions/
  */
 #include "cli.h"
 #include "errf.h"
+#include "solstore.h"
 #include "store.h"
 #include "store_check.h"
 #include "u128.h"
@@ -139,6 +142,40 @@ static int check_job(sqlite3 *db, uint64_t id)
     return bad;
 }
 
+/* Every stored solution of the job (0: of every job) against its hash: 0 all whole, 1 one is
+   missing or damaged (each printed), -1 DB error. */
+static int check_solutions(sqlite3 *db, const char *db_path, uint64_t only)
+{
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(db, "SELECT job, hash, n, cols, path FROM solutions WHERE ?1 = 0 OR job = ?1"
+                           " ORDER BY job, found_at, hash", -1, &q, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(q, 1, (sqlite3_int64)only);
+    uint64_t whole = 0, files = 0;
+    int bad = 0, rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *hash = (const char *)sqlite3_column_text(q, 1), *path = (const char *)sqlite3_column_text(q, 4);
+        const void *blob = sqlite3_column_blob(q, 3);
+        char file[4400], why[600];
+        int in_file = !blob && path && solstore_row_file(db_path, path, file, sizeof file) == 0;
+        if (solstore_verify(hash ? hash : "", (uint64_t)sqlite3_column_int64(q, 2), blob,
+                            (size_t)sqlite3_column_bytes(q, 3), in_file ? file : NULL, why, sizeof why) != 0) {
+            printf("job %lld: solution %s: %s\n", (long long)sqlite3_column_int64(q, 0), hash ? hash : "?", why);
+            bad = 1;
+        } else {
+            whole++;
+            files += (uint64_t)in_file;
+        }
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE)
+        return -1;
+    if (whole)
+        printf("%llu stored solution(s) match their hashes (%llu in files)\n", (unsigned long long)whole,
+               (unsigned long long)files);
+    return bad;
+}
+
 int cmd_check(int argc, char **argv)
 {
     const char *path, *pos[1];
@@ -170,6 +207,10 @@ int cmd_check(int argc, char **argv)
             bad = r < 0 ? -1 : bad | r;
             found++;
         }
+        if (bad >= 0 && (!only || found)) {
+            int r = check_solutions(db, path, only);
+            bad = r < 0 ? -1 : bad | r;
+        }
         sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     }
     sqlite3_finalize(q);
@@ -194,17 +235,50 @@ static int backup_place(const char *tmp, const char *out)
     return rename(tmp, out);
 }
 
+/* The solution files the copy at tmp_db names, into OUT.solutions/: made under a temporary name
+   and renamed whole. *placed gets that folder when there was a file to copy. 0, or -1 with why. */
+static int backup_files(const char *src_db, const char *tmp_db, const char *out, char **placed,
+                        uint64_t *files, uint64_t *bytes, char *err, size_t errlen)
+{
+    sqlite3 *copy = NULL;
+    size_t len = strlen(out);
+    char *tmp = malloc(len + 32), *final = malloc(len + 16);
+    int rc = -1;
+    *placed = NULL;
+    if (!tmp || !final)
+        nq_errf(err, errlen, "out of memory");
+    else if (sqlite3_open_v2(tmp_db, &copy, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+        nq_errf(err, errlen, "the copy: %s", sqlite3_errmsg(copy));
+    else if (snprintf(tmp, len + 32, "%s.solutions.XXXXXX", out) < 0 || !mkdtemp(tmp))
+        nq_errf(err, errlen, "%s: %s", tmp, strerror(errno));
+    else if (solstore_copy(src_db, copy, tmp, files, bytes, err, errlen) != 0)
+        solstore_copy_remove(tmp);
+    else if (*files == 0)
+        rc = 0, rmdir(tmp);
+    else if (snprintf(final, len + 16, "%s.solutions", out) < 0 || rename(tmp, final) != 0)
+        nq_errf(err, errlen, "%s: %s", final, strerror(errno)), solstore_copy_remove(tmp);
+    else
+        rc = 0, *placed = final, final = NULL;
+    sqlite3_close(copy);
+    free(tmp);
+    free(final);
+    return rc;
+}
+
 /*
  * VACUUM INTO runs in one read transaction: a consistent snapshot, and in WAL mode the broker's
  * writes go on meanwhile. The copy goes to a new temporary file beside OUT (VACUUM INTO takes
- * an empty file), is page-checked, and only then is linked to OUT: a backup that fails (a full
- * disk, a copy that does not check) leaves nothing behind, where it once left a part of a copy
- * under the name a restore would use, and link never replaces a file that appeared meanwhile.
+ * an empty file), is page-checked, gets the solution files its rows name (OUT.solutions/, each
+ * verified), and only then is linked to OUT: a backup that fails (a full disk, a copy that does
+ * not check) leaves nothing behind, where it once left a part of a copy under the name a restore
+ * would use, and link never replaces a file that appeared meanwhile.
  */
 static int backup_copy(nq_store_t *st, const char *out, char *err, size_t errlen)
 {
-    char *tmp, why[512];
+    char *tmp, *placed = NULL, why[512];
     sqlite3_stmt *q = NULL;
+    uint64_t files = 0, bytes = 0;
+    struct stat sb;
     int rc = -1, fd = cli_temp_beside(out, &tmp);
     if (fd < 0)
         return nq_errf(err, errlen, "%s: %s", out, strerror(errno));
@@ -214,14 +288,25 @@ static int backup_copy(nq_store_t *st, const char *out, char *err, size_t errlen
         nq_errf(err, errlen, "%s -> %s: %s", store_path(st), out, sqlite3_errmsg(store_db(st)));
     else if (store_check_file(tmp, why, sizeof why) != 0)
         nq_errf(err, errlen, "the copy does not check: %s", why);
+    else if (backup_files(store_path(st), tmp, out, &placed, &files, &bytes, err, errlen) != 0)
+        ;
     else if (backup_place(tmp, out) != 0)
         nq_errf(err, errlen, "%s: %s", out, errno == EEXIST ? "exists: a backup never overwrites a file"
                                                            : strerror(errno));
     else
         rc = 0;
+    if (rc == 0) {
+        printf("%s: %lld bytes, checked\n", out, stat(out, &sb) == 0 ? (long long)sb.st_size : -1LL);
+        if (placed)
+            printf("%s/: %llu solution file(s), %llu bytes, each checked against its hash\n", placed,
+                   (unsigned long long)files, (unsigned long long)bytes);
+    } else if (placed) {
+        solstore_copy_remove(placed);
+    }
     sqlite3_finalize(q);
     unlink(tmp);
     free(tmp);
+    free(placed);
     return rc;
 }
 
@@ -235,16 +320,15 @@ int cmd_backup(int argc, char **argv)
         return rc < 0 ? NQ_EXIT_OK : rc;
     if (npos != 1)
         return cli_usage_error("backup", "expected the output file: nq backup --db PATH OUT");
-    if (stat(pos[0], &sb) == 0)
-        return cli_usage_error("backup", "%s exists: a backup never overwrites a file", pos[0]);
+    char files[4096];
+    solstore_files_dir(pos[0], files, sizeof files);
+    if (stat(pos[0], &sb) == 0 || stat(files, &sb) == 0)
+        return cli_usage_error("backup", "%s exists: a backup never overwrites a file",
+                               stat(pos[0], &sb) == 0 ? pos[0] : files);
     nq_store_t *st = store_open(path, 1, err, sizeof err);
     if (!st)
         return cli_error("backup", "%s", err);
-    if (backup_copy(st, pos[0], err, sizeof err) != 0)
-        rc = cli_error("backup", "%s", err);
-    else
-        rc = (printf("%s: %lld bytes, checked\n", pos[0],
-                     stat(pos[0], &sb) == 0 ? (long long)sb.st_size : -1LL), NQ_EXIT_OK);
+    rc = backup_copy(st, pos[0], err, sizeof err) != 0 ? cli_error("backup", "%s", err) : NQ_EXIT_OK;
     store_destroy(&st);
     return rc;
 }

@@ -51,9 +51,11 @@
 
 /* Commands of the distributed system (broker/, worker/). */
 #define NQ_CLIENT_OPTS \
-    "  --broker EP        the broker's control endpoint (default $NQ_BROKER, else tcp://127.0.0.1:7556;\n" \
-    "                     where neither is named and nothing listens there, list, status, workers,\n" \
-    "                     result and export read ./nq.db, and say so)\n" \
+    "  --broker EP        the broker's control endpoint (default: the broker of --db, else $NQ_BROKER,\n" \
+    "                     else the broker of ./nq.db)\n" \
+    "  --db PATH          ask the broker of this DB (it listens on ipc://PATH.ctl); with none running,\n" \
+    "                     list, status, workers, result and export read the file. Each command says\n" \
+    "                     on stderr which broker or DB answered\n" \
     "  --key F --broker-key F   CURVE: own key pair and the broker's public key\n" \
     "  --timeout S        seconds to wait for the broker (default 10; submit 60)\n"
 #define NQ_JOB_OPTS \
@@ -97,7 +99,8 @@
       "                 [--log-format text|json] [--log-level L]\n" \
       "\n" \
       "  --bind EP          worker endpoint (default tcp://127.0.0.1:7555)\n" \
-      "  --control EP       client endpoint (default tcp://127.0.0.1:7556)\n" \
+      "  --control EP       client endpoint (default ipc://DB.ctl beside the DB, DB as an absolute path;\n" \
+      "                     a path too long for a unix socket: $XDG_RUNTIME_DIR or /tmp/nq-HASH.ctl)\n" \
       "  --db PATH          the store (default ./nq.db); restarting on it resumes every job\n" \
       "  --key F            the broker's key pair (nq keygen): CURVE on the worker endpoint\n" \
       "  --authorized-keys  the workers' allow-list: a file of public keys or a folder of *.pub\n" \
@@ -144,8 +147,7 @@
       NQ_JOB_OPTS "connection options:\n" NQ_CLIENT_OPTS }, \
     { "status", cmd_status, "progress of one job or all", \
       "usage: nq status [JOB] [--watch] [--json] [--db PATH] [connection options]\n" \
-      "  --watch            refresh every second until the job ends\n" \
-      "  --db PATH          read the DB directly (works with the broker down)\n" NQ_CLIENT_OPTS }, \
+      "  --watch            refresh every second until the job ends\n" NQ_CLIENT_OPTS }, \
     { "list", cmd_list, "every job", \
       "usage: nq list [--json] [--db PATH] [connection options]\n" NQ_CLIENT_OPTS }, \
     { "workers", cmd_workers, "workers seen, their rates and flags", \
@@ -164,19 +166,23 @@
       "  --manifest FILE    a done count job: every subtotal with a hash tree (nq audit FILE\n" \
       "                     checks it); its root is kept in the DB and shown by nq result\n" \
       "  --unique           enumerate: one representative per symmetry class\n" NQ_CLIENT_OPTS }, \
-    { "check", cmd_check, "check a store: every page, every job's sums against its shards", \
+    { "check", cmd_check, "check a store: every page, every job's sums, every stored solution", \
       "usage: nq check [JOB] --db PATH\n" \
       "\n" \
       "The auditor's check, on the DB file (the broker may be running): SQLite's page check,\n" \
       "then for every job (or JOB) the counts and 128-bit sums kept in its row recomputed\n" \
-      "from its shard rows, and each done shard's residues against its total.\n" \
-      "Exit 0 all agree, 1 a disagreement or a damaged page (printed), 2 usage, 3 I/O.\n" }, \
+      "from its shard rows, each done shard's residues against its total, and every stored\n" \
+      "solution (in the DB, or in PATH.solutions/) against its hash.\n" \
+      "Exit 0 all agree, 1 a disagreement, a damaged page or a missing or damaged solution\n" \
+      "(each printed), 2 usage, 3 I/O.\n" }, \
     { "backup", cmd_backup, "copy a store while the broker runs", \
       "usage: nq backup --db PATH OUT\n" \
       "\n" \
       "Writes a compact, consistent copy of the store to OUT (which must not exist) in one\n" \
-      "read transaction (VACUUM INTO): the broker keeps writing meanwhile. The copy is\n" \
-      "page-checked before it is reported. Restore: stop the broker, put OUT in place.\n" }, \
+      "read transaction (VACUUM INTO): the broker keeps writing meanwhile. The solution files\n" \
+      "the copy names (PATH.solutions/) go to OUT.solutions/, each checked against its hash;\n" \
+      "the copy is page-checked before it is reported. Restore: stop the broker, move OUT and\n" \
+      "OUT.solutions/ to PATH and PATH.solutions/.\n" }, \
     { "audit", cmd_audit, "check a job's manifest and count some of its shards again", \
       "usage: nq audit FILE [--sample K] [--seed S] [--shards A-B] [--threads T]\n" \
       "\n" \

@@ -127,11 +127,11 @@ int query_jobs_ended(sqlite3 *db, void (*fn)(void *ud, const query_ended_t *j), 
 /*
  * The index-th (0-based, by found_at) solution of a solve job: *cols gets a
  * malloc'd permutation of *n entries (caller frees). Inline solutions come from
- * the DB; large ones from the solution file (common/kernel/solfile.h) whose path,
- * relative to db_dir (the DB's folder), the row names; an absolute path or one
- * with ".." is refused as damaged data.
+ * the DB; large ones from the solution file (common/kernel/solfile.h) that the row
+ * names, in the .solutions folder beside db_path (solstore_row_file); a path that
+ * leads anywhere else is refused as damaged data.
  */
-int query_solution(sqlite3 *db, const char *db_dir, uint64_t id, uint64_t index,
+int query_solution(sqlite3 *db, const char *db_path, uint64_t id, uint64_t index,
                    uint32_t **cols, uint64_t *n, char *err, size_t errlen);
 
 #endif

@@ -6,6 +6,7 @@
 #include "clock.h"
 #include "errf.h"
 #include "solfile.h"
+#include "solstore.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -348,21 +349,16 @@ static int solution_inline(const void *blob, size_t len, uint64_t n, uint32_t **
     return 0;
 }
 
-/* A large solution: the solution file named (relative to the DB's folder) in the row. */
-static int solution_file(const char *db_dir, const char *name, uint64_t n, uint32_t **cols,
+/* A large solution: the file the row names, in the DB's .solutions folder. */
+static int solution_file(const char *db_path, const char *name, uint64_t n, uint32_t **cols,
                          char *err, size_t errlen)
 {
-    /* The name comes from the DB: never let it point outside the DB's folder. */
-    if (!*name || name[0] == '/' || strstr(name, "..")) {
+    char path[4400], why[256];
+    if (solstore_row_file(db_path, name, path, sizeof path) != 0) {
         snprintf(err, errlen, "stored solution file name '%s' is not a name inside the DB's folder", name);
         return -2;
     }
-    char path[4096], why[256];
     uint64_t got = 0;
-    if (snprintf(path, sizeof path, "%s/%s", db_dir ? db_dir : ".", name) >= (int)sizeof path) {
-        snprintf(err, errlen, "solution file path too long");
-        return -2;
-    }
     if (solfile_read(path, cols, &got, why, sizeof why) != SOLFILE_OK) {
         snprintf(err, errlen, "cannot read the stored solution: %s", why);
         return -2;
@@ -377,7 +373,7 @@ static int solution_file(const char *db_dir, const char *name, uint64_t n, uint3
     return 0;
 }
 
-static int solution_find(sqlite3 *db, uint64_t id, uint64_t index, const char *db_dir,
+static int solution_find(sqlite3 *db, uint64_t id, uint64_t index, const char *db_path,
                          uint32_t **cols, uint64_t *n, char *err, size_t errlen)
 {
     qjob_t j;
@@ -405,7 +401,7 @@ static int solution_find(sqlite3 *db, uint64_t id, uint64_t index, const char *d
             rc = solution_inline(blob, (size_t)sqlite3_column_bytes(st, 1), *n, cols, err, errlen);
         } else {
             const unsigned char *path = sqlite3_column_text(st, 2);
-            rc = solution_file(db_dir, path ? (const char *)path : "", *n, cols, err, errlen);
+            rc = solution_file(db_path, path ? (const char *)path : "", *n, cols, err, errlen);
         }
     } else if (step == SQLITE_DONE) {
         uint64_t have = 0;
@@ -422,7 +418,7 @@ static int solution_find(sqlite3 *db, uint64_t id, uint64_t index, const char *d
     return rc;
 }
 
-int query_solution(sqlite3 *db, const char *db_dir, uint64_t id, uint64_t index,
+int query_solution(sqlite3 *db, const char *db_path, uint64_t id, uint64_t index,
                    uint32_t **cols, uint64_t *n, char *err, size_t errlen)
 {
     *cols = NULL;
@@ -436,7 +432,7 @@ int query_solution(sqlite3 *db, const char *db_dir, uint64_t id, uint64_t index,
             return query_db_fail(db, "begin", err, errlen);
         began = 1;
     }
-    int rc = solution_find(db, id, index, db_dir, cols, n, err, errlen);
+    int rc = solution_find(db, id, index, db_path, cols, n, err, errlen);
     if (began)
         sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
     if (rc != 0)

@@ -41,6 +41,30 @@ void solstore_files_dir(const char *db_path, char *out, size_t outlen);
 /* "<db file name>.solutions/<hash>.nqsol": where a large solution's file is, from the DB's folder. */
 void solstore_file_name(const char *db_path, const char *hash, char *out, size_t outlen);
 
+/* Where this DB finds a row's file: "<this DB's .solutions folder>/<the row's file name>". The row
+   names the folder it was written in (after its DB's name then), so a DB restored or moved under
+   another name, with its folder, still finds its files. 0, or -1: the row's path is not
+   "FOLDER/FILE" (it comes from a file on disk: nothing outside the folder is followed). */
+int solstore_row_file(const char *db_path, const char *row_path, char *out, size_t outlen);
+
+/* ---- solstore_check.c: whether a stored solution is whole ---- */
+
+/* The row's permutation (its inline blob, or else the file at `file`) hashes to the row's hash
+   (64 digits: BLAKE2b; 32: the v1 hash). 0 it does, 1 it does not or cannot be read (why says
+   which: missing, damaged, another solution). */
+int solstore_verify(const char *hash, uint64_t n, const void *blob, size_t bloblen, const char *file,
+                    char *why, size_t whylen);
+
+/* ---- solstore_copy.c: a backup's copy of the files ---- */
+
+/* Copies every large solution file that `copy` (a snapshot of the DB at src_db) names, from
+   src_db's folder into dest_dir (an empty folder), and verifies each copy against its row. 0
+   (*files and *bytes set), or -1 with why (dest_dir may hold part of the copy). */
+int solstore_copy(const char *src_db, sqlite3 *copy, const char *dest_dir, uint64_t *files, uint64_t *bytes,
+                  char *why, size_t whylen);
+/* Removes dir and the files in it (a copy that failed). */
+void solstore_copy_remove(const char *dir);
+
 /* ---- solstore_v1.c: the hash before BLAKE2b ---- */
 
 /* nq's first solution hash: 32 hex digits, but all made from one 64-bit value. Kept only to

@@ -32,3 +32,15 @@ void solstore_file_name(const char *db_path, const char *hash, char *out, size_t
 {
     snprintf(out, outlen, "%s.solutions/%s.nqsol", db_base(db_path), hash);
 }
+
+int solstore_row_file(const char *db_path, const char *row_path, char *out, size_t outlen)
+{
+    const char *slash = strchr(row_path, '/');
+    const char *file = slash ? slash + 1 : "";
+    /* The path comes from a file on disk: only a plain name in the folder is followed. */
+    if (!*file || strchr(file, '/') || strcmp(file, ".") == 0 || strcmp(file, "..") == 0)
+        return -1;
+    char dir[4096];
+    solstore_dir(db_path, dir, sizeof dir);
+    return snprintf(out, outlen, "%s/%s.solutions/%s", dir, db_base(db_path), file) < (int)outlen ? 0 : -1;
+}

@@ -5,14 +5,15 @@
  * another identity confirms it (table confirmations), a differing one is kept as evidence
  * against its sender (table evidence). Only store_result_dispute, for quorum votes that never
  * agreed, makes a shard CONFLICT. Enumerate payloads and solve solutions are stored here too.
- * "Equal" holds a count's nodes to account only between two results of the CPU kernels'
- * (store_nodes_comparable): the fast GPU kernel's are its own.
+ * "Equal" is the one agreement relation (common/wire/agree.h), which holds a count's nodes to
+ * account only between two results of the CPU kernels': the fast GPU kernel's are its own.
  */
 #include "clock.h"
 #include "log.h"
 #include "solstore.h"
 #include "store_impl.h"
 #include "store_spotcheck.h"
+#include "agree.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -162,22 +163,32 @@ static int put_enum_payload(nq_store_t *s, const nq_result_t *r)
     return rc ? store_fail(s, "result.enum", rc) : 0;
 }
 
-/* 1 when the stored enumerate payload equals r's, 0 when not, -1 error. */
-static int enum_payload_equal(nq_store_t *s, const nq_result_t *r)
+/* The stored result's answer (agree.h), an enumerate's digest from its stored payload: 0, or -1. */
+static int stored_answer(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, nq_answer_t *a)
 {
-    sqlite3_stmt *q = stmt(s, R_ENUM_GET);
-    if (!q)
-        return -1;
-    sqlite3_bind_int64(q, 1, i64(r->job));
-    sqlite3_bind_int64(q, 2, i64(r->shard));
-    int rc = sqlite3_step(q), eq = 0;
-    if (rc == SQLITE_ROW) {
-        size_t len = (size_t)sqlite3_column_bytes(q, 0);
-        const void *data = sqlite3_column_blob(q, 0);
-        eq = len == r->payload_len && (len == 0 || memcmp(data, r->payload, len) == 0);
+    nq_result_t old = { .kind = (uint8_t)c->kind, .status = (uint8_t)c->status, .total = c->total,
+                        .unique = c->unique, .nodes = c->nodes, .res13 = (uint8_t)c->res13,
+                        .res15 = (uint8_t)c->res15, .nodes_kind = (uint8_t)c->nodes_kind };
+    sqlite3_stmt *q = NULL;
+    if (c->kind == NQ_KIND_ENUMERATE) {
+        if (!(q = stmt(s, R_ENUM_GET)))
+            return -1;
+        sqlite3_bind_int64(q, 1, i64(r->job));
+        sqlite3_bind_int64(q, 2, i64(r->shard));
+        int rc = sqlite3_step(q);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+            sqlite3_reset(q);
+            return store_fail(s, "result.enum", rc);
+        }
+        if (rc == SQLITE_ROW) {
+            old.payload = sqlite3_column_blob(q, 0);
+            old.payload_len = (size_t)sqlite3_column_bytes(q, 0);
+        }
     }
-    sqlite3_reset(q);
-    return rc == SQLITE_ROW || rc == SQLITE_DONE ? eq : store_fail(s, "result.enum", rc);
+    nq_answer_of(&old, NULL, a);
+    if (q)
+        sqlite3_reset(q);
+    return 0;
 }
 
 static int put_solution(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c,
@@ -244,19 +255,15 @@ static int put_first(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
     return NQ_PUT_NEW;
 }
 
-/* 1 when r says the same as the stored first result, 0 when not, -1 error. A count's nodes count
-   only where both are the CPU kernels': a fast GPU result with the stored total confirms it. */
+/* 1 when r says the same as the stored first result (agree.h: nodes count where both are the CPU
+   kernels'), 0 when not, -1 error. */
 static int put_same(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c)
 {
-    if (r->status != c->status || r->total != c->total || r->unique != c->unique ||
-        r->res13 != c->res13 || r->res15 != c->res15)
-        return 0;
-    if (c->kind == NQ_KIND_COUNT && store_nodes_comparable(r->nodes_kind, c->nodes_kind) &&
-        r->nodes != c->nodes)
-        return 0;
-    if (c->kind == NQ_KIND_ENUMERATE)
-        return enum_payload_equal(s, r);
-    return 1;
+    nq_answer_t stored, now;
+    if (stored_answer(s, r, c, &stored) != 0)
+        return -1;
+    nq_answer_of(r, NULL, &now);
+    return nq_answer_compare(&stored, &now) == NQ_AGREE;
 }
 
 /* A later result equal to the stored one. The stored sender again (the same lease, whose proof

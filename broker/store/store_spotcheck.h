@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sqlite3.h>
 
+#include "agree.h"
 #include "store.h"
 
 /* An identity's record, across jobs. */
@@ -37,7 +38,22 @@ typedef struct {
     int res13, res15;
     double elapsed;
     int nodes_kind;            /* NQ_NODES_*: nodes compare only between two of the CPU's */
+    uint8_t digest[NQ_ANSWER_DIGEST];   /* agree.h: an enumerate's or solve's; zero for a count */
 } nq_vote_t;
+
+/* A result as a vote of identity who, and a vote as the answer it gives for a job of kind. */
+nq_vote_t store_vote_of(const nq_result_t *r, const char *sol_hash, int64_t who);
+void store_vote_answer(const nq_vote_t *v, int kind, nq_answer_t *a);
+
+/* ---- store_votes.c: the votes of a shard not decided yet (quorum), in table checks ---- */
+/* Appends v to the shard's votes (seq: the next). 0, or -1. */
+int store_vote_put(nq_store_t *s, uint64_t job, uint64_t idx, const nq_vote_t *v);
+/* The shard's votes in arrival order, at most max: their number, or -1. */
+int store_votes_get(nq_store_t *s, uint64_t job, uint64_t idx, nq_vote_t *out, int max);
+/* 1 when identity who voted on the shard, 0 not, -1 error: one index lookup. */
+int store_voted(nq_store_t *s, uint64_t job, uint64_t idx, int64_t who);
+/* Forgets the shard's votes: a dispute ends them, and `nq retry` starts it afresh. 0, or -1. */
+int store_votes_drop(nq_store_t *s, uint64_t job, uint64_t idx);
 
 #define NQ_SPOT_MAX_VOTES 4    /* the first result, the check and two tie-breakers */
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# SIGTERM stops the broker within a second or two, whatever it is doing. Two cases that did not:
+# SIGTERM stops the broker, whatever it is doing: what shows it is behaviour (the refused job, the
+# load's "stopped while loading"), and the clock only catches a hang (how fast it stops is a figure,
+# printed, not a bound: a loaded machine makes a second into ten). Two cases that did not stop:
 #   a job row with quorum -1 (read back as 2^32-1): loading its pending rows pushed 2^32-1 copies
 #   of each, growing by 170 MB/s, and the loop never came back to see the signal; now the row is
 #   refused (test_db_rows.sh) and nothing loops on it;
@@ -14,7 +16,7 @@ if grep -qa __asan_init "$NQ"; then        # a cap, in case the runaway comes ba
 else
     ulimit -v 4000000
 fi
-LIMIT=2     # seconds from SIGTERM to exit: the loop looks every 50 ms; slack for a loaded machine
+LIMIT=60    # seconds from SIGTERM to exit before it counts as a hang (the loop looks every 50 ms)
 
 port_bound() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 

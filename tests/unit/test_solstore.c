@@ -228,11 +228,11 @@ T_TEST(test_save_keeps_a_solution_stored_under_its_v1_hash)
     /* Both old rows read back by their stored path, as before. */
     uint32_t *got = NULL;
     uint64_t gn = 0;
-    T_CHECK(query_solution(store_db(e.st), e.dir, 1, 0, &got, &gn, why, sizeof why) == 0);
+    T_CHECK(query_solution(store_db(e.st), e.db, 1, 0, &got, &gn, why, sizeof why) == 0);
     T_CHECK(gn == 8 && got && memcmp(got, q8, sizeof q8) == 0);
     free(got);
     got = NULL;
-    T_CHECK(query_solution(store_db(e.st), e.dir, 1, 1, &got, &gn, why, sizeof why) == 0);
+    T_CHECK(query_solution(store_db(e.st), e.db, 1, 1, &got, &gn, why, sizeof why) == 0);
     T_CHECK(gn == n && got && memcmp(got, big, n * sizeof *big) == 0);
     free(got);
 
