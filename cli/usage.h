@@ -156,9 +156,15 @@
       "usage: nq result JOB [--json] [--db PATH] [--out FILE [--format text|bin]] [--board]\n" \
       "  --out FILE         solve: write the first solution (text or bin)\n" \
       "  --board            solve: draw the board (N <= 64)\n" NQ_CLIENT_OPTS }, \
-    { "cancel", cmd_cancel, "cancel a job", "usage: nq cancel JOB [connection options]\n" NQ_CLIENT_OPTS }, \
-    { "retry", cmd_retry, "put a job's failed shards back to pending", \
-      "usage: nq retry JOB [connection options]\n" NQ_CLIENT_OPTS }, \
+    { "cancel", cmd_cancel, "cancel a job (nq retry resumes it)", \
+      "usage: nq cancel JOB [connection options]\n" \
+      "  stops handing out the job's shards; what is done stays, and nq retry JOB resumes it\n" \
+      NQ_CLIENT_OPTS }, \
+    { "retry", cmd_retry, "run a failed or cancelled job again", \
+      "usage: nq retry JOB [connection options]\n" \
+      "  puts the job's failed shards back to pending and runs it: a failed job runs its quorum\n" \
+      "  and checks again, and a cancelled one resumes where it stopped (there is no other way to\n" \
+      "  resume it). Done shards are kept; a done job is refused.\n" NQ_CLIENT_OPTS }, \
     { "export", cmd_export, "stream a job's rows", \
       "usage: nq export JOB [--format csv|json] [--unique] [--db PATH] [connection options]\n" \
       "       nq export JOB --manifest FILE --db PATH\n" \

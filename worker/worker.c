@@ -190,9 +190,10 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
             send_hello(w);
             outbox_resend(w, now_s());
             send_heartbeat(w);
-            char qk[NQ_LOG_QLEN], kern[300];
+            char qk[NQ_LOG_QLEN], qb[NQ_LOG_QLEN], kern[300];
             worker_kernel(w, kern, sizeof kern);
-            nq_log(NQ_LOG_INFO, "worker.connected", "broker=%s outbox=%s kernel=%s", w->cfg.connect,
+            nq_log(NQ_LOG_INFO, "worker.connected", "broker=%s outbox=%s kernel=%s",
+                   nq_log_v(qb, sizeof qb, w->cfg.connect),
                    w->outbox ? "resent" : "empty", nq_log_qs(qk, sizeof qk, kern));
         } else if (now_s() - w->hello_at > w->hb_ms / 1000.0 + link_allowance(&w->link)) {
             /* Not the answer to a HELLO: the broker forgot us (we were silent past its liveness
@@ -200,7 +201,8 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
                trip, so the two sides cannot start a HELLO/WELCOME loop (on a far link the answer
                to our last HELLO comes a round trip later). */
             send_hello(w);
-            nq_log(NQ_LOG_INFO, "worker.reintroduced", "broker=%s", w->cfg.connect);
+            char qb[NQ_LOG_QLEN];
+            nq_log(NQ_LOG_INFO, "worker.reintroduced", "broker=%s", nq_log_v(qb, sizeof qb, w->cfg.connect));
         }
         break;
     case NQ_MSG_CTL_REP:                /* a broker's answer to a client: we reached its control endpoint */
@@ -417,14 +419,15 @@ static void tick(nq_worker_t *w, double now)
     double silent = w->heard ? window : link_handshake_wait(&w->link, hb, w->liveness);
     if (now - w->last_recv > silent) {
         double jitter = (double)rng_below(&w->rng, 1000) / 1000.0 * w->backoff * 0.25;
-        nq_log(NQ_LOG_WARN, "worker.broker_silent", "broker=%s reconnect_in=%.1fs", w->cfg.connect,
-               w->backoff + jitter);
+        char qb[NQ_LOG_QLEN];
+        nq_log(NQ_LOG_WARN, "worker.broker_silent", "broker=%s reconnect_in=%.1fs",
+               nq_log_v(qb, sizeof qb, w->cfg.connect), w->backoff + jitter);
         /* A broker with keys never answers a worker without them (CURVE never starts), so the
            worker sees silence, not a refusal: say what may be missing, once. */
         if (++w->silent_rounds == SILENT_ROUNDS_HINT && !w->cfg.key_file && !w->broker_nonce)
             nq_log(NQ_LOG_WARN, "worker.no_answer", "broker=%s rounds=%u hint=\"is the broker running "
                    "there? if it has keys, give this worker --key F and --broker-key F (nq keygen)\"",
-                   w->cfg.connect, w->silent_rounds);
+                   qb, w->silent_rounds);
         disconnect(w);
         w->next_connect = now + w->backoff + jitter;
         w->backoff = w->backoff * 2 > 32 ? 32 : w->backoff * 2;
