@@ -4,7 +4,8 @@
 # or days, not "2.03e-06 days"; a study's answer line agrees with its SOLVED column; a big
 # solution's file is shown with its size; `nq retry`'s help says it resumes a cancelled job;
 # log values with spaces stay one value and auth.start names each key once; a broker that
-# cannot bind leaves no DB behind; every command of `nq --help` has an entry in the man page.
+# cannot bind leaves no DB behind; every command of `nq --help` has an entry in the man page;
+# docs/campaign.md's planning table holds what `nq estimate` prints.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
 unset NQ_BROKER
@@ -68,3 +69,16 @@ for c in $cmds; do
     grep -qx "$c" <<<"$entries" || fail "nq.1 has no entry for '$c' under COMMANDS (it has: $(echo $entries))"
 done
 ok "nq.1 has an entry for each of the $(wc -w <<<"$cmds") commands of nq --help"
+
+# docs/campaign.md's planning table is the tool's own output: its N=22 row (the cheapest one not
+# counted whole) holds what `nq estimate count 22` prints, and its timed sample is the help's.
+camp=$SRC/docs/campaign.md
+row=$(grep '^| 22 |' "$camp") || fail "campaign.md has no N=22 row"
+read -r v lo hi < <(sed -E 's/^\| 22 \| [0-9,]+ \| ([0-9.]+)·10\^13 \(([0-9.]+)-([0-9.]+)\).*/\1 \2 \3/' <<<"$row")
+json=$("$NQ" estimate count 22 --sample 2 --json) || fail "nq estimate count 22"
+nodes=$(grep -o '"nodes":[0-9]*' <<<"$json" | cut -d: -f2)
+awk -v n="$nodes" -v v="$v" -v lo="$lo" -v hi="$hi" 'BEGIN { n /= 1e13; exit !(lo <= n && n <= hi && v >= lo && v <= hi) }' ||
+    fail "campaign.md says N=22 has ${v}e13 (${lo}-${hi}) nodes; nq estimate says $nodes"
+probes=$("$NQ" help estimate | grep -o 'timed counts (default [0-9]*)' | grep -o '[0-9]*')
+grep -q "the timed sample, $probes probes by" "$camp" || fail "campaign.md's timed sample is not the help's default ($probes)"
+ok "campaign.md's N=22 row holds nq estimate's $nodes nodes; its timed sample is the help's $probes probes"
