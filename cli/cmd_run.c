@@ -297,7 +297,7 @@ static void print_url(nq_broker_t *b, uint64_t id)
 
 /* Broker and workers in threads of this process, until the job ends or we are told to stop. */
 static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, const char *token,
-                        nq_gpu_t *gpu, const char **state)
+                        nq_gpu_t *const *gpus, uint32_t ngpu, const char **state)
 {
     uint32_t workers = a->workers;
     char err[512] = "";
@@ -331,7 +331,8 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
        per process, threads ran dry between short shards (N=18 at depth 2: 3.9 s on 2 threads
        against 2.8 s at depth 1); a queue of two per thread covers it */
     wc.prefetch = 2 * workers;
-    wc.gpu = gpu;                       /* the threads feed it and count on the CPU beside it */
+    wc.gpus = gpus;                     /* the threads feed them and count on the CPU beside them */
+    wc.ngpu = ngpu;
     wc.gpu_only = a->gpu_only;
     worker_thread_t wt = { .w = worker_new(&wc, err, sizeof err) };
     pthread_t bth, wth;
@@ -385,19 +386,20 @@ int cmd_run(int argc, char **argv)
         return rc;
     uint64_t id;
     int done = 0, db_new = 0;
-    nq_gpu_t *gpu = NULL;
-    /* the device before the DB: a run that cannot count on it leaves nothing behind */
-    if (a.gpu && (rc = cli_gpu_open("run", a.gpu_device, a.gpu_list, a.gpu_kernel, &gpu)))
+    nq_gpu_t *gpus[NQ_GPU_MAX_DEVICES];
+    uint32_t ngpu = 0;
+    /* the devices before the DB: a run that cannot count on them leaves nothing behind */
+    if (a.gpu && (rc = cli_gpu_open("run", &a.gpu_sel, a.gpu_kernel, gpus, &ngpu)))
         return rc < 0 ? NQ_EXIT_OK : rc;
     if ((rc = run_prepare(db, &spec, a.fresh, &id, &done, &db_new))) {
-        gpu_close(&gpu);
+        cli_gpu_close(gpus, ngpu);
         return rc;
     }
     if (!done) {
         const char *state = "";
         signals_install();
-        rc = run_embedded(db, id, &a, token, gpu, &state);
-        gpu_close(&gpu);
+        rc = run_embedded(db, id, &a, token, gpus, ngpu, &state);
+        cli_gpu_close(gpus, ngpu);
         if (rc && db_new && strcmp(state, "unstarted") == 0)
             run_unmake_locked(db);      /* a command that fails leaves no output file */
         if (rc)
@@ -408,7 +410,7 @@ int cmd_run(int argc, char **argv)
             return 130;
         }
     }
-    gpu_close(&gpu);
+    cli_gpu_close(gpus, ngpu);
     if (done)
         fprintf(stderr, "nq run: job %llu was done before: its stored result (--fresh counts again)\n",
                 (unsigned long long)id);
