@@ -25,6 +25,7 @@ typedef struct {
     uint32_t leases;
     int flagged;                   /* quarantined: results failed the broker's checks */
     char kernel[64];               /* the build its HELLO named (from the wire: escape it) */
+    double rtt_s;                  /* its link's round trip, seconds; 0 before it is measured */
 } nq_metrics_worker_t;
 
 typedef struct {

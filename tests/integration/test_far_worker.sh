@@ -37,8 +37,12 @@ wait_for 120 job_done "$id" || fail "count 10 through a 2 s round trip did not f
 sleep 3                                 # five liveness windows more: it stays
 [ "$(grep -c "event=worker.join" broker.log)" = 1 ] || fail "the far worker joined more than once"
 "$NQ" workers --json | grep -q '"alive":true' || fail "the far worker is not alive: $("$NQ" workers)"
+# the round trip it shows can be no shorter than the link's 2 s of delay
+rtt=$("$NQ" workers --json | grep -o '"rtt_s":[0-9.e+-]*' | head -1 | cut -d: -f2)
+awk -v r="${rtt:-0}" 'BEGIN { exit !(r >= 2.0) }' || fail "nq workers shows a round trip of '$rtt' s: $("$NQ" workers)"
+"$NQ" workers | grep -Eq "far-1 .* [0-9]{4,} ms " || fail "the RTT column: $("$NQ" workers)"
 never_lost far.log
-ok "a worker 2 s away joins once and stays (never lost, never quarantined); count 10 exact"
+ok "a worker 2 s away joins once and stays (never lost, never quarantined), nq workers shows its ${rtt} s round trip; count 10 exact"
 
 link near 150
 start w1 "$NQ" worker --connect "tcp://127.0.0.1:$LPORT" --threads 1 --id near-1
