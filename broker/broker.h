@@ -21,7 +21,7 @@
 
 typedef struct {
     const char *bind;            /* worker endpoint, e.g. tcp://127.0.0.1:7555 */
-    const char *control;         /* client endpoint, e.g. tcp://127.0.0.1:7556 */
+    const char *control;         /* client endpoint; NULL: beside the DB (control_ep.h) */
     const char *db_path;
     void *zmq_ctx;               /* NULL: the broker makes its own; else shared (inproc for `nq run`) */
     uint32_t heartbeat_ms;       /* default 1000 */
@@ -70,13 +70,13 @@ int broker_endpoint(nq_broker_t *b, int which, char *buf, size_t len);
 
 /* Where to point a browser: http://HOST:PORT/ of the HTTP listener (--http), with the port really
    bound (its ADDR may say 0), into buf; returns buf. Only for a broker with --http. */
-const char *broker_http_url(const nq_broker_t *b, char *buf, size_t len);
+const char *broker_metrics_url(const nq_broker_t *b, char *buf, size_t len);
 
 /* Checks a job request, cuts it into shards and stores it, in one transaction
    (submit.c; also used by `nq run` before the broker starts). 0, or -1 with err. */
-int jobs_create(nq_store_t *st, nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen);
-/* What jobs_create would refuse in the request itself, said without a store (`nq run` asks
+int submit_create(nq_store_t *st, nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen);
+/* What submit_create would refuse in the request itself, said without a store (`nq run` asks
    before it makes a DB). 0, or -1 with err. */
-int jobs_check(const nq_job_spec_t *spec, char *err, size_t errlen);
+int submit_check(const nq_job_spec_t *spec, char *err, size_t errlen);
 
 #endif

@@ -1,11 +1,13 @@
 /*
- * The broker's private state, shared by its files. Each file calls only files above it in this
- * list (the loop on top), so the scheduler reads one way (`shared/tools/calls.py broker`):
+ * The broker's private state, shared by its files. Each file calls only files below it in this
+ * list (the loop on top), so no two files call each other, however indirectly:
  *
  *   broker.c          the loop: sockets, message dispatch, who a peer is, the timers' order
  *   control.c         the client endpoint's operations
  *   submit.c          turning a submit request into a job and its shards
- *   results.c         checking results, group commit, then ACK
+ *   results.c         taking a result: group commit, then ACK
+ *   solutions.c       a solve result's solution: assembled from SOLPARTs, big ones to the verifier
+ *   result_check.c    checking a result against its job and shard before it may be stored
  *   dispatch.c        the scheduler: which shard each worker with credit gets next
  *   broker_metrics.c  the snapshot it hands the HTTP listener (broker/http/) once a second
  *   jobs.c            a job's life: load, list, settle (done or failed), cancel, retry, grace
@@ -13,12 +15,15 @@
  *   spotcheck.c       adaptive spot-checks under --verify-rate: the rate rule, disputes, flags
  *   quorum.c          votes of independent workers under --quorum
  *   verdict.c         the one vote: a pure decide() over a shard's votes (verdict.h)
- *   leases.c          who holds which shard: peers, leases, heartbeats, expiry, quarantine's effect
+ *   peers.c           the connected workers: identity, pauses, quarantine's effect, liveness
+ *   leases.c          who holds which shard: leases, their cost, heartbeats' inventories
+ *   hungry.c          the peers with credit left, the only ones the scheduler walks
  *   idents.c          what is held against an identity across its connections
  *   jobq.c            jobs in memory as queues: what goes out next, and which jobs are due to settle
  *   listings.c        the lists the loop has asked the lister for, and whom each one is for
  *   lister.c          shard lists built on a thread of their own (lister.h): the loop never waits
  *   verifier.c        big solutions checked and stored on a thread of their own (verifier.h)
+ *   offload.c         the thread and queues under the lister and the verifier (offload.h)
  *   lease_id.c        lease ids and proofs that only this broker can make
  *   txn.c             the group transaction, a client's write of its own, the DB file's check
  *   outbox.c          every message out, queued and sent when the loop drains it
@@ -30,12 +35,15 @@
 #ifndef NQ_BROKER_IMPL_H
 #define NQ_BROKER_IMPL_H
 
+#include <limits.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "broker.h"
+#include "link.h"
 #include "lister.h"
+#include "verifier.h"
 #include "proto.h"
 #include "store.h"
 
@@ -61,7 +69,8 @@ typedef struct nq_job {
     uint64_t id;
     nq_job_spec_t spec;
     nq_job_state_t state;
-    uint64_t shards_total, shards_done, shards_failed, shards_conflict, shards_leased;
+    uint64_t shards_total, shards_done, shards_failed, shards_conflict;
+    uint64_t leases_out;               /* its leases on workers, spot-check and tail copies included */
     uint64_t solutions_found;          /* solve: distinct verified solutions */
     struct nq_shards *list;            /* count/enumerate: descriptors and the lease order */
     uint64_t list_ticket;              /* non-zero while the lister builds it: nothing is leased */
@@ -154,6 +163,10 @@ struct nq_peer {
     uint32_t outstanding;
     uint64_t sync_sent;                /* the last sync token sent to it in a HEARTBEAT */
     double sync_at;                    /* when */
+    uint64_t sync_timed;               /* a token whose echo is awaited (0: none): a round trip's sample */
+    double sync_timed_at;              /* when it was sent */
+    nq_link_t link;                    /* its round trip, from those echoes (link.h): every wait on it */
+    int link_far;                      /* logged as far slower than the others (peers.c) */
     uint32_t hb_stamp;                 /* heartbeats read from it */
     double last_recv, last_sent;       /* monotonic seconds */
     nq_lease_t *leases;
@@ -231,6 +244,7 @@ typedef struct {
 
 struct nq_broker {
     nq_broker_cfg_t cfg;
+    char control_ep[PATH_MAX + 16];    /* cfg.control when none was named: beside the DB */
     nq_store_t *store;
     sqlite3 *query_db;                 /* read-only, for control queries: the last committed state,
                                           so a `nq status` never forces a commit (control.c) */
@@ -255,7 +269,7 @@ struct nq_broker {
     uint64_t listing_ticket;           /* the last ticket handed out */
     nq_peer_t *peers;                  /* every peer, for the liveness sweep */
     nq_peer_t *hungry;                 /* peers with credit left (see nq_peer_t) */
-    double last_sweep;                 /* when leases_tick last walked every peer */
+    double last_sweep;                 /* when peers_tick last walked every peer */
     nq_peer_t **peer_tab;              /* the same, hashed by routing id: one lookup per message */
     nq_peer_t **ident_tab;             /* ... and by identity: every connection of one key */
     nq_ident_t **idents;               /* identity records (idents.c), hashed like ident_tab */
@@ -272,7 +286,7 @@ struct nq_broker {
     size_t ngroup, group_cap;
 
     nq_solbuf_t *solbufs;
-    struct nq_verifier *verifier;      /* big solutions checked off the loop (verifier.h, results.c) */
+    struct nq_verifier *verifier;      /* big solutions checked off the loop (verifier.h, solutions.c) */
     struct verifying *verifying;       /* ... the results waiting for its verdict */
     uint64_t verify_ticket;
     struct spot_sweep *sweeps;         /* spotcheck.c: flagged identities' results being marked */
@@ -285,6 +299,8 @@ struct nq_broker {
     void *metrics;
     double last_metrics;
     double last_round;                 /* when the loop last came round: to excuse our own stalls */
+    double rtt_sum;                    /* the peers' round trips at the last liveness sweep, and how */
+    uint32_t rtt_n;                    /* many had one: a far slower link is logged (peers.c) */
     struct nq_outbox *outbox;          /* messages queued until the loop drains them (outbox.c) */
     /* The scheduler's view of the workers (dispatch.c), refreshed every quarter second: their
        summed rate and the fastest lane; at the tail, the leases worth a copy, latest finish first */
@@ -328,19 +344,40 @@ void submit_begin(nq_broker_t *b, const void *rid, size_t rid_len, const nq_job_
 void submit_listed(nq_broker_t *b, const nq_listing_t *x, struct nq_shards **list, int why, const char *err);
 /* Creates a job from a spec and loads it, building its list on this thread: for tests and for
    callers outside the loop. The control endpoint uses submit_begin, which never waits for a list. */
-int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen);
+int submit_sync(nq_broker_t *b, const nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen);
 
-/* ---- results.c ---- */
+/* ---- results.c: take, commit, then ACK ---- */
 void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r);
-void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s);
 void results_flush(nq_broker_t *b);                /* group commit, then ACKs */
 int results_due(nq_broker_t *b, double now);
-void results_tick(nq_broker_t *b, double now);     /* gives up solutions whose RESULT never came */
 void results_collect_verified(nq_broker_t *b);     /* each round: the verifier's verdicts */
 void results_free_all(nq_broker_t *b);
-/* The checks of an enumerate payload (exposed for the fuzz target): 0 valid, else -1 and why. */
-int results_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t whylen);
 const char *results_error_text(const nq_result_t *r, char *buf, size_t len);
+
+/* ---- solutions.c: a solve result's solution, assembled from SOLPARTs; big ones checked on the
+   verifier's thread ---- */
+void solutions_on_part(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s);
+/* The solution assembled for r's lease, taken out of the table (NULL: none); solutions_free. */
+nq_solbuf_t *solutions_take(nq_broker_t *b, const nq_result_t *r);
+void solutions_free(nq_broker_t *b, nq_solbuf_t *s);
+int solutions_verifying(nq_broker_t *b, uint64_t lease);   /* 1: its solution is with the verifier */
+/* Hands a big solution to the verifier: 1 taken (sol freed, its memory still counted until the
+   verdict), 0 to be checked here (small, incomplete, or no verifier). */
+int solutions_verify_off_loop(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, nq_solbuf_t *sol);
+/* The verifier's next verdict: 0 none; 1 with it in *d (the caller frees d->cols), the result it
+   is for in *r and its sender in *p (NULL: gone, or a new session on its connection); 2 a
+   verdict nobody waits for (d->cols to free all the same). */
+int solutions_verdict(nq_broker_t *b, nq_verify_t *d, nq_result_t *r, nq_peer_t **p);
+void solutions_tick(nq_broker_t *b, double now);   /* gives up solutions whose RESULT never came */
+void solutions_free_all(nq_broker_t *b);
+
+/* ---- result_check.c ---- */
+/* Checks a result against its job before it may reach the store (a solve result's solution is
+   verified and saved): 0 fine, -1 refused (why), 1 not checkable yet (its job's list is being
+   built: left unacknowledged, the worker sends it again). */
+int result_check(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol, char *why, size_t whylen);
+/* The checks of an enumerate payload (exposed for the fuzz target): 0 valid, else -1 and why. */
+int result_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t whylen);
 
 /* ---- dispatch.c ---- */
 void dispatch_run(nq_broker_t *b);                 /* hand out work while credit allows */
@@ -379,7 +416,7 @@ void jobs_tick(nq_broker_t *b, double now);
 void jobs_free_all(nq_broker_t *b);
 
 /* ---- job_wait.c: why j has pending work that no connected worker may take, "" when it does not ---- */
-void jobs_waiting(nq_broker_t *b, const nq_job_t *j, char *buf, size_t len);
+void job_wait_why(nq_broker_t *b, const nq_job_t *j, char *buf, size_t len);
 
 /* ---- spotcheck.c: adaptive spot-checks (--verify-rate P), the rule and its flow ---- */
 /* A result for job j (verify on) before it is stored: 0 a first result (e->by set: store it),
@@ -402,30 +439,32 @@ void spotcheck_free_all(nq_broker_t *b);
 /* ---- quorum.c: a policy of the one vote (verdict.h), its votes in the store ---- */
 int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e);
 int quorum_stage(nq_broker_t *b, nq_pending_result_t *e);      /* in the group: NQ_PUT_*, or -1 */
-/* 1 when identity who (peers_who) voted on the shard, or is not known: it gets no copy of it. */
+/* 1 when identity who (idents_who) voted on the shard, or is not known: it gets no copy of it. */
 int quorum_voted(nq_broker_t *b, uint64_t job, uint64_t shard, int64_t who);
 
-/* ---- leases.c: peers ---- */
+/* ---- peers.c ---- */
 nq_peer_t *peers_find(nq_broker_t *b, const void *rid, size_t len);
 nq_peer_t *peers_add(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h);
 void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why);
 /* Sets who p is (from its HELLO and the key it came with) and files it under that identity. */
 void peers_identify(nq_broker_t *b, nq_peer_t *p, const nq_hello_t *h, const char *key);
-/* p's identities row in the store (made on first use): a result's sender as the store records
-   it. 0 when the store failed. */
-int64_t peers_who(nq_broker_t *b, nq_peer_t *p);
 /* Identity r was just quarantined (an ident_* call said so): every connection of it gives back
    what it holds, uncharged. */
 void peers_quarantine(nq_broker_t *b, nq_ident_t *r);
 void peers_wake(nq_broker_t *b);                   /* quarantines ended: peers may want work again */
-/* Puts p in the hungry list or takes it out, after its credit or outstanding count moved. */
-void peer_hunger(nq_broker_t *b, nq_peer_t *p);
 void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why);
 int peer_quarantined(const nq_broker_t *b, const nq_peer_t *p);
+/* p's round trip (seconds, smoothed; 0 before the first sample): speeds measured from the broker's
+   side of the link (lease to result) subtract it, and the scheduler keeps p supplied across it. */
+double peer_rtt(const nq_peer_t *p);
 int peer_job_failed(nq_peer_t *p, uint64_t job, double now);
 void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p);   /* counts it; logs a rate every 10 s */
+/* 1 when some connection of p's identity holds a lease of (job, shard) */
+int peers_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_t shard);
+void peers_tick(nq_broker_t *b, double now);       /* heartbeats, dead peers, stalled leases */
+void peers_free_all(nq_broker_t *b);
 
-/* ---- leases.c: leases ---- */
+/* ---- leases.c ---- */
 nq_lease_t *leases_find(nq_broker_t *b, uint64_t id);
 nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id);
 void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p);
@@ -439,11 +478,12 @@ void leases_price(nq_broker_t *b, nq_lease_t *l, double cost);
 void leases_cancel(nq_broker_t *b, nq_lease_t *l, const char *why);
 /* The shard goes back to pending (or FAILED when it used up its attempts); its job is due. */
 void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char *why);
-void leases_tick(nq_broker_t *b, double now);      /* heartbeats, dead peers, stalled leases */
 void leases_cancel_job(nq_broker_t *b, uint64_t job);
-/* 1 when some connection of p's identity holds a lease of (job, shard) */
-int leases_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_t shard);
 void leases_free_all(nq_broker_t *b);
+
+/* ---- hungry.c: puts p in the hungry list or takes it out, after its credit, its outstanding
+   count or its quarantine moved ---- */
+void hungry_update(nq_broker_t *b, nq_peer_t *p);
 
 /* ---- idents.c: records by identity. take: the record of ident (made on first use), one more
    connection filed under it; release: one fewer. ---- */
@@ -465,6 +505,9 @@ int ident_lost(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *wh
 /* One of its connections reported an error on a shard (a first one since it paused the job): 1
    when that may charge the shard an attempt; *quarantined as for ident_lost. */
 int ident_failed(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why, int *quarantined);
+/* p's identities row in the store (made on first use): a result's sender as the store records
+   it. 0 when the store failed. */
+int64_t idents_who(nq_broker_t *b, nq_peer_t *p);
 int ident_restarted(nq_broker_t *b, nq_ident_t *r);   /* 1: past RESTARTS_PER_WINDOW */
 uint32_t idents_connected(nq_broker_t *b);             /* identities with a connection, not quarantined */
 int idents_tick(nq_broker_t *b, double now);           /* 1: a quarantine ended */

@@ -21,7 +21,7 @@ int broker_metrics_start(nq_broker_t *b, char *err, size_t errlen)
     if (!b->metrics)
         return -1;
     char url[300];
-    nq_log(NQ_LOG_INFO, "http.listen", "url=%s", broker_http_url(b, url, sizeof url));
+    nq_log(NQ_LOG_INFO, "http.listen", "url=%s", broker_metrics_url(b, url, sizeof url));
     return 0;
 }
 
@@ -54,9 +54,9 @@ static nq_metrics_job_t *snapshot_jobs(nq_broker_t *b, nq_metrics_snapshot_t *s)
         m->shards_done = j->shards_done;
         m->shards_failed = j->shards_failed;
         m->shards_conflict = j->shards_conflict;
-        m->shards_leased = j->shards_leased;
+        m->shards_leased = j->leases_out;
         m->shards_pending = jobq_pending(j);
-        jobs_waiting(b, j, m->waiting, sizeof m->waiting);
+        job_wait_why(b, j, m->waiting, sizeof m->waiting);
     }
     s->jobs = out;
     s->jobs_active = (uint32_t)n;
@@ -87,7 +87,7 @@ static void snapshot_shards(nq_broker_t *b, nq_metrics_snapshot_t *s)
 {
     for (nq_job_t *j = b->jobs; j; j = j->next) {
         s->shards_by_state[NQ_SHARD_PENDING] += jobq_pending(j);
-        s->shards_by_state[NQ_SHARD_LEASED] += j->shards_leased;
+        s->shards_by_state[NQ_SHARD_LEASED] += j->leases_out;
         s->shards_by_state[NQ_SHARD_DONE] += j->shards_done;
         s->shards_by_state[NQ_SHARD_FAILED] += j->shards_failed;
         s->shards_by_state[NQ_SHARD_CONFLICT] += j->shards_conflict;
@@ -126,7 +126,7 @@ void broker_metrics_tick(nq_broker_t *b, double now)
     b->last_metrics = now;
 }
 
-const char *broker_http_url(const nq_broker_t *b, char *buf, size_t len)
+const char *broker_metrics_url(const nq_broker_t *b, char *buf, size_t len)
 {
     const char *addr = b->cfg.metrics, *colon = strrchr(addr, ':');
     int hostlen = colon ? (int)(colon - addr) : 0;

@@ -182,8 +182,8 @@ static int live_job(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, 
     if (!j)
         return -1;
     *pending = jobq_pending(j);
-    *leased = j->shards_leased;
-    jobs_waiting(b, j, waiting, len);
+    *leased = j->leases_out;
+    job_wait_why(b, j, waiting, len);
     return 0;
 }
 

@@ -51,8 +51,8 @@ typedef struct {
     const char *how;
 } nq_shard_caps_t;
 
-/* jobs_create (broker.h) with these caps; jobs_create itself uses the defaults. 0, or -1 with err. */
-int jobs_create_capped(nq_store_t *st, nq_job_spec_t *spec, const nq_shard_caps_t *caps, uint64_t *id,
+/* submit_create (broker.h) with these caps; submit_create itself uses the defaults. 0, or -1 with err. */
+int submit_create_capped(nq_store_t *st, nq_job_spec_t *spec, const nq_shard_caps_t *caps, uint64_t *id,
                        char *err, size_t errlen);
 
 #endif

@@ -27,6 +27,7 @@
  */
 #include "broker_impl.h"
 #include "log.h"
+#include "store_spotcheck.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -154,7 +155,7 @@ double ident_quarantine_left(const nq_broker_t *b, const nq_ident_t *r)
 }
 
 /* Starts or doubles r's quarantine. What its connections hold is given back by the caller
-   (peers_quarantine in leases.c: records do not know connections). */
+   (peers_quarantine in peers.c: records do not know connections). */
 static void ident_quarantine(nq_broker_t *b, nq_ident_t *r, const char *worker, const char *why)
 {
     double len = r->quarantine_s > 0 ? r->quarantine_s * 2 : QUARANTINE_FIRST_S;
@@ -276,6 +277,18 @@ const char *ident_name(const nq_ident_t *r)
 const char *ident_why(const nq_ident_t *r)
 {
     return r ? r->why : "";
+}
+
+/* p's identities row, read or made once per session: the store knows identities, not
+   connections, so a new session (keys off) starts again at 0. */
+int64_t idents_who(nq_broker_t *b, nq_peer_t *p)
+{
+    nq_identity_t rec;
+    if (p->who == 0 && store_identity(b->store, p->ident, p->hello.worker_id, &rec) == 0) {
+        p->who = rec.id;
+        p->outvoted = rec.outvoted > 0;
+    }
+    return p->who;
 }
 
 void idents_free_all(nq_broker_t *b)

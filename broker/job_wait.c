@@ -23,7 +23,7 @@ static uint32_t takers(const nq_broker_t *b, const nq_job_t *j, uint32_t *connec
     return n;
 }
 
-void jobs_waiting(nq_broker_t *b, const nq_job_t *j, char *buf, size_t len)
+void job_wait_why(nq_broker_t *b, const nq_job_t *j, char *buf, size_t len)
 {
     buf[0] = '\0';
     if ((j->state != NQ_JOB_PENDING && j->state != NQ_JOB_RUNNING) || jobq_pending(j) == 0)

@@ -55,7 +55,7 @@ static int load_shard(void *ud, const nq_shard_row_t *r)
             return -1;
         c->j->grace = g;
         c->j->grace[c->j->ngrace++] = r->lease;
-        c->j->shards_leased++;
+        c->j->leases_out++;
         return 0;
     }
     if (c->n == c->cap) {
@@ -307,12 +307,12 @@ void jobs_check_done(nq_broker_t *b, nq_job_t *j)
         return;
     }
     int settled = j->shards_done + j->shards_failed + j->shards_conflict >= j->shards_total;
-    int idle = jobq_pending(j) == 0 && j->shards_leased == 0 && j->ngrace == 0;
+    int idle = jobq_pending(j) == 0 && j->leases_out == 0 && j->ngrace == 0;
     if (settled && spotcheck_holds(b, j, idle))
         return;                         /* spot-checks not decided: not done, and no copy is moot */
     if (settled && !idle)
         job_settle(b, j);
-    if (jobq_pending(j) > 0 || j->shards_leased > 0 || j->ngrace > 0)
+    if (jobq_pending(j) > 0 || j->leases_out > 0 || j->ngrace > 0)
         return;
     if (j->shards_done == j->shards_total)
         job_finish(b, j, NQ_JOB_DONE);

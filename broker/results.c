@@ -1,8 +1,8 @@
 /*
- * Results: check what a worker sent, store it inside the loop's open
- * transaction, and acknowledge only after that transaction has committed
- * (invariant 2: commit, then acknowledge). Many results share one commit,
- * so a thousand workers do not become a thousand fsyncs a second.
+ * Results: take what a worker sent (checked by result_check.c, its solution assembled and
+ * verified by solutions.c), store it inside the loop's open transaction, and acknowledge only
+ * after that transaction has committed (invariant 2: commit, then acknowledge). Many results
+ * share one commit, so a thousand workers do not become a thousand fsyncs a second.
  *
  * If a commit fails (disk full, I/O error), nothing of the group is in the
  * DB: the broker keeps the group in memory, stops leasing and acknowledging,
@@ -10,22 +10,13 @@
  */
 #include "broker_impl.h"
 #include "clock.h"
-#include "count_bounds.h"
-#include "errf.h"
-#include "enumerate.h"
 #include "log.h"
 #include "solstore.h"
-#include "verify.h"
 #include "verifier.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Memory for solutions being assembled, at most: beyond it SOLPARTs are dropped (the RESULT is
-   then refused as incomplete and the seed is computed again). */
-#define NQ_SOLBUF_MAX_BYTES (4ull << 30)
-#define NQ_SOLBUF_IDLE_S 300.0
 
 int results_due(nq_broker_t *b, double now)
 {
@@ -68,163 +59,6 @@ static void send_ack(nq_broker_t *b, const char *rid, size_t rid_len, const nq_r
     m.u.ack.shard = r->shard;
     m.u.ack.lease = r->lease;
     outbox_send(b, p, &m);
-}
-
-/* Enumerate payload: every solution valid, strictly increasing (canonical order). */
-int results_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t whylen)
-{
-    size_t per = (size_t)(n + 1) / 2;
-    if (n < 1 || n > 16)
-        return nq_errf(why, whylen, "enumerate result for n=%llu", (unsigned long long)n);
-    /* total comes from the wire: compare by division, so total * per cannot wrap around */
-    if (r->payload_len % per != 0 || r->total != r->payload_len / per)
-        return nq_errf(why, whylen, "payload of %zu bytes for %llu solutions", r->payload_len,
-                       (unsigned long long)r->total);
-    uint8_t prev[16] = {0}, cols[16];
-    uint32_t perm[16];
-    for (uint64_t i = 0; i < r->total; i++) {
-        enumerate_unpack(r->payload + i * per, (int)n, cols);
-        for (uint64_t k = 0; k < n; k++)
-            perm[k] = cols[k];
-        nq_clash_t c;
-        if (verify_perm(perm, n, &c) != 0)
-            return nq_errf(why, whylen, "solution %llu is not valid", (unsigned long long)i);
-        if (i > 0 && memcmp(prev, cols, n) >= 0)
-            return nq_errf(why, whylen, "solutions out of canonical order");
-        memcpy(prev, cols, n);
-    }
-    return 0;
-}
-
-/*
- * A count result against what a count of its shard can give (count_bounds.h, the audit's
- * per-line check): residues alone let totals of 2^64-1, unique above total and nodes below
- * total become final. Nodes are held to their bounds only where they are the CPU kernels' (the
- * search those bounds describe); the fast GPU kernel's own are not. The descriptor comes from the
- * job's list. 0 within them, -1 outside (why), 1 not known yet: the list is being built after a
- * restart (the caller leaves the result unacknowledged, and the worker sends it again).
- */
-static int check_bounds(nq_broker_t *b, const nq_job_t *j, const nq_result_t *r, char *why, size_t whylen)
-{
-    uint8_t spec[NQ_MAX_SPEC];
-    size_t len = 0;
-    uint64_t seed;
-    char algo[32];
-    nq_shard_row_t row;
-    if (j->list_ticket)
-        return 1;
-    if (jobq_shard_task(j, r->shard, spec, &len, &seed, algo, sizeof algo) != 0) {
-        /* a job stored before 004 keeps its descriptors in its rows */
-        if (store_shard_get(b->store, j->id, r->shard, &row) != 0 || row.spec_len == 0)
-            return nq_errf(why, whylen, "no descriptor for the shard");
-        memcpy(spec, row.spec, row.spec_len);
-        len = row.spec_len;
-    }
-    nq_count_bounds_t cb;
-    nq_count_result_t cr = { r->total, r->unique, r->nodes, (uint8_t)r->res13, (uint8_t)r->res15 };
-    char text[200];
-    if (count_bounds(spec, len, &cb, text, sizeof text) != 0)
-        return nq_errf(why, whylen, "the shard's descriptor does not decode: %s", text);
-    int off = r->nodes_kind == NQ_NODES_CPU ? count_bounds_check(&cb, &cr, text, sizeof text)
-                                            : count_bounds_check_counts(&cb, &cr, text, sizeof text);
-    if (off != 0)
-        return nq_errf(why, whylen, "no count of the shard can give it: %s", text);
-    return 0;
-}
-
-/* The job a result is for: in memory when active (cheap), else from the store. */
-static int result_job(nq_broker_t *b, uint64_t id, nq_job_spec_t *spec, uint64_t *shards_total)
-{
-    nq_job_t *j = jobq_find(b, id);
-    nq_job_row_t row;
-    if (j) {
-        *spec = j->spec;
-        *shards_total = j->shards_total;
-        return 0;
-    }
-    if (store_job_get(b->store, id, &row) != 0)
-        return -1;
-    *spec = row.spec;
-    *shards_total = row.shards_total;
-    return 0;
-}
-
-/* Checks a result against its job before it may reach the store. */
-static int check_result(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol, char *why, size_t whylen)
-{
-    const nq_result_t *r = &e->r;
-    struct { nq_job_spec_t spec; } job;
-    uint64_t shards_total;
-    if (result_job(b, r->job, &job.spec, &shards_total) != 0)
-        return nq_errf(why, whylen, "no such job");
-    if (r->kind != job.spec.kind)
-        return nq_errf(why, whylen, "result kind does not match the job");
-    if (r->shard >= shards_total)
-        return nq_errf(why, whylen, "no such shard");
-    if (r->kind != NQ_KIND_COUNT && r->nodes_kind != NQ_NODES_CPU)   /* steps are the solver's own */
-        return nq_errf(why, whylen, "only a count result says whose nodes it carries");
-    if (r->kind == NQ_KIND_COUNT) {
-        if (r->total % 13 != r->res13 || r->total % 15 != r->res15)
-            return nq_errf(why, whylen, "residues do not match the total");
-        nq_job_t *j = jobq_find(b, r->job);
-        return j ? check_bounds(b, j, r, why, whylen) : 0;   /* not loaded: it can decide nothing */
-    }
-    if (r->kind == NQ_KIND_ENUMERATE)
-        return results_check_enumerate(r, job.spec.n, why, whylen);
-    if (r->status != NQ_RES_OK)
-        return 0;                       /* solve, not found: a real outcome for the study */
-    if (!sol || sol->n != job.spec.n || sol->received != sol->n)
-        return nq_errf(why, whylen, "solution missing or incomplete");
-    nq_clash_t c;
-    if (verify_perm(sol->cols, sol->n, &c) != 0)
-        return nq_errf(why, whylen, "solution fails verification: rows %llu and %llu share a %s",
-                       (unsigned long long)c.row_a, (unsigned long long)c.row_b, c.what);
-    if (solstore_save(store_db(b->store), store_path(b->store), r->job, sol->cols, sol->n,
-                      e->sol_hash, sizeof e->sol_hash, e->sol_path, sizeof e->sol_path, why, whylen) != 0)
-        return -1;
-    if (e->sol_path[0] == 0) {          /* small: the store keeps it inline, from the payload */
-        free(e->payload);
-        e->payload = solstore_pack(sol->cols, sol->n);
-        if (!e->payload)
-            return nq_errf(why, whylen, "out of memory");
-        e->r.payload = e->payload;
-        e->r.payload_len = sol->n * 4;
-    }
-    return 0;
-}
-
-static nq_solbuf_t *solbuf_take(nq_broker_t *b, const nq_result_t *r)
-{
-    for (nq_solbuf_t **pp = &b->solbufs; *pp; pp = &(*pp)->next)
-        if ((*pp)->job == r->job && (*pp)->shard == r->shard && (*pp)->lease == r->lease) {
-            nq_solbuf_t *s = *pp;
-            *pp = s->next;
-            return s;
-        }
-    return NULL;
-}
-
-static void solbuf_free(nq_broker_t *b, nq_solbuf_t *s)
-{
-    if (s) {
-        b->solbuf_bytes -= s->n * 4;
-        free(s->cols);
-        free(s);
-    }
-}
-
-/* Solutions whose RESULT never came (the worker died mid-send) are given up. */
-void results_tick(nq_broker_t *b, double now)
-{
-    for (nq_solbuf_t **pp = &b->solbufs; *pp;) {
-        nq_solbuf_t *s = *pp;
-        if (now - s->started > NQ_SOLBUF_IDLE_S) {
-            *pp = s->next;
-            solbuf_free(b, s);
-        } else {
-            pp = &s->next;
-        }
-    }
 }
 
 static int group_put(nq_broker_t *b, nq_pending_result_t *e)
@@ -329,7 +163,9 @@ static void result_error(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, nq_
  * shard), what it delivered, and, from results whose nodes are the CPU kernels' (the unit a job's
  * costs estimate), the job's nodes per cost unit. The time is the longer of the elapsed time it
  * reports and the time the broker saw the lease run (from its first progress to its result): its
- * own word can make it look slower, never faster than the broker saw it.
+ * own word can make it look slower, never faster than the broker saw it. Both ends of that time are
+ * messages from the worker, so its link's delay (nq_link_t) is in neither, and a lease's wait in the
+ * worker's queue (no progress yet) is not counted against it.
  */
 #define LANE_WEIGHT 0.3
 
@@ -352,91 +188,20 @@ static void results_learn(nq_broker_t *b, nq_peer_t *p, const nq_lease_t *l, con
 
 static void result_accept(nq_broker_t *b, nq_peer_t *p, nq_pending_result_t *e, nq_lease_t *l);
 
-/* ---- solutions checked off the loop (verifier.h) ---- */
-
-/* Solutions up to this many queens are checked in the loop: well under a millisecond (10^8
-   queens took 2.8 s there: verify, hash, write). */
-#define VERIFY_IN_LOOP_MAX 100000
-
-/* A result whose solution the verifier holds: what the loop needs to go on once it answers. */
-typedef struct verifying {
-    uint64_t ticket;
-    nq_result_t r;                     /* no payload: a solve result's is its error text, and it is OK */
-    char rid[256];
-    size_t rid_len;
-    uint64_t ident_hash;               /* the sender's identity: a new session on its rid is not it */
-    uint64_t bytes;                    /* of solution memory it holds (solbuf_bytes) */
-    struct verifying *next;
-} verifying_t;
-
-static verifying_t *verifying_find(nq_broker_t *b, uint64_t lease)
+/* A verdict: refused like any result that fails the checks, or on into the group. */
+static void on_verified(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, nq_verify_t *d)
 {
-    for (verifying_t *v = b->verifying; v; v = v->next)
-        if (v->r.lease == lease)
-            return v;
-    return NULL;
-}
-
-/* Hands a big solution to the verifier: 1 taken (sol freed, its memory still counted until the
-   verdict), 0 to be checked here (small, incomplete, or no verifier). */
-static int verify_off_loop(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, nq_solbuf_t *sol)
-{
-    nq_job_t *j = jobq_find(b, r->job);
-    if (!b->verifier || r->status != NQ_RES_OK || r->payload_len || sol->n <= VERIFY_IN_LOOP_MAX ||
-        sol->received != sol->n || !j || j->spec.kind != NQ_KIND_SOLVE || j->spec.n != sol->n)
-        return 0;
-    verifying_t *v = calloc(1, sizeof *v);
-    if (!v)
-        return 0;
-    v->ticket = ++b->verify_ticket;
-    v->r = *r;
-    v->r.payload = NULL;
-    memcpy(v->rid, p->rid, p->rid_len);
-    v->rid_len = p->rid_len;
-    v->ident_hash = p->ident_hash;
-    v->bytes = sol->n * 4;
-    nq_verify_t req = { .ticket = v->ticket, .job = r->job, .cols = sol->cols, .n = sol->n };
-    sol->cols = NULL;                   /* the verifier's now */
-    free(sol);
-    if (verifier_ask(b->verifier, &req) != 0) {
-        b->solbuf_bytes -= v->bytes;
-        free(v);
-        return 1;                       /* dropped, unacknowledged: the worker sends it again */
-    }
-    v->next = b->verifying;
-    b->verifying = v;
-    return 1;
-}
-
-static verifying_t *verifying_take(nq_broker_t *b, uint64_t ticket)
-{
-    for (verifying_t **pp = &b->verifying; *pp; pp = &(*pp)->next)
-        if ((*pp)->ticket == ticket) {
-            verifying_t *v = *pp;
-            *pp = v->next;
-            return v;
-        }
-    return NULL;
-}
-
-/* A verdict: refused like any result that fails the checks, or on into the group. A sender gone
-   meanwhile (or a new session on its connection) gets nothing: it sends the result again. */
-static void on_verified(nq_broker_t *b, verifying_t *v, nq_verify_t *d)
-{
-    nq_peer_t *p = peers_find(b, v->rid, v->rid_len);
-    if (!p || p->ident_hash != v->ident_hash)
-        return;
-    nq_lease_t *l = leases_find(b, v->r.lease);
-    if (l && (l->job != v->r.job || l->shard != v->r.shard))
+    nq_lease_t *l = leases_find(b, r->lease);
+    if (l && (l->job != r->job || l->shard != r->shard))
         l = NULL;
     if (!d->ok) {
-        send_ack(b, p->rid, p->rid_len, &v->r);
+        send_ack(b, p->rid, p->rid_len, r);
         if (l)
             leases_release(b, l, 0, "result rejected");
-        reject(b, p, &v->r, d->why);
+        reject(b, p, r, d->why);
         return;
     }
-    nq_pending_result_t *e = group_append(b, p, &v->r);
+    nq_pending_result_t *e = group_append(b, p, r);
     if (!e)
         return;
     snprintf(e->sol_hash, sizeof e->sol_hash, "%s", d->hash);
@@ -448,16 +213,19 @@ static void on_verified(nq_broker_t *b, verifying_t *v, nq_verify_t *d)
     result_accept(b, p, e, l);
 }
 
+/* A sender gone meanwhile (or a new session on its connection) gets nothing: it sends the result
+   again. */
 void results_collect_verified(nq_broker_t *b)
 {
     nq_verify_t d;
-    while (b->verifier && b->verifying && verifier_take(b->verifier, &d)) {
-        verifying_t *v = verifying_take(b, d.ticket);
-        if (v) {
-            b->solbuf_bytes -= v->bytes;
+    nq_result_t r;
+    nq_peer_t *p;
+    int rc;
+    while ((rc = solutions_verdict(b, &d, &r, &p)) != 0) {
+        if (rc == 1) {
             txn_begin(b);
-            on_verified(b, v, &d);
-            free(v);
+            if (p)
+                on_verified(b, p, &r, &d);
         }
         free(d.cols);
     }
@@ -480,21 +248,21 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
         result_error(b, p, r, l);
         return;
     }
-    if (r->kind == NQ_KIND_SOLVE && verifying_find(b, r->lease))
+    if (r->kind == NQ_KIND_SOLVE && solutions_verifying(b, r->lease))
         return;                         /* a resend while its solution is being checked: that answers it */
-    nq_solbuf_t *sol = solbuf_take(b, r);
-    if (sol && verify_off_loop(b, p, r, sol))
+    nq_solbuf_t *sol = solutions_take(b, r);
+    if (sol && solutions_verify_off_loop(b, p, r, sol))
         return;                         /* its verdict comes back through results_collect_verified */
     nq_pending_result_t *e = group_append(b, p, r);
     if (!e) {
-        solbuf_free(b, sol);
+        solutions_free(b, sol);
         nq_log(NQ_LOG_ERROR, "result.oom", "job=%llu shard=%llu", (unsigned long long)r->job,
                (unsigned long long)r->shard);
         return;                         /* not ACKed: the worker will send it again */
     }
     char why[300];
-    int ok = check_result(b, e, sol, why, sizeof why);
-    solbuf_free(b, sol);
+    int ok = result_check(b, e, sol, why, sizeof why);
+    solutions_free(b, sol);
     if (ok == 1) {                      /* not checkable yet: unacknowledged, the worker resends */
         free(e->payload);
         b->stats.results_deferred++;
@@ -548,7 +316,7 @@ static void result_accept(nq_broker_t *b, nq_peer_t *p, nq_pending_result_t *e, 
     }
     p->nodes_done += r->nodes;
     txn_begin(b);
-    e->by.who = peers_who(b, p);        /* the store tells a resend from a confirmation by it */
+    e->by.who = idents_who(b, p);        /* the store tells a resend from a confirmation by it */
     nq_job_t *j = jobq_find(b, r->job);
     e->by.unloaded = j == NULL;         /* no quorum or check runs for it: it may decide nothing */
     if (j && j->spec.quorum > 1 && !shard_decided(b, r->job, r->shard) && quorum_gate(b, p, j, e) != 0)
@@ -566,56 +334,6 @@ static void result_accept(nq_broker_t *b, nq_peer_t *p, nq_pending_result_t *e, 
     if (b->store_ok && group_put(b, e) != 0)
         nq_log(NQ_LOG_ERROR, "store.put", "job=%llu shard=%llu", (unsigned long long)r->job,
                (unsigned long long)r->shard);
-}
-
-void results_on_solpart(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
-{
-    if (verifying_find(b, s->lease))
-        return;                         /* sent again while the first copy is being checked */
-    nq_solbuf_t *sb = NULL;
-    for (nq_solbuf_t *x = b->solbufs; x; x = x->next)
-        if (x->job == s->job && x->shard == s->shard && x->lease == s->lease)
-            sb = x;
-    if (!lease_id_authentic(b, s->job, s->shard, s->lease, s->proof, p->ident_hash)) {
-        b->stats.messages_bad++;        /* only the holder of a real lease may write or make us allocate */
-        peer_misbehaved(b, p, "forged lease");
-        return;
-    }
-    if (!sb) {
-        nq_job_t *j = jobq_find(b, s->job);
-        if (!j || j->spec.kind != NQ_KIND_SOLVE) {
-            b->stats.messages_bad++;    /* a real lease of a job that ended: late, not hostile */
-            return;
-        }
-        if (b->solbuf_bytes + j->spec.n * 4 > NQ_SOLBUF_MAX_BYTES) {
-            nq_log(NQ_LOG_WARN, "solution.dropped", "job=%llu shard=%llu reason=\"assembly memory full\"",
-                   (unsigned long long)s->job, (unsigned long long)s->shard);
-            return;
-        }
-        sb = calloc(1, sizeof *sb);
-        if (!sb || !(sb->cols = malloc(j->spec.n * sizeof *sb->cols))) {
-            free(sb);
-            return;                     /* the RESULT will be refused as incomplete */
-        }
-        sb->job = s->job;
-        sb->shard = s->shard;
-        sb->lease = s->lease;
-        sb->n = j->spec.n;
-        sb->started = b->now;
-        b->solbuf_bytes += sb->n * 4;
-        sb->next = b->solbufs;
-        b->solbufs = sb;
-    }
-    uint64_t count = s->data_len / 4;
-    if (s->offset > sb->n || count > sb->n - s->offset) {
-        b->stats.messages_bad++;
-        return;
-    }
-    for (uint64_t i = 0; i < count; i++) {
-        const uint8_t *d = s->data + 4 * i;
-        sb->cols[s->offset + i] = (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 24;
-    }
-    sb->received += count;
 }
 
 /* A conflict or a new solution: the job's counters are re-read from the store once the whole
@@ -740,20 +458,10 @@ void results_flush(nq_broker_t *b)
 
 void results_free_all(nq_broker_t *b)
 {
-    verifier_destroy(&b->verifier);
-    while (b->verifying) {
-        verifying_t *v = b->verifying;
-        b->verifying = v->next;
-        free(v);
-    }
+    solutions_free_all(b);
     for (size_t i = 0; i < b->ngroup; i++)
         free(b->group[i].payload);
     free(b->group);
     b->group = NULL;
     b->ngroup = 0;
-    while (b->solbufs) {
-        nq_solbuf_t *s = b->solbufs;
-        b->solbufs = s->next;
-        solbuf_free(b, s);
-    }
 }

@@ -293,7 +293,7 @@ void spotcheck_after_commit(nq_broker_t *b, nq_job_t *j, const nq_pending_result
 
 int spotcheck_excludes(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_check_copy_t *c)
 {
-    if (leases_ident_holds(b, p, j->id, c->shard))
+    if (peers_ident_holds(b, p, j->id, c->shard))
         return 1;
     if (p->who == 0) {                  /* once per peer */
         nq_identity_t rec;

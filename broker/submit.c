@@ -182,7 +182,7 @@ static int check_request(const nq_job_spec_t *spec, submit_iter_t *it, char *err
     return spec->kind == NQ_KIND_SOLVE ? parse_algos(it, spec->algo, spec->n, err, errlen) : 0;
 }
 
-int jobs_check(const nq_job_spec_t *spec, char *err, size_t errlen)
+int submit_check(const nq_job_spec_t *spec, char *err, size_t errlen)
 {
     submit_iter_t it = { .spec = spec };
     if (check_request(spec, &it, err, errlen) != 0)
@@ -218,7 +218,7 @@ static int store_listed(nq_store_t *st, nq_job_spec_t *spec, const nq_shards_t *
     return store_job_create(st, spec, nshards, NULL, NULL, id, err, errlen);
 }
 
-int jobs_create_capped(nq_store_t *st, nq_job_spec_t *spec, const nq_shard_caps_t *caps, uint64_t *id,
+int submit_create_capped(nq_store_t *st, nq_job_spec_t *spec, const nq_shard_caps_t *caps, uint64_t *id,
                        char *err, size_t errlen)
 {
     submit_iter_t it = { .spec = spec };
@@ -232,9 +232,9 @@ int jobs_create_capped(nq_store_t *st, nq_job_spec_t *spec, const nq_shard_caps_
     return rc;
 }
 
-int jobs_create(nq_store_t *st, nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen)
+int submit_create(nq_store_t *st, nq_job_spec_t *spec, uint64_t *id, char *err, size_t errlen)
 {
-    return jobs_create_capped(st, spec, &LOCAL_CAPS, id, err, errlen);
+    return submit_create_capped(st, spec, &LOCAL_CAPS, id, err, errlen);
 }
 
 /* The broker's caps: its --max-job-shards and --max-store-shards, or the defaults. */
@@ -269,7 +269,7 @@ static int submit_accept(nq_broker_t *b, nq_job_spec_t *spec, nq_shards_t *list,
     return 0;
 }
 
-int jobs_submit(nq_broker_t *b, const nq_job_spec_t *spec_in, uint64_t *id, char *err, size_t errlen)
+int submit_sync(nq_broker_t *b, const nq_job_spec_t *spec_in, uint64_t *id, char *err, size_t errlen)
 {
     nq_job_spec_t spec = *spec_in;
     nq_shard_caps_t caps = broker_caps(b);

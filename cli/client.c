@@ -2,63 +2,83 @@
 #include "client.h"
 #include "cli.h"
 #include "control.h"
+#include "control_ep.h"
 #include "render.h"
+#include "resolve.h"
 #include "security.h"
 #include "store.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 #include <zmq.h>
 
-/* The control endpoint a client uses when none is named, and the DB it reads when nothing
-   listens there: nq broker's and nq run's defaults. */
-#define NQ_DEFAULT_CONTROL_PORT 7556
-#define NQ_DEFAULT_CONTROL "tcp://127.0.0.1:7556"
+/* The DB a client reads when none is named: nq run's and nq broker's default. */
 #define NQ_DEFAULT_DB "nq.db"
 
-const char *client_endpoint(const nq_client_opts_t *o)
+static int readonly_op(const char *op)
 {
-    if (o->broker)
-        return o->broker;
-    const char *env = getenv("NQ_BROKER");
-    return env && env[0] ? env : NQ_DEFAULT_CONTROL;
-}
-
-/* 1 when something accepts a TCP connection on the default control endpoint (loopback: a refusal
-   comes at once), else 0. */
-static int default_endpoint_listens(void)
-{
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(NQ_DEFAULT_CONTROL_PORT),
-                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return 1;                       /* cannot tell: ask the broker as before */
-    int up = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
-    close(fd);
-    return up;
-}
-
-int client_default_db(const char *cmd, nq_client_opts_t *o)
-{
-    const char *env = getenv("NQ_BROKER");
-    if (o->db || o->broker || (env && env[0]) || access(NQ_DEFAULT_DB, F_OK) != 0 ||
-        default_endpoint_listens())
-        return 0;
-    o->db = NQ_DEFAULT_DB;
-    fprintf(stderr, "nq %s: no broker at %s; reading ./%s (--broker EP or --db PATH to choose)\n", cmd,
-            NQ_DEFAULT_CONTROL, NQ_DEFAULT_DB);
-    return 1;
+    return strcmp(op, "submit") && strcmp(op, "cancel") && strcmp(op, "retry");
 }
 
 static void set_error(nq_client_reply_t *rep, int code, const char *fmt, const char *arg)
 {
     rep->code = code;
     snprintf(rep->error, sizeof rep->error, fmt, arg);
+}
+
+/* The DB's own broker when one listens beside it; else, for a read-only request, the DB file. */
+static int resolve_db(nq_client_opts_t *o, const char *db, const nq_ctl_req_t *req, nq_client_reply_t *rep)
+{
+    char err[NQ_STR_MAX];
+    o->db = db;
+    if (control_ep_for_db(db, o->ep, sizeof o->ep, err, sizeof err) != 0) {
+        set_error(rep, NQ_EXIT_ERROR, "%s", err);
+        return rep->code;
+    }
+    if (control_ep_listens(o->ep) != 0)
+        return 0;                       /* listening, or only a try tells */
+    if (readonly_op(req->op) && access(db, F_OK) == 0) {
+        o->local = 1;
+        return 0;
+    }
+    rep->code = NQ_EXIT_ERROR;
+    snprintf(rep->error, sizeof rep->error, "no broker runs for %s (nothing listens on %s)%s: start one with "
+             "'nq broker --db %s', or name one with --broker EP or NQ_BROKER", db, o->ep,
+             readonly_op(req->op) ? " and there is no such file" : "", db);
+    return rep->code;
+}
+
+int client_resolve(nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep)
+{
+    if (o->resolved)
+        return 0;
+    const char *env = getenv("NQ_BROKER");
+    const char *named = o->broker ? o->broker : !o->db && env && env[0] ? env : NULL;
+    int rc = 0;
+    if (named && strlen(named) >= sizeof o->ep)
+        set_error(rep, rc = NQ_EXIT_USAGE, "%s", "the broker's endpoint is too long");
+    else if (named)
+        snprintf(o->ep, sizeof o->ep, "%s", named);
+    else
+        rc = resolve_db(o, o->db ? o->db : NQ_DEFAULT_DB, req, rep);
+    o->resolved = rc == 0;
+    return rc;
+}
+
+/* Once a process: which broker, or which DB file, gave the answer. */
+static void say_source(const char *cmd, const nq_client_opts_t *o)
+{
+    static int said;
+    if (said++ || o->quiet)
+        return;
+    if (o->local)
+        fprintf(stderr, "nq %s: read %s (no broker runs for it)\n", cmd, o->db);
+    else if (o->db)
+        fprintf(stderr, "nq %s: answered by the broker of %s (%s)\n", cmd, o->db, o->ep);
+    else
+        fprintf(stderr, "nq %s: answered by the broker at %s\n", cmd, o->ep);
 }
 
 /* The offline path: run the query here, then parse the packed document like a reply. */
@@ -75,6 +95,7 @@ static void call_local(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_cl
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     rep->code = control_query(store_db(st), o->db, NULL, req, &pk, err, sizeof err);
+    rep->answered = 1;
     if (rep->code == 0) {
         rep->zone = msgpack_zone_new(MSGPACK_ZONE_CHUNK_SIZE);
         size_t off = 0;
@@ -88,26 +109,28 @@ static void call_local(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_cl
     store_destroy(&st);
 }
 
+/* Waits in short slices: a refused connection or key is said within ~10 ms, not at the timeout. */
 static int wait_reply(void *sock, void *mon, const char *ep, int timeout_ms, nq_client_reply_t *rep)
 {
-    for (int waited = 0; waited < timeout_ms; waited += 100) {
+    for (int waited = 0; waited < timeout_ms; waited += 10) {
         zmq_pollitem_t it = { sock, 0, ZMQ_POLLIN, 0 };
-        if (zmq_poll(&it, 1, 100) > 0)
+        if (zmq_poll(&it, 1, 10) > 0)
             return 0;
-        char why[256];
+        char why[512];
         if (security_monitor_check(mon, why, sizeof why)) {
-            set_error(rep, NQ_EXIT_ERROR, "%s", why);
+            rep->code = NQ_EXIT_ERROR;
+            snprintf(rep->error, sizeof rep->error, "%s: %s", ep, why);
             return -1;
         }
     }
     set_error(rep, NQ_EXIT_ERROR, "no answer from the broker at %s: is 'nq broker' running there? "
-              "(--broker ENDPOINT or NQ_BROKER; --db PATH reads the DB directly)", ep);
+              "(--broker ENDPOINT or NQ_BROKER; --db PATH asks that DB's broker)", ep);
     return -1;
 }
 
 static void call_remote(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep)
 {
-    const char *ep = client_endpoint(o);
+    const char *ep = o->ep;
     void *ctx = o->zmq_ctx ? o->zmq_ctx : zmq_ctx_new();
     void *sock = zmq_socket(ctx, ZMQ_DEALER), *mon = NULL;
     int linger = 0;
@@ -119,8 +142,15 @@ static void call_remote(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_c
         set_error(rep, NQ_EXIT_USAGE, "%s", err);
         goto out;
     }
-    if (o->key_file)
-        mon = security_monitor_new(ctx, sock, "client");
+    if (resolve_check(ep, err, sizeof err) != 0) {
+        set_error(rep, NQ_EXIT_ERROR, "%s", err);
+        goto out;
+    }
+    if (control_ep_listens(ep) == 0) {  /* a unix socket with no broker: refused at once */
+        set_error(rep, NQ_EXIT_ERROR, "no broker listens on %s: is 'nq broker' running there?", ep);
+        goto out;
+    }
+    mon = security_monitor_new(ctx, sock, SECURITY_ROLE_CLIENT);
     if (zmq_connect(sock, ep) != 0) {
         set_error(rep, NQ_EXIT_USAGE, "bad broker endpoint '%s' (expected e.g. tcp://HOST:7556)", ep);
         goto out;
@@ -148,6 +178,7 @@ static void call_remote(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_c
         proto_msg_free(&r);
     } else {
         rep->code = r.u.ctl_rep.code;
+        rep->answered = 1;
         snprintf(rep->error, sizeof rep->error, "%s", r.u.ctl_rep.error);
         rep->doc = r.u.ctl_rep.doc;
         rep->zone = r.u.ctl_rep.zone;   /* ownership moves to the reply */
@@ -160,19 +191,22 @@ out:
         zmq_ctx_term(ctx);
 }
 
-void client_call(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep)
+void client_call(nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep)
 {
     memset(rep, 0, sizeof *rep);
-    int readonly = strcmp(req->op, "submit") && strcmp(req->op, "cancel") && strcmp(req->op, "retry");
-    if (o->db && readonly)
+    if (client_resolve(o, req, rep) != 0)
+        return;
+    if (o->local)
         call_local(o, req, rep);
     else
         call_remote(o, req, rep);
 }
 
-int client_call_cmd(const char *cmd, const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep)
+int client_call_cmd(const char *cmd, nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep)
 {
     client_call(o, req, rep);
+    if (rep->answered)
+        say_source(cmd, o);
     if (rep->code == 0)
         return 0;
     fprintf(stderr, "nq %s: %s\n", cmd, rep->error[0] ? rep->error : "failed");

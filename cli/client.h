@@ -10,36 +10,43 @@
 
 #include "proto.h"
 
+/*
+ * Which broker answers: --broker EP; else the broker of --db PATH; else $NQ_BROKER; else the
+ * broker of ./nq.db. A DB's broker listens beside it (control_ep.h), so a client reaches the
+ * broker of the DB it names and no other; where none runs, the read-only commands read the DB
+ * file itself.
+ */
 typedef struct {
-    const char *broker;          /* control endpoint; NULL: $NQ_BROKER, else tcp://127.0.0.1:7556 */
-    const char *db;              /* read the DB directly instead (read-only ops) */
+    const char *broker;          /* --broker: this control endpoint */
+    const char *db;              /* --db: this DB's broker, or with none running the file (read-only ops) */
     const char *key_file, *broker_key_file;
     void *zmq_ctx;               /* NULL: own */
     int timeout_ms;              /* default 10000 */
     int json;
+    int quiet;                   /* do not say which broker or DB answered */
+    /* set by client_resolve */
+    int resolved, local;         /* local: read db here */
+    char ep[NQ_STR_MAX];         /* the endpoint asked (remote) */
 } nq_client_opts_t;
 
 typedef struct {
     int code;                    /* NQ_EXIT_* */
-    char error[NQ_STR_MAX];
+    char error[4 * NQ_STR_MAX];  /* room for two endpoints and a DB path */
     msgpack_object doc;          /* valid until client_reply_free */
     msgpack_zone *zone;
     char *buf;                   /* the packed document doc points into (offline path) */
+    int answered;                /* a broker or the DB answered (code may still say no) */
 } nq_client_reply_t;
 
+/* Decides which broker (or DB file) answers, once (see nq_client_opts_t): 0, or an exit code
+   with the reason in rep->error. */
+int client_resolve(nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep);
 /* Sends req and waits for the reply; a transport failure is code NQ_EXIT_ERROR with error set. */
-void client_call(const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep);
+void client_call(nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep);
 void client_reply_free(nq_client_reply_t *rep);
-/* client_call for a command: on failure prints "nq CMD: reason", frees rep and returns the exit code. */
-int client_call_cmd(const char *cmd, const nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep);
-const char *client_endpoint(const nq_client_opts_t *o);
-/*
- * For a read-only command where no broker is named (no --broker, no $NQ_BROKER) and no --db: when
- * nothing listens on the default control endpoint and ./nq.db exists (nq run's store), sets
- * o->db to it, says so on stderr ("nq CMD: no broker at ...; reading ./nq.db") and returns 1;
- * otherwise changes nothing and returns 0.
- */
-int client_default_db(const char *cmd, nq_client_opts_t *o);
+/* client_call for a command: on failure prints "nq CMD: reason", frees rep and returns the exit code.
+   The first answer also says on stderr which broker or DB gave it (unless o->quiet). */
+int client_call_cmd(const char *cmd, nq_client_opts_t *o, const nq_ctl_req_t *req, nq_client_reply_t *rep);
 
 /*
  * Reading a reply document. The broker's answers are as untrusted as any input

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define CONN "broker,key,broker-key,timeout,log-level"
+#define CONN "broker,db,key,broker-key,timeout,log-level"
 /* A submit is answered once its shard list is built, which the broker does for one submit at a
    time (a large list: seconds; a few submits may be ahead of this one): longer than a status. */
 #define SUBMIT_TIMEOUT_MS 60000
@@ -61,11 +61,10 @@ int cmd_status(int argc, char **argv)
 {
     nq_cmd_args_t a;
     nq_client_reply_t rep;
-    int rc = cmd_args_parse("status", CONN ",db,json,watch", argc, argv, &a);
+    int rc = cmd_args_parse("status", CONN ",json,watch", argc, argv, &a);
     if (rc || (rc = cmd_args_jobid("status", &a, 0)))
         return rc;
     snprintf(a.req.op, sizeof a.req.op, "status");
-    client_default_db("status", &a.client);
     signals_install();
     for (;;) {
         if ((rc = client_call_cmd("status", &a.client, &a.req, &rep)))
@@ -98,13 +97,12 @@ static int simple_query(const char *cmd, const char *op, int argc, char **argv,
 {
     nq_cmd_args_t a;
     nq_client_reply_t rep;
-    int rc = cmd_args_parse(cmd, CONN ",db,json", argc, argv, &a);
+    int rc = cmd_args_parse(cmd, CONN ",json", argc, argv, &a);
     if (rc)
         return rc;
     if (a.npos)
         return cli_usage_error(cmd, "unexpected argument '%s'", a.pos[0]);
     snprintf(a.req.op, sizeof a.req.op, "%s", op);
-    client_default_db(cmd, &a.client);
     if ((rc = client_call_cmd(cmd, &a.client, &a.req, &rep)))
         return rc;
     if (a.client.json)

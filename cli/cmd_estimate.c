@@ -23,6 +23,7 @@
 #include "count.h"
 #include "estimate.h"
 #include "proto.h"
+#include "render.h"
 #include "rng.h"
 #include "shard.h"
 
@@ -296,9 +297,10 @@ static void est_print(const est_opts_t *o, const nq_shards_t *sh, size_t k, int 
     printf("rate %.4g nodes/s  95%% interval %.4g .. %.4g  (%zu %s counted whole, CPU time, this "
            "machine now)\n",
            r->rate.v, r->rate.lo, r->rate.hi, k, probes ? "probes" : "shards");
-    printf("core-hours %.4g  95%% interval %.4g .. %.4g  (%.3g core-years; on 1000 cores %.3g days)\n",
-           r->secs.v / h, r->secs.lo / h, r->secs.hi / h, r->secs.v / h / (24 * 365.25),
-           r->secs.v / h / 1000 / 24);
+    char one[48], many[48];
+    printf("core-hours %.4g  95%% interval %.4g .. %.4g  (on one core %s; on 1000 cores %s)\n",
+           r->secs.v / h, r->secs.lo / h, r->secs.hi / h, render_span(r->secs.v, one, sizeof one),
+           render_span(r->secs.v / 1000, many, sizeof many));
     printf("shard CPU seconds: mean %.4g  sd %.4g%s\n", r->mean_s, r->sd_s,
            probes ? "  (probes: their choices times their time)" : "");
 }
@@ -309,7 +311,7 @@ static void est_print_gpu(const est_opts_t *o, const nq_shards_t *sh, size_t k, 
                           const est_result_t *r, const char *device)
 {
     const double h = 3600, y = h * 24 * 365.25;
-    char dev[256];
+    char dev[256], span[48];
     size_t s = shards_count(sh), i = 0;
     for (; device[i] && i + 1 < sizeof dev; i++)
         dev[i] = (unsigned char)device[i] < 32 || device[i] == '"' || device[i] == '\\' ? '?' : device[i];
@@ -327,11 +329,12 @@ static void est_print_gpu(const est_opts_t *o, const nq_shards_t *sh, size_t k, 
     else
         printf("count N=%d  depth %d  shards %zu  %s %zu (seed %llu)\n"
                "GPU %s: %.4g nodes/s on the sample\n"
-               "GPU-hours %.4g  95%% interval %.4g .. %.4g  (%.3g GPU-years)\n"
+               "GPU-hours %.4g  95%% interval %.4g .. %.4g  (on one GPU %s)\n"
                "nodes %.4g  95%% interval %.4g .. %.4g  (%s; the same on any machine)\n"
                "(GPU time: nodes / the rate measured on the sample%s)\n",
                (int)o->n, shards_depth(sh), s, probes ? "probes" : "sampled", k, (unsigned long long)o->seed,
-               dev, r->rate.v, r->secs.v / h, r->secs.lo / h, r->secs.hi / h, r->secs.v / y, r->node.v,
+               dev, r->rate.v, r->secs.v / h, r->secs.lo / h, r->secs.hi / h,
+               render_span(r->secs.v, span, sizeof span), r->node.v,
                r->node.lo, r->node.hi, nodes_method(r), probes ? "; Knuth probes, levels below each shard" : "");
 }
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CONN "broker,key,broker-key,timeout,log-level"
+#define CONN "broker,db,key,broker-key,timeout,log-level"
 
 /* Offline: straight from the DB and the solution files beside it, whatever the size. */
 static int read_solution_local(const char *db, uint64_t job, uint32_t **cols, uint64_t *n)
@@ -64,7 +64,7 @@ static int solution_decode(const msgpack_object *doc, uint32_t **cols, uint64_t 
 /* The first stored solution of a solve job, as a malloc'd permutation. */
 static int fetch_solution(nq_cmd_args_t *a, uint32_t **cols, uint64_t *n)
 {
-    if (a->client.db)
+    if (a->client.local)               /* resolved by the result asked first */
         return read_solution_local(a->client.db, a->req.job, cols, n);
     nq_client_reply_t rep;
     nq_cmd_args_t s = *a;
@@ -106,13 +106,12 @@ int cmd_result(int argc, char **argv)
 {
     nq_cmd_args_t a;
     nq_client_reply_t rep;
-    int rc = cmd_args_parse("result", CONN ",db,json,out,format,board", argc, argv, &a);
+    int rc = cmd_args_parse("result", CONN ",json,out,format,board", argc, argv, &a);
     if (rc || (rc = cmd_args_jobid("result", &a, 1)))
         return rc;
     if (a.format && strcmp(a.format, "text") && strcmp(a.format, "bin"))
         return cli_usage_error("result", "--format for --out is text or bin");
     snprintf(a.req.op, sizeof a.req.op, "result");
-    client_default_db("result", &a.client);
     if ((rc = client_call_cmd("result", &a.client, &a.req, &rep)))
         return rc;
     /* what --out and --board cannot do is refused before anything is printed */
@@ -141,7 +140,7 @@ int cmd_result(int argc, char **argv)
 int cmd_export(int argc, char **argv)
 {
     nq_cmd_args_t a;
-    int rc = cmd_args_parse("export", CONN ",db,format,unique,manifest", argc, argv, &a);
+    int rc = cmd_args_parse("export", CONN ",format,unique,manifest", argc, argv, &a);
     if (rc || (rc = cmd_args_jobid("export", &a, 1)))
         return rc;
     if (a.manifest)
@@ -150,7 +149,6 @@ int cmd_export(int argc, char **argv)
     if (a.format && strcmp(a.format, "csv") && strcmp(a.format, "json"))
         return cli_usage_error("export", "--format is csv or json");
     snprintf(a.req.op, sizeof a.req.op, "export");
-    client_default_db("export", &a.client);
     uint64_t cursor = 0;
     for (int first = 1;; first = 0) {
         nq_client_reply_t rep;

@@ -56,7 +56,7 @@ static void *worker_main(void *arg)
 
 /*
  * What job creation would refuse, checked before any file is touched: a refused
- * `nq run` must leave no DB and no lock behind. jobs_create checks it all again.
+ * `nq run` must leave no DB and no lock behind. submit_create checks it all again.
  */
 static int run_check_spec(const nq_job_spec_t *s)
 {
@@ -66,7 +66,7 @@ static int run_check_spec(const nq_job_spec_t *s)
     if (s->verify_ppm > 0)
         return cli_usage_error("run", "--verify-rate needs independent workers to check each other: use nq "
                                "broker and several nq workers");
-    return jobs_check(s, err, sizeof err) == 0 ? 0 : cli_usage_error("run", "%s", err);
+    return submit_check(s, err, sizeof err) == 0 ? 0 : cli_usage_error("run", "%s", err);
 }
 
 static int path_missing(const char *path)
@@ -97,7 +97,7 @@ static int run_find_or_create(nq_store_t *st, nq_job_spec_t *spec, int fresh, ui
     nq_job_row_t row;
     *done = 0;
     if (fresh || store_job_find_same(st, spec, id) != 0)
-        return jobs_create(st, spec, id, err, sizeof err) == 0 ? 0 : cli_usage_error("run", "%s", err);
+        return submit_create(st, spec, id, err, sizeof err) == 0 ? 0 : cli_usage_error("run", "%s", err);
     if (store_job_load(st, *id, &row, err, sizeof err) != 0)
         return cli_error("run", "%s", err);   /* the job to resume holds what nq never wrote */
     if (row.state == NQ_JOB_DONE) {
@@ -175,7 +175,7 @@ static void progress_bar(const msgpack_object *job, double started, double eta_k
 }
 
 /* The job's ETA as nq status gives it, or -1. A query of the committed rows: asked once a second. */
-static double status_eta(const nq_client_opts_t *co, uint64_t id)
+static double status_eta(nq_client_opts_t *co, uint64_t id)
 {
     nq_ctl_req_t req = { .job = id };
     nq_client_reply_t rep;
@@ -244,7 +244,7 @@ static const char *run_wait(void *ctx, uint64_t id, const atomic_int *worker_end
 /* The stored answer, through the same offline path as `nq result --db`. */
 static int print_result(const char *db, uint64_t id, int json)
 {
-    nq_client_opts_t co = { .db = db };
+    nq_client_opts_t co = { .db = db, .quiet = 1 };
     nq_ctl_req_t req = { .job = id };
     nq_client_reply_t rep;
     snprintf(req.op, sizeof req.op, "result");
@@ -278,7 +278,7 @@ static void run_tidy(const char *db)
 static void print_url(nq_broker_t *b, uint64_t id)
 {
     char url[300];
-    fprintf(stderr, "nq run: watch it at %sjobs/%llu\n", broker_http_url(b, url, sizeof url),
+    fprintf(stderr, "nq run: watch it at %sjobs/%llu\n", broker_metrics_url(b, url, sizeof url),
             (unsigned long long)id);
 }
 

@@ -47,9 +47,11 @@
 
 /* Commands of the distributed system (broker/, worker/). */
 #define NQ_CLIENT_OPTS \
-    "  --broker EP        the broker's control endpoint (default $NQ_BROKER, else tcp://127.0.0.1:7556;\n" \
-    "                     where neither is named and nothing listens there, list, status, workers,\n" \
-    "                     result and export read ./nq.db, and say so)\n" \
+    "  --broker EP        the broker's control endpoint (default: the broker of --db, else $NQ_BROKER,\n" \
+    "                     else the broker of ./nq.db)\n" \
+    "  --db PATH          ask the broker of this DB (it listens on ipc://PATH.ctl); with none running,\n" \
+    "                     list, status, workers, result and export read the file. Each command says\n" \
+    "                     on stderr which broker or DB answered\n" \
     "  --key F --broker-key F   CURVE: own key pair and the broker's public key\n" \
     "  --timeout S        seconds to wait for the broker (default 10; submit 60)\n"
 #define NQ_JOB_OPTS \
@@ -92,7 +94,8 @@
       "                 [--log-format text|json] [--log-level L]\n" \
       "\n" \
       "  --bind EP          worker endpoint (default tcp://127.0.0.1:7555)\n" \
-      "  --control EP       client endpoint (default tcp://127.0.0.1:7556)\n" \
+      "  --control EP       client endpoint (default ipc://DB.ctl beside the DB, DB as an absolute path;\n" \
+      "                     a path too long for a unix socket: $XDG_RUNTIME_DIR or /tmp/nq-HASH.ctl)\n" \
       "  --db PATH          the store (default ./nq.db); restarting on it resumes every job\n" \
       "  --key F            the broker's key pair (nq keygen): CURVE on the worker endpoint\n" \
       "  --authorized-keys  the workers' allow-list: a file of public keys or a folder of *.pub\n" \
@@ -134,8 +137,7 @@
       NQ_JOB_OPTS "connection options:\n" NQ_CLIENT_OPTS }, \
     { "status", cmd_status, "progress of one job or all", \
       "usage: nq status [JOB] [--watch] [--json] [--db PATH] [connection options]\n" \
-      "  --watch            refresh every second until the job ends\n" \
-      "  --db PATH          read the DB directly (works with the broker down)\n" NQ_CLIENT_OPTS }, \
+      "  --watch            refresh every second until the job ends\n" NQ_CLIENT_OPTS }, \
     { "list", cmd_list, "every job", \
       "usage: nq list [--json] [--db PATH] [connection options]\n" NQ_CLIENT_OPTS }, \
     { "workers", cmd_workers, "workers seen, their rates and flags", \
@@ -144,9 +146,15 @@
       "usage: nq result JOB [--json] [--db PATH] [--out FILE [--format text|bin]] [--board]\n" \
       "  --out FILE         solve: write the first solution (text or bin)\n" \
       "  --board            solve: draw the board (N <= 64)\n" NQ_CLIENT_OPTS }, \
-    { "cancel", cmd_cancel, "cancel a job", "usage: nq cancel JOB [connection options]\n" NQ_CLIENT_OPTS }, \
-    { "retry", cmd_retry, "put a job's failed shards back to pending", \
-      "usage: nq retry JOB [connection options]\n" NQ_CLIENT_OPTS }, \
+    { "cancel", cmd_cancel, "cancel a job (nq retry resumes it)", \
+      "usage: nq cancel JOB [connection options]\n" \
+      "  stops handing out the job's shards; what is done stays, and nq retry JOB resumes it\n" \
+      NQ_CLIENT_OPTS }, \
+    { "retry", cmd_retry, "run a failed or cancelled job again", \
+      "usage: nq retry JOB [connection options]\n" \
+      "  puts the job's failed shards back to pending and runs it: a failed job runs its quorum\n" \
+      "  and checks again, and a cancelled one resumes where it stopped (there is no other way to\n" \
+      "  resume it). Done shards are kept; a done job is refused.\n" NQ_CLIENT_OPTS }, \
     { "export", cmd_export, "stream a job's rows", \
       "usage: nq export JOB [--format csv|json] [--unique] [--db PATH] [connection options]\n" \
       "       nq export JOB --manifest FILE --db PATH\n" \

@@ -22,14 +22,11 @@ else()
   install(FILES ${CMAKE_BINARY_DIR}/nq.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 endif()
 
-# systemd units and their settings. With prefix /usr, the config goes to /etc/nq.
-install(FILES ${NQ_DEPLOY}/systemd/nq-broker.service ${NQ_DEPLOY}/systemd/nq-worker@.service
-        DESTINATION lib/systemd/system)
-set(NQ_CONFDIR ${CMAKE_INSTALL_FULL_SYSCONFDIR}/nq)
-install(FILES ${NQ_DEPLOY}/config/broker.env ${NQ_DEPLOY}/config/worker.env
-        DESTINATION ${NQ_CONFDIR})
-# Where the units look for keys; workers/ holds the admitted workers' public keys.
-install(DIRECTORY DESTINATION ${NQ_CONFDIR}/keys/workers)
+# systemd units and their settings, for the prefix given when installing (`cmake --install build
+# --prefix ~/.local` writes only below ~/.local): deploy/install-units.cmake.
+install(CODE "set(NQ_DEPLOY \"${NQ_DEPLOY}\")\nset(NQ_DOCDIR_REL \"${CMAKE_INSTALL_DOCDIR}\")")
+install(SCRIPT ${NQ_DEPLOY}/install-units.cmake)
+set(NQ_CONFDIR /etc/nq)   # the package's (prefix /usr: check-package.cmake)
 
 # The guide and the examples for the other ways to run it.
 install(FILES ${NQ_DEPLOY}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -78,11 +78,20 @@ uint32_t feed_prefetch(uint32_t threads)
  * The shards to ask for at most (the broker budgets by work within it, dispatch.c): the threads
  * and the prefetch; a GPU worker, on top, the more of the shards that fill its device at once
  * (the engine's launches) and CREDIT_AHEAD_S of the shards it finished lately, so that a new GPU
- * worker fills its device at once and then follows its rate.
+ * worker fills its device at once and then follows its rate. Across a far link, also what it
+ * finishes in a round trip and half that again: a lease comes a round trip after the result that
+ * freed its credit, and with only the threads and the prefetch out, a one-thread worker 0.3 s
+ * away did two shards a round trip and waited out the rest (count 18 took 15-21 times as long).
+ * What it finishes is its threads' busy rate (their shards' seconds), or its rate when higher: a
+ * starved worker's rate is what the link let through, and credit grown from it grew a round trip
+ * at a time.
  */
+#define CREDIT_LINK_MARGIN 1.5
+
 uint32_t feed_credit(const nq_feed_t *f)
 {
-    double c = f->threads + f->prefetch;
+    double speed = f->busy_rate > f->rate ? f->busy_rate : f->rate;
+    double c = f->threads + f->prefetch + speed * f->rtt * CREDIT_LINK_MARGIN;
     if (f->gpu) {
         double ahead = f->rate * CREDIT_AHEAD_S;
         c += ahead > (double)f->load.fill ? ahead : (double)f->load.fill;

@@ -188,7 +188,7 @@ static void run_cpu(nq_pool_t *p, nq_wtask_t *t, void *push)
     t->on_cpu = counted;
     p->cpu_running += counted;
     /* started: the broker counts a lease stalled when its progress has not moved since it
-       was sent, and a queued task reports 0 (leases.c, peer_release_stalled) */
+       was sent, and a queued task reports 0 (peers.c, peer_release_stalled) */
     atomic_store_explicit(&t->progress, 1, memory_order_relaxed);
     pthread_mutex_unlock(&p->lock);
     task_run(t);

@@ -2,8 +2,10 @@
 #include "clock.h"
 #include "errf.h"
 #include "count.h"
+#include "link.h"
 #include "log.h"
 #include "rng.h"
+#include "resolve.h"
 #include "security.h"
 #include "wake.h"
 #include "worker_impl.h"
@@ -31,6 +33,9 @@ struct nq_worker {
     uint64_t nonce, broker_nonce;
     uint32_t hb_ms, liveness, credit;
     double last_recv, last_sent, backoff, next_connect;
+    int heard;                         /* the broker has said something on this connection */
+    nq_link_t link;                    /* the round trip, from RESULT to ACK (link.h): kept across
+                                          reconnects, since the link is the same */
     uint32_t silent_rounds;            /* connections in a row the broker never answered */
     double hello_at;                   /* when we last introduced ourselves */
     uint64_t sync, sync_echoed;        /* the broker's last sync token, and the last we echoed */
@@ -39,8 +44,10 @@ struct nq_worker {
     double rate_at;                    /* when the shard rate was last measured */
     uint64_t rate_shards;              /* results since then */
     double rate;                       /* shards a second, smoothed (0: not yet) */
+    double shard_s;                    /* a shard's seconds on its thread, smoothed (0: not yet) */
     int draining;                      /* its GPU failed: finishing what the CPU counts, taking nothing */
     char fail[256];                    /* why */
+    char refused[NQ_STR_MAX + 128];    /* the broker told us this is not its workers' endpoint */
 };
 
 /* What this worker counts with: its GPU's name, or the CPU kernel's. */
@@ -127,6 +134,7 @@ static void send_result(nq_worker_t *w, nq_wtask_t *t)
     m.u.result = t->r;
     send_msg(w, &m);
     t->sent_at = now_s();
+    t->sends++;
 }
 
 static void outbox_resend(nq_worker_t *w, double older_than)
@@ -141,6 +149,10 @@ static void outbox_ack(nq_worker_t *w, const nq_ack_t *a)
     for (nq_wtask_t **pp = &w->outbox; *pp; pp = &(*pp)->next) {
         nq_wtask_t *t = *pp;
         if (t->r.job == a->job && t->r.shard == a->shard && t->r.lease == a->lease) {
+            /* a result sent once and small: its ACK came a round trip (and a group commit, ~2 ms)
+               after it; a solution's parts took their upload time too */
+            if (t->sends == 1 && !t->cols)
+                link_sample(&w->link, now_s() - t->sent_at);
             *pp = t->next;
             task_free(t);
             return;
@@ -172,16 +184,23 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
             send_hello(w);
             outbox_resend(w, now_s());
             send_heartbeat(w);
-            char qk[NQ_LOG_QLEN];
-            nq_log(NQ_LOG_INFO, "worker.connected", "broker=%s outbox=%s kernel=%s", w->cfg.connect,
+            char qk[NQ_LOG_QLEN], qb[NQ_LOG_QLEN];
+            nq_log(NQ_LOG_INFO, "worker.connected", "broker=%s outbox=%s kernel=%s",
+                   nq_log_v(qb, sizeof qb, w->cfg.connect),
                    w->outbox ? "resent" : "empty", nq_log_qs(qk, sizeof qk, worker_kernel(w)));
-        } else if (now_s() - w->hello_at > w->hb_ms / 1000.0) {
+        } else if (now_s() - w->hello_at > w->hb_ms / 1000.0 + link_allowance(&w->link)) {
             /* Not the answer to a HELLO: the broker forgot us (we were silent past its liveness
-               window, busy or cut off) and asks who we are. At most once a heartbeat, so the two
-               sides cannot start a HELLO/WELCOME loop. */
+               window, busy or cut off) and asks who we are. At most once a heartbeat and a round
+               trip, so the two sides cannot start a HELLO/WELCOME loop (on a far link the answer
+               to our last HELLO comes a round trip later). */
             send_hello(w);
-            nq_log(NQ_LOG_INFO, "worker.reintroduced", "broker=%s", w->cfg.connect);
+            char qb[NQ_LOG_QLEN];
+            nq_log(NQ_LOG_INFO, "worker.reintroduced", "broker=%s", nq_log_v(qb, sizeof qb, w->cfg.connect));
         }
+        break;
+    case NQ_MSG_CTL_REP:                /* a broker's answer to a client: we reached its control endpoint */
+        snprintf(w->refused, sizeof w->refused, "%s: %s", w->cfg.connect,
+                 m->u.ctl_rep.error[0] ? m->u.ctl_rep.error : "not a workers' endpoint");
         break;
     case NQ_MSG_TASK: on_task(w, &m->u.task); break;
     case NQ_MSG_ACK: outbox_ack(w, &m->u.ack); break;
@@ -204,6 +223,8 @@ static void disconnect(nq_worker_t *w)
 
 static int connect_broker(nq_worker_t *w, char *err, size_t errlen)
 {
+    if (resolve_check(w->cfg.connect, err, errlen) != 0)
+        return -1;                      /* libzmq would retry it for ever without a word */
     w->sock = zmq_socket(w->ctx, ZMQ_DEALER);
     int linger = 0, ivl = 1000, ivl_max = 32000, hwm = 100000;
     int64_t maxmsg = NQ_MAX_FRAME;
@@ -216,12 +237,13 @@ static int connect_broker(nq_worker_t *w, char *err, size_t errlen)
     if (security_client_setup(w->sock, w->cfg.key_file, w->cfg.broker_key_file, err, errlen) != 0)
         return -1;
     if (w->cfg.key_file)
-        w->mon = security_monitor_new(w->ctx, w->sock, "worker");
+        w->mon = security_monitor_new(w->ctx, w->sock, SECURITY_ROLE_WORKER);
     if (zmq_connect(w->sock, w->cfg.connect) != 0) {
         return nq_errf(err, errlen, "cannot connect to %s: %s", w->cfg.connect, zmq_strerror(errno));
     }
     w->broker_nonce = 0;
     w->last_recv = now_s();
+    w->heard = 0;
     send_hello(w);
     return 0;
 }
@@ -308,6 +330,8 @@ static void collect_done(nq_worker_t *w)
         t->next = w->outbox;
         w->outbox = t;
         w->rate_shards++;
+        double s = t->r.elapsed_us / 1e6;
+        w->shard_s = w->shard_s > 0 ? 0.8 * w->shard_s + 0.2 * s : s;
     }
 }
 
@@ -323,6 +347,7 @@ static void drain_socket(nq_worker_t *w)
         nq_msg_t m;
         char err[200];
         w->last_recv = now_s();
+        w->heard = 1;
         w->backoff = 1;
         w->silent_rounds = 0;
         if (proto_decode(zmq_msg_data(&f), zmq_msg_size(&f), &m, err, sizeof err) != 0) {
@@ -353,6 +378,8 @@ static void worker_credit(nq_worker_t *w, double now)
     pool_feed(w->pool, &f);
     f.prefetch = w->cfg.prefetch;
     f.rate = w->rate;
+    f.busy_rate = w->shard_s > 0 ? w->cfg.threads / w->shard_s : 0;
+    f.rtt = w->link.srtt;
     uint32_t c = feed_credit(&f);
     if (c < w->credit * 4 / 5 || c > w->credit * 5 / 4) {
         w->credit = c;
@@ -368,22 +395,31 @@ static void tick(nq_worker_t *w, double now)
     double hb = w->hb_ms / 1000.0;
     if (!w->sock) {
         if (now >= w->next_connect) {
-            char err[256];
-            if (connect_broker(w, err, sizeof err) != 0)
-                nq_log(NQ_LOG_WARN, "worker.connect_failed", "reason=\"%s\"", err);
+            char err[512], q[NQ_LOG_QLEN];
+            if (connect_broker(w, err, sizeof err) != 0) {
+                nq_log(NQ_LOG_WARN, "worker.connect_failed", "reason=%s retry_in=%.0fs",
+                       nq_log_qs(q, sizeof q, err), w->backoff);
+                w->next_connect = now + w->backoff;
+                w->backoff = w->backoff * 2 > 32 ? 32 : w->backoff * 2;
+            }
         }
         return;
     }
-    if (now - w->last_recv > hb * w->liveness) {
+    /* A new connection's first answer takes the handshake's round trips; then the broker's
+       heartbeats come every hb however far it is, and a gap lasts the link's round trip longer. */
+    double window = link_window(&w->link, hb, w->liveness);
+    double silent = w->heard ? window : link_handshake_wait(&w->link, hb, w->liveness);
+    if (now - w->last_recv > silent) {
         double jitter = (double)rng_below(&w->rng, 1000) / 1000.0 * w->backoff * 0.25;
-        nq_log(NQ_LOG_WARN, "worker.broker_silent", "broker=%s reconnect_in=%.1fs", w->cfg.connect,
-               w->backoff + jitter);
+        char qb[NQ_LOG_QLEN];
+        nq_log(NQ_LOG_WARN, "worker.broker_silent", "broker=%s reconnect_in=%.1fs",
+               nq_log_v(qb, sizeof qb, w->cfg.connect), w->backoff + jitter);
         /* A broker with keys never answers a worker without them (CURVE never starts), so the
            worker sees silence, not a refusal: say what may be missing, once. */
         if (++w->silent_rounds == SILENT_ROUNDS_HINT && !w->cfg.key_file && !w->broker_nonce)
             nq_log(NQ_LOG_WARN, "worker.no_answer", "broker=%s rounds=%u hint=\"is the broker running "
                    "there? if it has keys, give this worker --key F and --broker-key F (nq keygen)\"",
-                   w->cfg.connect, w->silent_rounds);
+                   qb, w->silent_rounds);
         disconnect(w);
         w->next_connect = now + w->backoff + jitter;
         w->backoff = w->backoff * 2 > 32 ? 32 : w->backoff * 2;
@@ -392,7 +428,7 @@ static void tick(nq_worker_t *w, double now)
     worker_credit(w, now);
     if (now - w->last_sent >= hb || w->sync != w->sync_echoed)
         send_heartbeat(w);
-    outbox_resend(w, now - hb * w->liveness * 2);   /* an unacked result: say it again */
+    outbox_resend(w, now - 2 * window);   /* an unacked result: say it again */
 }
 
 /* Credit 0, and the tasks not started dropped: the broker takes their leases back (the next
@@ -457,8 +493,11 @@ int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
             break;
         collect_done(w);
         drain_socket(w);
-        if (w->mon && security_monitor_check(w->mon, err, errlen)) {
-            nq_log(NQ_LOG_ERROR, "worker.refused", "reason=\"%s\"", err);
+        if (w->refused[0])
+            snprintf(err, errlen, "%s", w->refused);
+        if (w->refused[0] || (w->mon && security_monitor_check(w->mon, err, errlen))) {
+            char q[NQ_LOG_QLEN];
+            nq_log(NQ_LOG_ERROR, "worker.refused", "reason=%s", nq_log_qs(q, sizeof q, err));
             return 3;
         }
         if (w->cfg.gpu && !w->draining && gpu_failed(w->cfg.gpu, err, errlen))

@@ -27,6 +27,7 @@ typedef struct nq_wtask {
     uint32_t *cols;                   /* solve: the solution (r.sol_n rows) */
     int cancelled;                    /* finished because of a CANCEL: nothing to send */
     double sent_at;                   /* outbox: last time sent */
+    uint32_t sends;                   /* ... and how often */
     double started;                   /* when it began (GPU tasks end on another thread) */
     void (*gpu_done)(void *ud, struct nq_wtask *t);   /* GPU tasks: called once it ended */
     void *gpu_ud;
@@ -69,6 +70,8 @@ typedef struct {
     double feed_s;                    /* a feeder's seconds a shard (queueing it, its host part); 0 unknown */
     nq_gpu_load_t load;               /* the engine's (gpu.h) */
     double rate;                      /* shards a second the worker finished lately; 0 unknown */
+    double busy_rate;                 /* shards a second its threads finish when none waits; 0 unknown */
+    double rtt;                       /* the broker's round trip, seconds; 0 unknown */
 } nq_feed_t;
 /* Fills f's threads, gpu, gpu_only, failed, feed_s and load from p. */
 void pool_feed(nq_pool_t *p, nq_feed_t *f);

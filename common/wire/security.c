@@ -176,18 +176,26 @@ void security_msg_key(zmq_msg_t *msg, char *out, size_t outlen)
 
 /* ---- handshake monitoring: a refused key is an error, never a silent hang ---- */
 
-typedef struct { void *sock; } monitor_t;
+typedef struct {
+    void *sock;
+    int role;                           /* SECURITY_ROLE_* */
+    int connected;                      /* a handshake succeeded once */
+} monitor_t;
 
-void *security_monitor_new(void *ctx, void *sock, const char *name)
+void *security_monitor_new(void *ctx, void *sock, int role)
 {
     char ep[128];
-    snprintf(ep, sizeof ep, "inproc://nq-monitor-%s-%p", name, sock);
-    if (zmq_socket_monitor(sock, ep, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-                                         ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) != 0)
+    int events = ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                 ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL;
+    if (role == SECURITY_ROLE_CLIENT)
+        events |= ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_HANDSHAKE_SUCCEEDED;
+    snprintf(ep, sizeof ep, "inproc://nq-monitor-%d-%p", role, sock);
+    if (zmq_socket_monitor(sock, ep, events) != 0)
         return NULL;
     monitor_t *m = calloc(1, sizeof *m);
     if (!m)
         return NULL;
+    m->role = role;
     m->sock = zmq_socket(ctx, ZMQ_PAIR);
     int linger = 0;
     zmq_setsockopt(m->sock, ZMQ_LINGER, &linger, sizeof linger);
@@ -197,6 +205,36 @@ void *security_monitor_new(void *ctx, void *sock, const char *name)
         return NULL;
     }
     return m;
+}
+
+/* What one event means for the peer we are: 1 and why when it ends our try, else 0. */
+static int monitor_event(monitor_t *m, uint16_t event, uint32_t value, char *why, size_t whylen)
+{
+    int client = m->role == SECURITY_ROLE_CLIENT;
+    switch (event) {
+    case ZMQ_EVENT_HANDSHAKE_SUCCEEDED:
+        m->connected = 1;
+        return 0;
+    case ZMQ_EVENT_HANDSHAKE_FAILED_AUTH:
+        /* One ZAP domain per endpoint: a key in the other list is refused like an unknown one. */
+        snprintf(why, whylen, "the broker refused our key (status %u): is our public key in its %s? (each "
+                 "endpoint has its own list: a worker connects to the broker's --bind with a key in its "
+                 "--authorized-keys, a client to its --control with a key in its --control-keys)", value,
+                 client ? "--control-keys" : "--authorized-keys");
+        return 1;
+    case ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL:
+    case ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL:
+        snprintf(why, whylen, "handshake with the broker failed: wrong --broker-key, keys on one side "
+                 "only, or the wrong endpoint (a worker connects to the broker's --bind, a client to its "
+                 "--control)");
+        return 1;
+    case ZMQ_EVENT_CONNECT_RETRIED:     /* only a client watches it: a worker waits for its broker */
+        snprintf(why, whylen, m->connected ? "the broker closed the connection" :
+                 "nothing accepts connections there (refused): is 'nq broker' running there?");
+        return 1;
+    default:
+        return 0;
+    }
 }
 
 int security_monitor_check(void *mon, char *why, size_t whylen)
@@ -221,16 +259,8 @@ int security_monitor_check(void *mon, char *why, size_t whylen)
         zmq_msg_init(&addr);
         zmq_msg_recv(&addr, m->sock, 0);
         zmq_msg_close(&addr);
-        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
-            snprintf(why, whylen, "the broker refused our key (status %u): is our public key in its "
-                     "--authorized-keys?", value);
+        if (monitor_event(m, event, value, why, whylen))
             return 1;
-        }
-        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) {
-            snprintf(why, whylen, "handshake with the broker failed: wrong --broker-key, or the broker "
-                     "does (not) use keys");
-            return 1;
-        }
     }
 }
 

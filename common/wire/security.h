@@ -44,9 +44,13 @@ void security_msg_key(zmq_msg_t *msg, char *out, size_t outlen);
 /*
  * Watches a connecting socket's handshake: returns a monitor to poll with
  * security_monitor_check, which gives 1 and a reason once the peer refused us
- * (wrong broker key, key not allowed), 0 otherwise.
+ * (wrong broker key, key not allowed, keys on one side only), 0 otherwise. A
+ * client also fails at once when nothing accepts its connection (a worker
+ * waits for its broker, which may start later).
  */
-void *security_monitor_new(void *ctx, void *sock, const char *name);
+#define SECURITY_ROLE_WORKER 0
+#define SECURITY_ROLE_CLIENT 1
+void *security_monitor_new(void *ctx, void *sock, int role);
 int security_monitor_check(void *mon, char *why, size_t whylen);
 void security_monitor_destroy(void **mon);
 

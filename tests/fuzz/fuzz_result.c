@@ -36,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(copy, data + 9, r.payload_len);
     r.payload = copy;
     char why[200] = "";
-    int rc = results_check_enumerate(&r, n, why, sizeof why);
+    int rc = result_check_enumerate(&r, n, why, sizeof why);
     if (rc != 0 && why[0] == '\0') {
         fprintf(stderr, "fuzz_result: refused without a reason\n");
         abort();

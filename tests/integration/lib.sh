@@ -140,7 +140,7 @@ job_done() { [ "$(job_field "$1" state)" = done ]; }
 sql() { sqlite3 -readonly "$1" "$2"; }
 
 # need_wire_python: sets PY to a python3 that has zmq and msgpack (Debian's python3-zmq and
-# python3-msgpack, which deploy/install-deps.sh installs; a pyenv python3 earlier on PATH lacks
+# python3-msgpack, which tests/install-deps.sh installs; a pyenv python3 earlier on PATH lacks
 # them). Hostile-peer tests cannot run without one, and a missing one is a failure, not a skip.
 need_wire_python() {
     local p
@@ -148,5 +148,5 @@ need_wire_python() {
     for p in python3 /usr/bin/python3; do
         "$p" -c 'import zmq, msgpack' 2>/dev/null && { PY=$p; return 0; }
     done
-    fail "no python3 with zmq and msgpack: run deploy/install-deps.sh"
+    fail "no python3 with zmq and msgpack: run tests/install-deps.sh"
 }

@@ -4,7 +4,7 @@
 # need_chromium: sets CHROME, or skips the test when no Chromium can run here.
 need_chromium() {
     CHROME=$(command -v chromium || command -v chromium-browser || command -v google-chrome || true)
-    [ -n "$CHROME" ] || { echo "skipped: chromium is not installed (deploy/install-deps.sh installs it)"; exit 77; }
+    [ -n "$CHROME" ] || { echo "skipped: chromium is not installed (tests/install-deps.sh installs it)"; exit 77; }
     chrome --dump-dom "data:text/html,<p id=alive>x</p>" >"$T/chrome-probe.html" 2>/dev/null
     grep -q 'id="alive"' "$T/chrome-probe.html" || {
         echo "skipped: chromium cannot run here: $(tail -3 "$T/chrome.err" 2>/dev/null)"; exit 77; }

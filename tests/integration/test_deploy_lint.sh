@@ -1,8 +1,8 @@
 #!/bin/bash
 # Static checks of everything under deploy/: YAML parses, the shell scripts
-# are clean for ShellCheck, systemd units pass 'systemd-analyze verify' (with /usr/bin/nq
-# pointed at the built binary), the Dockerfile's stages are well-formed, the
-# man page renders without warnings. A missing tool skips its part, loudly.
+# are clean for ShellCheck, systemd units (the templates, filled in as for prefix /usr, with
+# ExecStart pointed at the built binary) pass 'systemd-analyze verify', the Dockerfile's
+# stages are well-formed, the man page renders without warnings. A missing tool skips its part, loudly.
 set -u
 SRC=${NQ_SOURCE_DIR:?NQ_SOURCE_DIR not set}
 D=$SRC/deploy
@@ -49,8 +49,10 @@ if command -v systemd-analyze >/dev/null; then
     # verify checks that ExecStart's program exists: use the built nq, or /bin/true.
     exe=${NQ:-/bin/true}
     [[ -x $exe ]] || exe=/bin/true
-    sed "s#/usr/bin/nq#$exe#" "$D/systemd/nq-broker.service" > "$tmp/nq-broker.service"
-    sed "s#/usr/bin/nq#$exe#" "$D/systemd/nq-worker@.service" > "$tmp/nq-worker@.service"
+    # the templates as `cmake --install --prefix /usr` fills them, but with that nq
+    unit() { sed "s#@NQ_BINDIR@/nq#$exe#; s#@NQ_CONFDIR@#/etc/nq#g; s#@NQ_DOCDIR@#/usr/share/doc/nq#" "$1"; }
+    unit "$D/systemd/nq-broker.service.in" > "$tmp/nq-broker.service"
+    unit "$D/systemd/nq-worker@.service.in" > "$tmp/nq-worker@.service"
     cp "$tmp/nq-worker@.service" "$tmp/nq-worker@broker.example.org.service"
     out=$(cd "$tmp" && systemd-analyze verify --man=no ./nq-broker.service \
           ./nq-worker@.service ./nq-worker@broker.example.org.service 2>&1)
@@ -66,13 +68,13 @@ if command -v systemd-analyze >/dev/null; then
 else
     skip "systemd units: systemd-analyze not installed"
 fi
-for u in "$D"/systemd/*.service; do
+for u in "$D"/systemd/*.service.in; do
     for key in DynamicUser=yes ProtectSystem=strict ProtectHome=yes NoNewPrivileges=yes \
-               PrivateTmp=yes Restart=on-failure KillSignal=SIGTERM TimeoutStopSec= EnvironmentFile=/etc/nq/; do
+               PrivateTmp=yes Restart=on-failure KillSignal=SIGTERM TimeoutStopSec= EnvironmentFile=@NQ_CONFDIR@/ ExecStart=@NQ_BINDIR@/nq; do
         grep -q "^$key" "$u" || fail "$u lacks $key"
     done
 done
-grep -q '^StateDirectory=nq$' "$D/systemd/nq-broker.service" || fail "broker unit lacks StateDirectory=nq"
+grep -q '^StateDirectory=nq$' "$D/systemd/nq-broker.service.in" || fail "broker unit lacks StateDirectory=nq"
 
 # ---- Dockerfile: named stages, FROM first, the run stage copies from the build stage ----
 df=$D/container/Dockerfile

@@ -62,5 +62,5 @@ kill -TERM "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
 "$NQ" result "$id" --db d.db --json | json_get total | grep -qx "$(oeis_total 13)" || fail "offline result"
 "$NQ" list --db d.db | grep -q count || fail "offline list"
 "$NQ" status "$id" --timeout 1 2>err.txt; [ $? = 3 ] || fail "status with the broker down should exit 3"
-grep -q "no answer" err.txt || fail "broker-down message: $(cat err.txt)"
+grep -q "nothing accepts connections there" err.txt || fail "broker-down message: $(cat err.txt)"
 ok "offline reads with --db while the broker is down; clear error without it"

@@ -9,7 +9,7 @@
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
 for tool in prometheus promtool curl python3; do
-    command -v "$tool" >/dev/null || { echo "skipped: $tool is not installed (deploy/install-deps.sh)"; exit 77; }
+    command -v "$tool" >/dev/null || { echo "skipped: $tool is not installed (tests/install-deps.sh)"; exit 77; }
 done
 
 # --liveness 50 (10 s of silence, not lib.sh's 0.6 s): this test compares nq_results_total with the

@@ -3,7 +3,7 @@
 # the series that should fire it and stays quiet on healthy ones), every alert has a test,
 # the scrape configs pass `promtool check config`, and the Grafana files parse.
 . "$(dirname "$0")/lib.sh"
-command -v promtool >/dev/null || { echo "skipped: promtool is not installed (deploy/install-deps.sh)"; exit 77; }
+command -v promtool >/dev/null || { echo "skipped: promtool is not installed (tests/install-deps.sh)"; exit 77; }
 D=$SRC/deploy
 cd "$D/prometheus" || fail "no deploy/prometheus"
 promtool check rules nq-alerts.yml >"$T/check.txt" 2>&1 || fail "promtool check rules: $(cat "$T/check.txt")"

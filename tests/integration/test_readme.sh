@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # A newcomer's first hour, literally: the README's code blocks for one machine, run as written,
-# line by line, on a copy of this source tree with no build in it, as a user whose shell has no
-# nq: the main command (install, Release build, count N=18), the step that puts nq on the PATH,
-# "One machine" and "Results". Any line that fails fails the test. The README's test command is
+# line by line, on a fresh copy of this tree's tracked files (what a clone holds: no build, and no
+# copy.db or other file a user's own run of the README left in the checkout), as a non-root user
+# whose shell has no nq (root runs them as nobody; without setpriv it skips): the main command
+# (install, Release build, count N=18), the step that puts nq on the PATH, "One machine" and
+# "Results". So an install step that writes outside its prefix fails here, and the suite never
+# writes outside its temporary folders. Any line that fails fails the test. The README's test command is
 # not run (it is this suite) but must be what .ci/run calls, and it must leave build/ alone:
 # tests/run.sh is run with cmake and ctest stubbed to see which folders it would build in.
 # It runs in a network namespace of its own where it can (root): the commands that find no broker
@@ -40,11 +43,24 @@ grep -v 'tests/run.sh' fresh.sh >first.sh           # the suite itself is not ru
 [ "$(grep -c '^nq ' machine.sh)" -ge 10 ] || fail "the README's one-machine blocks are short: $(cat machine.sh)"
 ok "README: the main command, the install step, $(grep -c '^nq ' machine.sh) one-machine lines; its test command is .ci/run's"
 
-# ---- a fresh tree, a user without nq ----
+# ---- a fresh tree, a non-root user without nq ----
+AS_USER=()
+if [ "$(id -u)" = 0 ]; then
+    command -v setpriv >/dev/null && id nobody >/dev/null 2>&1 || {
+        echo "skipped: root, and no setpriv or no user nobody to run the README as a user"; exit 77; }
+    AS_USER=(setpriv --reuid="$(id -u nobody)" --regid="$(id -g nobody)" --clear-groups)
+fi
+files=$(git -C "$SRC" ls-files -z 2>/dev/null | tr '\0' '\n' | wc -l)
+[ "$files" -gt 0 ] || { echo "skipped: $SRC is not a git checkout: which files a clone holds is unknown"; exit 77; }
 mkdir src home
-tar -C "$SRC" --exclude='./build*' --exclude=./.git --exclude=./Testing --exclude='./.gpu*' \
-    --exclude='./nq.db*' -cf - . | tar -C src -xf - || fail "cannot copy the source tree"
+# tracked files as they are in the working tree (one deleted there is left out)
+git -C "$SRC" ls-files -z | (cd "$SRC" && tar --null --ignore-failed-read -T - -cf - 2>/dev/null) |
+    tar -C src -xf - || fail "cannot copy the tracked files"
 [ ! -e src/build ] || fail "the copy has a build/"
+if [ ${#AS_USER[@]} -gt 0 ]; then
+    chmod 755 "$T" && chown -R nobody: src home || fail "cannot hand the copy to nobody"
+fi
+"${AS_USER[@]}" touch src/.writable 2>/dev/null && rm src/.writable || fail "the README's user cannot write the copy"
 export HOME=$T/home
 # No nq that the README did not install: a PATH folder that holds one (an installed package's
 # /usr/bin, where grep lives too) is replaced by a folder of links to everything else in it.
@@ -80,7 +96,7 @@ as_script() {
 # run FILE LOG: FILE's lines in the fresh tree.
 run() {
     as_script "$1" >"$1.run"
-    (cd src && bash "$T/$1.run") >"$2" 2>&1 || fail "$(grep 'README line failed' "$2"): $(grep '^\$ ' "$2" | tail -1); its output: $(tail -15 "$2")"
+    (cd src && "${AS_USER[@]}" bash "$T/$1.run") >"$2" 2>&1 || fail "$(grep 'README line failed' "$2"): $(grep '^\$ ' "$2" | tail -1); its output: $(tail -15 "$2")"
 }
 echo 'command -v nq >"$HOME/which.txt"' >>first.sh
 run first.sh first.log
@@ -88,7 +104,8 @@ run first.sh first.log
 grep -q "N=18: $(grouped "$(oeis_total 18)") solutions, $(grouped "$(oeis_unique 18)") unique" first.log ||
     fail "the main command's count of N=18: $(grep N=18 first.log)"
 export PATH="$HOME/.local/bin:$PATH"
-ok "the main command built build/ and counted N=18 exactly; the install step put nq at $(cat home/which.txt)"
+ok "as $("${AS_USER[@]}" id -un): the main command built build/ and counted N=18 exactly;" \
+   "the install step put nq at $(cat home/which.txt)"
 
 run machine.sh machine.log
 grep -q "nq run: job 1 was done before" machine.log || fail "the second count did not say its answer was stored"

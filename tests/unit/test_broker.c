@@ -38,7 +38,7 @@ static uint64_t make_job(int n)
     T_CHECK(st != NULL);
     nq_job_spec_t spec = { .kind = NQ_KIND_COUNT, .n = (uint64_t)n, .max_attempts = 5, .quorum = 1 };
     uint64_t id = 0;
-    T_CHECK(jobs_create(st, &spec, &id, err, sizeof err) == 0);
+    T_CHECK(submit_create(st, &spec, &id, err, sizeof err) == 0);
     store_destroy(&st);
     return id;
 }

@@ -14,12 +14,12 @@ T_TEST(test_enumerate_total_that_wraps)
     memset(payload, 0x12, 4);
     nq_result_t r = { .kind = NQ_KIND_ENUMERATE, .total = (1ull << 62) + 1, .payload = payload, .payload_len = 4 };
     char why[200] = "";
-    T_CHECK(results_check_enumerate(&r, 8, why, sizeof why) == -1);
+    T_CHECK(result_check_enumerate(&r, 8, why, sizeof why) == -1);
     T_CHECK(strstr(why, "payload") != NULL);
     r.total = UINT64_MAX;
-    T_CHECK(results_check_enumerate(&r, 8, why, sizeof why) == -1);
+    T_CHECK(result_check_enumerate(&r, 8, why, sizeof why) == -1);
     r.total = 0;
-    T_CHECK(results_check_enumerate(&r, 8, why, sizeof why) == -1);   /* bytes for no solution */
+    T_CHECK(result_check_enumerate(&r, 8, why, sizeof why) == -1);   /* bytes for no solution */
     free(payload);
 }
 
@@ -31,20 +31,20 @@ T_TEST(test_enumerate_payloads)
     enumerate_pack(sol8, 8, packed);
     nq_result_t r = { .kind = NQ_KIND_ENUMERATE, .total = 1, .payload = packed, .payload_len = 4 };
     char why[200] = "";
-    T_CHECK(results_check_enumerate(&r, 8, why, sizeof why) == 0);
+    T_CHECK(result_check_enumerate(&r, 8, why, sizeof why) == 0);
     uint8_t twice[8];
     memcpy(twice, packed, 4);
     memcpy(twice + 4, packed, 4);
     r.payload = twice;
     r.payload_len = 8;
     r.total = 2;
-    T_CHECK(results_check_enumerate(&r, 8, why, sizeof why) == -1);   /* not strictly increasing */
+    T_CHECK(result_check_enumerate(&r, 8, why, sizeof why) == -1);   /* not strictly increasing */
     packed[0] ^= 0x11;
     r.payload = packed;
     r.payload_len = 4;
     r.total = 1;
-    T_CHECK(results_check_enumerate(&r, 8, why, sizeof why) == -1);   /* not a solution */
-    T_CHECK(results_check_enumerate(&r, 17, why, sizeof why) == -1);  /* no such board */
+    T_CHECK(result_check_enumerate(&r, 8, why, sizeof why) == -1);   /* not a solution */
+    T_CHECK(result_check_enumerate(&r, 17, why, sizeof why) == -1);  /* no such board */
 }
 
 T_RUN_ALL()

@@ -65,25 +65,25 @@ T_TEST(test_submit_refuses_what_the_method_refuses)
     uint64_t id = 0;
     T_EQ_U64(solver_check(&nq_solver_divide, 8, want, sizeof want), (uint64_t)-1);
     nq_job_spec_t s = solve_spec(8, "divide", 10);
-    T_EQ_U64(jobs_create(st, &s, &id, err, sizeof err), (uint64_t)-1);
+    T_EQ_U64(submit_create(st, &s, &id, err, sizeof err), (uint64_t)-1);
     T_EQ_STR(err, want);
     fprintf(stderr, "  solve 8 --algo divide: %s\n", err);
     /* a study: every method is asked, the refusing one's message wins */
     s = solve_spec(8, "qs4,construct,divide", 10);
     err[0] = 0;
-    T_EQ_U64(jobs_create(st, &s, &id, err, sizeof err), (uint64_t)-1);
+    T_EQ_U64(submit_create(st, &s, &id, err, sizeof err), (uint64_t)-1);
     T_EQ_STR(err, want);
     /* out of a method's range: solve_run's words too */
     s = solve_spec(2000000, "minconflicts", 1);
-    T_EQ_U64(jobs_create(st, &s, &id, err, sizeof err), (uint64_t)-1);
+    T_EQ_U64(submit_create(st, &s, &id, err, sizeof err), (uint64_t)-1);
     T_CHECK(strstr(err, "minconflicts solves 4 <= N <= 1000000") != NULL);
     T_EQ_U64(rows(st, "SELECT COUNT(*) FROM jobs"), 0);
     T_EQ_U64(rows(st, "SELECT coalesce(SUM(shards_total), 0) FROM jobs"), 0);
     /* what the methods do solve goes through */
     s = solve_spec(8, "qs4,construct", 10);
-    T_EQ_U64(jobs_create(st, &s, &id, err, sizeof err), 0);
+    T_EQ_U64(submit_create(st, &s, &id, err, sizeof err), 0);
     s = solve_spec(10, "divide", 3);
-    T_EQ_U64(jobs_create(st, &s, &id, err, sizeof err), 0);
+    T_EQ_U64(submit_create(st, &s, &id, err, sizeof err), 0);
     T_EQ_U64(rows(st, "SELECT coalesce(SUM(shards_total), 0) FROM jobs"), 23);
     drop_store(&st);
 }
@@ -96,7 +96,7 @@ T_TEST(test_job_shard_cap)
     uint64_t id = 0;
     nq_shard_caps_t caps = { .max_job_shards = 1000 };
     nq_job_spec_t s = solve_spec(50, "qs4,qs1", 501);           /* 1002 shards */
-    T_EQ_U64(jobs_create_capped(st, &s, &caps, &id, err, sizeof err), (uint64_t)-1);
+    T_EQ_U64(submit_create_capped(st, &s, &caps, &id, err, sizeof err), (uint64_t)-1);
     fprintf(stderr, "  %s\n", err);
     T_CHECK(strstr(err, "1002 shards") != NULL);
     T_CHECK(strstr(err, "cap of 1000 shards per job") != NULL);
@@ -104,16 +104,16 @@ T_TEST(test_job_shard_cap)
     /* a count job is capped the same way (count 12 at depth 3: more than 100 shards) */
     nq_shard_caps_t small = { .max_job_shards = 100 };
     nq_job_spec_t c = { .kind = NQ_KIND_COUNT, .n = 12, .depth = 3, .max_attempts = 5, .quorum = 1 };
-    T_EQ_U64(jobs_create_capped(st, &c, &small, &id, err, sizeof err), (uint64_t)-1);
+    T_EQ_U64(submit_create_capped(st, &c, &small, &id, err, sizeof err), (uint64_t)-1);
     T_CHECK(strstr(err, "cap of 100 shards per job") != NULL);
     T_EQ_U64(rows(st, "SELECT COUNT(*) FROM jobs"), 0);
     T_EQ_U64(rows(st, "SELECT coalesce(SUM(shards_total), 0) FROM jobs"), 0);
     s = solve_spec(50, "qs4,qs1", 500);                           /* exactly the cap */
-    T_EQ_U64(jobs_create_capped(st, &s, &caps, &id, err, sizeof err), 0);
+    T_EQ_U64(submit_create_capped(st, &s, &caps, &id, err, sizeof err), 0);
     T_EQ_U64(rows(st, "SELECT coalesce(SUM(shards_total), 0) FROM jobs"), 1000);
-    /* the defaults: `nq run` (jobs_create) says where the cap can be raised */
+    /* the defaults: `nq run` (submit_create) says where the cap can be raised */
     s = solve_spec(50, "qs4", NQ_DEFAULT_MAX_JOB_SHARDS + 1);
-    T_EQ_U64(jobs_create(st, &s, &id, err, sizeof err), (uint64_t)-1);
+    T_EQ_U64(submit_create(st, &s, &id, err, sizeof err), (uint64_t)-1);
     T_CHECK(strstr(err, "cap of 20000000 shards per job") != NULL);
     T_CHECK(strstr(err, "--max-job-shards") != NULL);
     T_EQ_U64(rows(st, "SELECT COUNT(*) FROM jobs"), 1);
@@ -128,9 +128,9 @@ T_TEST(test_store_shard_cap)
     uint64_t a = 0, id = 0;
     nq_shard_caps_t caps = { .max_store_shards = 1500 };
     nq_job_spec_t s = solve_spec(40, "qs4", 1000);
-    T_EQ_U64(jobs_create_capped(st, &s, &caps, &a, err, sizeof err), 0);
+    T_EQ_U64(submit_create_capped(st, &s, &caps, &a, err, sizeof err), 0);
     s = solve_spec(40, "qs4", 501);
-    T_EQ_U64(jobs_create_capped(st, &s, &caps, &id, err, sizeof err), (uint64_t)-1);
+    T_EQ_U64(submit_create_capped(st, &s, &caps, &id, err, sizeof err), (uint64_t)-1);
     fprintf(stderr, "  %s\n", err);
     T_CHECK(strstr(err, "501 shards and the 1000 shards of the active jobs") != NULL);
     T_CHECK(strstr(err, "cap of 1500 shards over active jobs") != NULL);
@@ -138,13 +138,13 @@ T_TEST(test_store_shard_cap)
     T_EQ_U64(rows(st, "SELECT COUNT(*) FROM jobs"), 1);
     T_EQ_U64(rows(st, "SELECT coalesce(SUM(shards_total), 0) FROM jobs"), 1000);
     s = solve_spec(40, "qs4", 500);
-    T_EQ_U64(jobs_create_capped(st, &s, &caps, &id, err, sizeof err), 0);
+    T_EQ_U64(submit_create_capped(st, &s, &caps, &id, err, sizeof err), 0);
     /* full; the first job ends (cancelled): its shards no longer count */
     s = solve_spec(40, "qs4", 1);
-    T_EQ_U64(jobs_create_capped(st, &s, &caps, &id, err, sizeof err), (uint64_t)-1);
+    T_EQ_U64(submit_create_capped(st, &s, &caps, &id, err, sizeof err), (uint64_t)-1);
     T_EQ_U64(store_job_set_state(st, a, NQ_JOB_CANCELLED), 0);
     s = solve_spec(40, "qs4", 1000);
-    T_EQ_U64(jobs_create_capped(st, &s, &caps, &id, err, sizeof err), 0);
+    T_EQ_U64(submit_create_capped(st, &s, &caps, &id, err, sizeof err), 0);
     drop_store(&st);
 }
 
@@ -218,10 +218,10 @@ T_TEST(test_solution_size_before_load)
     char err[512];
     uint64_t big = 0, small = 0, n = 0;
     nq_job_spec_t s = solve_spec(20000000, "construct", 1);
-    T_EQ_U64(jobs_create(st, &s, &big, err, sizeof err), 0);
+    T_EQ_U64(submit_create(st, &s, &big, err, sizeof err), 0);
     add_solution(st, big, "aa", 20000000, NULL, 0, "not-there.sol", 1.0);
     s = solve_spec(8, "construct", 1);
-    T_EQ_U64(jobs_create(st, &s, &small, err, sizeof err), 0);
+    T_EQ_U64(submit_create(st, &s, &small, err, sizeof err), 0);
     static const uint8_t eight[32] = { 1, 0, 0, 0, 3, 0, 0, 0, 5, 0, 0, 0, 7, 0, 0, 0,
                                        2, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0, 4, 0, 0, 0 };
     add_solution(st, small, "bb", 8, eight, sizeof eight, NULL, 2.0);

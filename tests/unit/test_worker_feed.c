@@ -27,6 +27,26 @@ static nq_feed_t gpu_feed(uint32_t threads)
     return f;
 }
 
+/* Across a far link a worker asks for what it finishes in a round trip and half that again, at its
+   threads' busy rate (a starved worker's rate is only what the link let through). */
+T_TEST(test_feed_credit_covers_the_round_trip)
+{
+    nq_feed_t f;
+    memset(&f, 0, sizeof f);
+    f.threads = 1;
+    f.prefetch = 1;
+    T_EQ_U64(feed_credit(&f), 2);               /* nothing measured: the threads and the prefetch */
+    f.rate = 6.7;                               /* starved: two shards a 0.3 s round trip */
+    f.busy_rate = 200;                          /* its thread does a shard in 5 ms */
+    f.rtt = 0.3;
+    T_EQ_U64(feed_credit(&f), 2 + 90);          /* 200 a second x 0.3 s x 1.5 */
+    f.rtt = 0.0002;                             /* the same worker on a LAN */
+    T_EQ_U64(feed_credit(&f), 2);
+    f.rtt = 2.0;
+    f.busy_rate = 1e6;
+    T_EQ_U64(feed_credit(&f), NQ_CREDIT_MAX);
+}
+
 T_TEST(test_feed_cpu_worker_counts_on_every_thread)
 {
     nq_feed_t f;
