@@ -331,8 +331,7 @@ static void peer_restarted(nq_broker_t *b, nq_peer_t *p)
     store_worker_forget_idle(b->store, p->hello.worker_id);
 }
 
-static void on_hello(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h, int version,
-                     const char *key)
+static void on_hello(nq_broker_t *b, const void *rid, size_t len, const nq_hello_t *h, const char *key)
 {
     nq_peer_t *p = peers_find(b, rid, len);
     if (p && strcmp(p->pubkey, key) != 0) {   /* another key on this routing id: not this peer */
@@ -350,7 +349,6 @@ static void on_hello(nq_broker_t *b, const void *rid, size_t len, const nq_hello
     else if (!(p = peers_add(b, rid, len, h)))
         return;
     peers_identify(b, p, h, key);
-    p->version = (uint8_t)version;      /* from 4 it understands a CANCEL of one lease */
     store_worker_seen(b->store, h->worker_id, h->host, p->pubkey[0] ? p->pubkey : NULL, h->threads);
     char qhost[NQ_LOG_QLEN], qbuild[NQ_LOG_QLEN];  /* free text from the wire: one quoted token each */
     nq_log(NQ_LOG_INFO, "worker.join", "worker=%s host=%s threads=%u build=%s", h->worker_id,
@@ -391,7 +389,7 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
         return;
     }
     if (m->type == NQ_MSG_HELLO) {
-        on_hello(b, rid, len, &m->u.hello, m->version, key);
+        on_hello(b, rid, len, &m->u.hello, key);
         return;
     }
     nq_peer_t *p = peers_find(b, rid, len);
@@ -422,6 +420,22 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
         peer_misbehaved(b, p, "unexpected message type");
         break;
     }
+}
+
+/* A frame in another protocol version from a sender that is not a peer (yet): it is answered in
+   ours, so that its own decoder says what is wrong ("wrong version: run the same nq release ...")
+   instead of the broker looking dead to it. A worker gets what any unknown sender gets (a
+   WELCOME, asking for a HELLO), a client a refusal that says the same in its error text. */
+static void answer_wrong_version(nq_broker_t *b, void *sock, zmq_msg_t *rid)
+{
+    if (sock == b->workers_sock) {
+        ask_hello(b, zmq_msg_data(rid), zmq_msg_size(rid));
+        return;
+    }
+    char err[160];
+    snprintf(err, sizeof err, "this broker speaks protocol %d only: run the same nq release on the broker, "
+             "its workers and its clients", NQ_PROTO_VERSION);
+    outbox_reply(b, zmq_msg_data(rid), zmq_msg_size(rid), NQ_EXIT_ERROR, err, NULL);
 }
 
 /* A decoded message from one of the two endpoints: rid is the sender, frame its bytes. */
@@ -455,8 +469,9 @@ static void drain(nq_broker_t *b, void *sock, int max, const char *from, on_msg_
         int rc = recv_routed(sock, &rid, &frame);
         char err[200];
         nq_msg_t m;
-        if (rc > 0 || (rc == 0 && proto_decode(zmq_msg_data(&frame), zmq_msg_size(&frame), &m, err,
-                                               sizeof err) != 0)) {
+        int bad = rc == 0 ? proto_decode(zmq_msg_data(&frame), zmq_msg_size(&frame), &m, err, sizeof err)
+                          : 0;
+        if (rc > 0 || bad != 0) {
             nq_peer_t *p = sock == b->workers_sock ? peers_find(b, zmq_msg_data(&rid), zmq_msg_size(&rid)) : NULL;
             if (p && peer_quarantined(b, p)) {
                 peer_dropped_frame(b, p);
@@ -464,6 +479,8 @@ static void drain(nq_broker_t *b, void *sock, int max, const char *from, on_msg_
                 bad_message(b, from, rc > 0 ? "wrong number of frames" : err);
                 if (p)
                     peer_misbehaved(b, p, "malformed frame");
+                else if (bad == NQ_PROTO_WRONG_VERSION)
+                    answer_wrong_version(b, sock, &rid);
             }
         } else if (rc == 0) {
             on_msg(b, &rid, &frame, &m);

@@ -171,7 +171,6 @@ struct nq_peer {
     double last_recv, last_sent;       /* monotonic seconds */
     nq_lease_t *leases;
     uint64_t nodes_done;               /* for nodes/s */
-    uint8_t version;                   /* the protocol version of its HELLO: per-lease CANCEL from 4 */
     /* How fast it counts, in the shards' cost units a second (leases.c, results.c), so that GPU and
        CPU workers, whose node counts differ, compare: rate, all it does, from its results and its
        heartbeats' progress; lane, on one shard, from its results' elapsed times. 0: not measured
@@ -473,7 +472,7 @@ void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb);
 void leases_remove(nq_broker_t *b, nq_lease_t *l);
 /* Sets what l's shard costs (cost units), for its job's work left and its holder's budget. */
 void leases_price(nq_broker_t *b, nq_lease_t *l, double cost);
-/* Tells l's holder to stop it (a per-lease CANCEL, from protocol 4) and forgets it: nothing
+/* Tells l's holder to stop it (a per-lease CANCEL) and forgets it: nothing
    charged, nothing back to pending (its twin decided, or the job ended). */
 void leases_cancel(nq_broker_t *b, nq_lease_t *l, const char *why);
 /* The shard goes back to pending (or FAILED when it used up its attempts); its job is due. */

@@ -260,8 +260,8 @@ static void tail_refresh(nq_broker_t *b)
 /* Sends p a copy of the lease that would finish last, when p would finish it sooner: 1 sent. */
 static int tail_copy(nq_broker_t *b, nq_peer_t *p)
 {
-    if (p->version < 4 || p->lane <= 0 || sched_plain())
-        return 0;                       /* it could not be told to stop; or its speed is not known */
+    if (p->lane <= 0 || sched_plain())
+        return 0;                       /* its speed is not known */
     tail_refresh(b);
     for (size_t i = 0; i < b->ntail; i++) {
         nq_lease_t *l = leases_find(b, b->tail[i].lease);

@@ -117,8 +117,7 @@ void leases_remove(nq_broker_t *b, nq_lease_t *l)
 void leases_cancel(nq_broker_t *b, nq_lease_t *l, const char *why)
 {
     nq_peer_t *p = l->peer;
-    if (p && p->version >= 4) {         /* an older worker cannot stop one lease: it finishes it, and
-                                           its result is compared with the decided one */
+    if (p) {
         nq_msg_t m = { .type = NQ_MSG_CANCEL };
         m.u.cancel.job = l->job;
         m.u.cancel.lease = l->id;
