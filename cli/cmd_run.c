@@ -113,11 +113,24 @@ static int run_find_or_create(nq_store_t *st, nq_job_spec_t *spec, int fresh, ui
     return 0;
 }
 
-/* Finds the job this command means (resume) or creates it, holding the DB's lock. */
-static int run_prepare(const char *db, nq_job_spec_t *spec, int fresh, uint64_t *id, int *done)
+/* The DB this command created, taken away again when its embedded broker could not start (a busy
+   --http port), under the DB's lock like run_prepare. */
+static void run_unmake_locked(const char *db)
 {
     char err[512];
-    int db_was_new = path_missing(db), lock_was_new;
+    int lock_was_new, lock = broker_db_lock(db, &lock_was_new, err, sizeof err);
+    if (lock < 0)
+        return;                         /* another nq took it meanwhile: it is theirs now */
+    run_unmake(db);
+    broker_db_unlock(lock, db, lock_was_new);
+}
+
+/* Finds the job this command means (resume) or creates it, holding the DB's lock; *db_new: the DB
+   did not exist before. */
+static int run_prepare(const char *db, nq_job_spec_t *spec, int fresh, uint64_t *id, int *done, int *db_new)
+{
+    char err[512];
+    int db_was_new = *db_new = path_missing(db), lock_was_new;
     int lock = broker_db_lock(db, &lock_was_new, err, sizeof err);   /* no job in a DB a broker owns */
     if (lock < 0)
         return cli_error("run", "%s", err);
@@ -305,6 +318,7 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
         zmq_ctx_term(ctx);
         if (atomic_load(&nq_stop))
             return 0;                   /* *state stays "": reported as interrupted */
+        *state = "unstarted";
         return cli_error("run", "%s", err);
     }
     nq_worker_cfg_t wc;
@@ -371,13 +385,13 @@ int cmd_run(int argc, char **argv)
     if ((rc = cli_http_options("run", "--http", a.http, a.http_token_file, token, sizeof token)))
         return rc;
     uint64_t id;
-    int done = 0;
+    int done = 0, db_new = 0;
     nq_gpu_t *gpus[NQ_GPU_MAX_DEVICES];
     uint32_t ngpu = 0;
     /* the devices before the DB: a run that cannot count on them leaves nothing behind */
     if (a.gpu && (rc = cli_gpu_open("run", &a.gpu_sel, a.gpu_kernel, gpus, &ngpu)))
         return rc < 0 ? NQ_EXIT_OK : rc;
-    if ((rc = run_prepare(db, &spec, a.fresh, &id, &done))) {
+    if ((rc = run_prepare(db, &spec, a.fresh, &id, &done, &db_new))) {
         cli_gpu_close(gpus, ngpu);
         return rc;
     }
@@ -386,6 +400,8 @@ int cmd_run(int argc, char **argv)
         signals_install();
         rc = run_embedded(db, id, &a, token, gpus, ngpu, &state);
         cli_gpu_close(gpus, ngpu);
+        if (rc && db_new && strcmp(state, "unstarted") == 0)
+            run_unmake_locked(db);      /* a command that fails leaves no output file */
         if (rc)
             return rc;
         if (!state[0]) {

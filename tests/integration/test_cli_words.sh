@@ -58,7 +58,10 @@ wait_for 10 test -e bound || fail "could not hold a port"
 "$NQ" broker --db busy.db --bind "tcp://127.0.0.1:$port" >out 2>&1; rc=$?
 [ $rc = 3 ] && grep -q "already in use" out || fail "a busy port: exit $rc: $(cat out)"
 ls busy.db* >/dev/null 2>&1 && fail "a broker that could not bind left $(ls busy.db*)"
-ok "a busy port: exit 3, no DB left behind"
+"$NQ" run count 8 --db run.db --http "127.0.0.1:$port" >out 2>&1; rc=$?
+[ $rc = 3 ] && grep -q "already in use" out || fail "nq run on a busy --http port: exit $rc: $(cat out)"
+ls run.db* >/dev/null 2>&1 && fail "nq run that could not serve http left $(ls run.db*)"
+ok "a busy port: exit 3, no DB left behind (nq broker, and nq run --http)"
 
 man=$SRC/deploy/nq.1
 cmds=$("$NQ" --help | awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }')
