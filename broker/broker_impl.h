@@ -221,9 +221,10 @@ typedef struct nq_pending_result {
 /* A solve result's permutation being assembled from SOLPARTs. */
 typedef struct nq_solbuf {
     uint64_t job, shard, lease;
-    uint64_t n, received;
+    uint64_t n, received;              /* received: the rows from 0 on that have come, in order */
     uint32_t *cols;
-    double started;
+    double started, last_at;           /* last_at: its last part */
+    uint32_t tenths_logged;            /* upload progress logged (solutions.c) */
     struct nq_solbuf *next;
 } nq_solbuf_t;
 
