@@ -108,6 +108,9 @@ typedef struct nq_lease {
     nq_peer_t *peer;                   /* NULL: re-armed after restart, owner not yet back */
     uint64_t progress;
     double progress_at;                /* when progress last moved */
+    double sent_at, started_at;        /* when it was sent; when the broker first saw it move (0: not
+                                          yet): its holder's speed as the broker sees it (leases.c) */
+    int copied;                        /* a copy of it delivered first: its own result is a check vote */
     uint64_t sync;                     /* its peer's sync_sent when it was sent (see leases_heartbeat) */
     uint32_t listed;                   /* the hb_stamp of the last heartbeat that listed it */
     struct nq_lease *next_in_peer;
@@ -427,6 +430,9 @@ int spotcheck_load(nq_broker_t *b, nq_job_t *j);
    store decides, and check copies that went missing are queued again. */
 int spotcheck_holds(nq_broker_t *b, nq_job_t *j, int idle);
 void spotcheck_tick(nq_broker_t *b, double now);
+/* The holder of a shard a tail copy decided lost its lease unheard: in a job without spot-checks
+   the copy's result stands as a first result does, and waits for no check (spotcheck.c). */
+void spotcheck_copy_alone(nq_broker_t *b, uint64_t job, uint64_t shard);
 void spotcheck_forget_job(nq_broker_t *b, uint64_t job);
 void spotcheck_free_all(nq_broker_t *b);
 
