@@ -378,7 +378,8 @@ void render_workers(FILE *f, const msgpack_object *arr)
                 get_str(w, "threads", c, sizeof c), get_str(w, "alive", d, sizeof d),
                 get_str(w, "leases", e, sizeof e),
                 get_count(w, "shards_done", g, sizeof g), get_group_fixed(w, "nodes_per_s", 0, h, sizeof h),
-                get_rtt(w, rtt, sizeof rtt), get_count(w, "conflicts", k, sizeof k), get_time(w, "last_seen", t, sizeof t),
+                get_rtt(w, rtt, sizeof rtt), get_count(w, "conflicts", k, sizeof k),
+                get_time(w, "last_seen", t, sizeof t),
                 get_str(w, "kernel", kern, sizeof kern), get_bool(w, "flagged") ? "  FLAGGED" : "");
     }
 }

@@ -57,10 +57,12 @@ workers() {
     done
 }
 
-# down: stops everything; fails on a worker lost, quarantined or giving up on the broker
+# down: stops everything; fails on a worker found silent, quarantined, or giving up on the broker
+# (a worker stopped here says BYE: the broker logs it as lost for reason=bye)
 down() {
     kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null || true; pids=()
-    if grep -E "event=worker.lost|quarantine" "$tmp/broker.log" || grep -h "event=worker.broker_silent" "$tmp"/w*.log
+    if grep -E "event=worker.lost.*reason=silent|quarantine" "$tmp/broker.log" >&2 ||
+       grep -h "event=worker.broker_silent" "$tmp"/w*.log >&2
     then echo "a worker was lost" >&2; exit 1; fi
     rm -f "$tmp"/w*.log
 }
@@ -74,8 +76,9 @@ count() {
     id=$("$NQ" submit count "$N" 2>/dev/null)
     until "$NQ" status "$id" --json 2>/dev/null | grep -q '"state":"done"'; do sleep 0.05; done
     echo "$(date +%s.%N) - $t0" | bc -l
-    "$NQ" status "$id" --json 2>/dev/null | grep -q "\"total\":$(awk -v n="$N" '$1 == n { print $2 }' "$here/../data/oeis-counts.tsv")," \
-        || { echo "count $N not exact" >&2; exit 1; }
+    local want
+    want=$(awk -v n="$N" '$1 == n { print $2 }' "$here/../data/oeis-counts.tsv")
+    "$NQ" status "$id" --json 2>/dev/null | grep -q "\"total\":$want," || { echo "count $N not exact" >&2; exit 1; }
     down
 }
 
