@@ -471,8 +471,14 @@ void render_result(FILE *f, const msgpack_object *res)
     const msgpack_object *workers = get_array(res, "workers");
     result_answer(f, res);
     render_job(f, res);
-    fprintf(f, "  %-9s %s core-seconds, nodes %s, ", "work",
-            get_group_fixed(res, "core_seconds", 1, a, sizeof a), get_nodes(res, nodes, sizeof nodes));
+    /* a shard's seconds are a core's only on a CPU: a GPU counts thousands at once, each timed from
+       its queueing to its end, so their sum is no core's (20.5 "core-seconds" in 0.1 s on 2 cores) */
+    unsigned __int128 fast = 0;
+    const msgpack_object *fo = render_get(res, "fast_shards");
+    int gpu = fo && render_u128(fo, &fast) == 0 && fast > 0;
+    fprintf(f, "  %-9s %s %s, nodes %s, ", "work", get_group_fixed(res, "core_seconds", 1, a, sizeof a),
+            gpu ? "shard-seconds (summed over shards; a GPU's overlap)" : "core-seconds",
+            get_nodes(res, nodes, sizeof nodes));
     if (workers) fprintf(f, "%u worker(s), %s thread(s)\n", workers->via.array.size,
                          get_count(res, "worker_threads", a, sizeof a));
     else fprintf(f, "workers -\n");

@@ -14,8 +14,41 @@
  */
 #include "worker_impl.h"
 
+#include <string.h>
+
+/* A worker with several GPUs feeds them as one (feed_combine) and each shard to the hungriest. */
+
 #define FEED_MARGIN 1.25        /* feeders beyond the measured need: host parts vary shard to shard */
 #define CREDIT_AHEAD_S 3.0      /* the broker keeps a worker ~2 s ahead (dispatch.c): a cap above it */
+
+void feed_combine(nq_feed_t *f)
+{
+    nq_gpu_load_t *a = &f->load;
+    double rate = 0, hungry_s = -1;
+    uint32_t live = 0, timed = 0;
+    memset(a, 0, sizeof *a);
+    for (uint32_t i = 0; i < f->ndev; i++) {
+        const nq_gpu_load_t *d = &f->dev[i];
+        if (d->failing)
+            continue;
+        live++;
+        a->held += d->held;
+        a->fill += d->fill;
+        if (d->shard_s > 0) {
+            timed++;
+            rate += 1 / d->shard_s;
+            if (hungry_s < 0 || d->held_s < hungry_s)
+                hungry_s = d->held_s;
+        }
+    }
+    if (live > 0 && timed == live) {    /* seconds only once every live device measured its own */
+        a->shard_s = 1 / rate;
+        a->held_s = hungry_s;
+    }
+    a->failing = f->ndev > 0 && live == 0;
+    f->failed = a->failing;
+    f->hungriest = gpu_load_hungriest(f->dev, f->ndev);
+}
 
 uint32_t feed_feeders(const nq_feed_t *f)
 {

@@ -45,15 +45,22 @@ struct nq_worker {
     uint64_t rate_shards;              /* results since then */
     double rate;                       /* shards a second, smoothed (0: not yet) */
     double shard_s;                    /* a shard's seconds on its thread, smoothed (0: not yet) */
-    int draining;                      /* its GPU failed: finishing what the CPU counts, taking nothing */
+    int draining;                      /* its GPUs failed: finishing what the CPU counts, taking nothing */
     char fail[256];                    /* why */
+    uint32_t gpus_failed;              /* devices seen failed and logged */
+    uint8_t gpu_said[NQ_GPU_MAX_DEVICES];   /* device i's failure logged */
     char refused[NQ_STR_MAX + 128];    /* the broker told us this is not its workers' endpoint */
 };
 
-/* What this worker counts with: its GPU's name, or the CPU kernel's. */
-static const char *worker_kernel(const nq_worker_t *w)
+/* What this worker counts with: its GPUs' names (the first, and how many more), or the CPU kernel's. */
+static void worker_kernel(const nq_worker_t *w, char *out, size_t len)
 {
-    return w->cfg.gpu ? gpu_name(w->cfg.gpu) : count_kernel_name();
+    if (!w->cfg.ngpu)
+        snprintf(out, len, "%s", count_kernel_name());
+    else if (w->cfg.ngpu == 1)
+        snprintf(out, len, "gpu: %s", gpu_name(w->cfg.gpus[0]));
+    else
+        snprintf(out, len, "gpu: %s +%u more", gpu_name(w->cfg.gpus[0]), (unsigned)w->cfg.ngpu - 1);
 }
 
 static double now_s(void) { return nq_mono(); }
@@ -83,12 +90,11 @@ static void send_hello(nq_worker_t *w)
     nq_msg_t m = { .type = NQ_MSG_HELLO };
     snprintf(m.u.hello.worker_id, sizeof m.u.hello.worker_id, "%s", w->id);
     snprintf(m.u.hello.host, sizeof m.u.hello.host, "%s", w->host);
-    /* what it counts with (its GPU, or the CPU kernel: avx512, scalar): `nq workers` and the web
+    /* what it counts with (its GPUs, or the CPU kernel: avx512, scalar): `nq workers` and the web
        view show it beside its rate */
-    if (w->cfg.gpu)
-        snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s gpu: %s", NQ_VERSION, gpu_name(w->cfg.gpu));
-    else
-        snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s %s", NQ_VERSION, count_kernel_name());
+    char kern[NQ_STR_MAX - 32];   /* room for "nq-VERSION " */
+    worker_kernel(w, kern, sizeof kern);
+    snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s %s", NQ_VERSION, kern);
     m.u.hello.nonce = w->nonce;
     m.u.hello.threads = w->cfg.threads;
     send_msg(w, &m);
@@ -184,10 +190,11 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
             send_hello(w);
             outbox_resend(w, now_s());
             send_heartbeat(w);
-            char qk[NQ_LOG_QLEN], qb[NQ_LOG_QLEN];
+            char qk[NQ_LOG_QLEN], qb[NQ_LOG_QLEN], kern[300];
+            worker_kernel(w, kern, sizeof kern);
             nq_log(NQ_LOG_INFO, "worker.connected", "broker=%s outbox=%s kernel=%s",
                    nq_log_v(qb, sizeof qb, w->cfg.connect),
-                   w->outbox ? "resent" : "empty", nq_log_qs(qk, sizeof qk, worker_kernel(w)));
+                   w->outbox ? "resent" : "empty", nq_log_qs(qk, sizeof qk, kern));
         } else if (now_s() - w->hello_at > w->hb_ms / 1000.0 + link_allowance(&w->link)) {
             /* Not the answer to a HELLO: the broker forgot us (we were silent past its liveness
                window, busy or cut off) and asks who we are. At most once a heartbeat and a round
@@ -273,7 +280,7 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
     }
     if (w->cfg.prefetch == NQ_PREFETCH_AUTO)
         w->cfg.prefetch = feed_prefetch(w->cfg.threads);
-    nq_feed_t f = { .threads = w->cfg.threads, .prefetch = w->cfg.prefetch, .gpu = w->cfg.gpu != NULL };
+    nq_feed_t f = { .threads = w->cfg.threads, .prefetch = w->cfg.prefetch, .gpu = w->cfg.ngpu > 0 };
     w->credit = feed_credit(&f);        /* a GPU worker raises it once its engine knows its fill */
     if (getrandom(&w->nonce, sizeof w->nonce, 0) != sizeof w->nonce)
         w->nonce = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 20;
@@ -305,7 +312,8 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
     done_endpoint(w, ep, sizeof ep);
     w->pull = zmq_socket(w->ctx, ZMQ_PULL);
     if (zmq_bind(w->pull, ep) != 0 ||
-        !(w->pool = pool_new(w->ctx, w->cfg.threads, ep, w->cfg.gpu, w->cfg.gpu_only, err, errlen)) ||
+        !(w->pool = pool_new(w->ctx, w->cfg.threads, ep, w->cfg.gpus, w->cfg.ngpu, w->cfg.gpu_only, err,
+                             errlen)) ||
         connect_broker(w, err, errlen) != 0) {
         if (!err[0])
             snprintf(err, errlen, "cannot start the worker");
@@ -443,6 +451,38 @@ static void take_no_more(nq_worker_t *w)
     }
 }
 
+/* Which engine counted what (for tests and the device check): shards on the GPUs and the CPU, the
+   copies, and each device's shards, nodes and state. */
+static void worker_stop_line(nq_worker_t *w)
+{
+    nq_pool_stats_t st;
+    pool_stats(w->pool, &st);
+    if (!w->cfg.ngpu) {
+        nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s", w->outbox ? "yes" : "no");
+        return;
+    }
+    char devs[NQ_GPU_MAX_DEVICES * 64] = "";
+    uint64_t launches = 0;
+    double busy = 0;
+    size_t off = 0;
+    for (uint32_t i = 0; i < w->cfg.ngpu && off < sizeof devs; i++) {
+        nq_gpu_stats_t gs;
+        nq_pool_dev_t d;
+        gpu_stats(w->cfg.gpus[i], &gs);
+        pool_dev_stats(w->pool, i, &d);
+        launches += gs.launches;
+        busy += gs.launch_s;
+        off += (size_t)snprintf(devs + off, sizeof devs - off, "%s%u:%llu/%llu%s", i ? "," : "", (unsigned)i,
+                                (unsigned long long)d.shards, (unsigned long long)d.nodes,
+                                d.failed ? "/failed" : "");
+    }
+    nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s gpu_shards=%llu cpu_shards=%llu copies=%llu copies_won=%llu "
+           "recounts=%llu launches=%llu gpu_busy_s=%.3f devices=%s", w->outbox ? "yes" : "no",
+           (unsigned long long)st.gpu, (unsigned long long)st.cpu, (unsigned long long)st.copies,
+           (unsigned long long)st.copies_won, (unsigned long long)st.recounts, (unsigned long long)launches,
+           busy, devs);
+}
+
 /* Stop taking work, hand back what has not started, send what is finished, say BYE. acks: wait
    up to 3 s for the ACKs of what was sent (not when the broker is known to be gone: nothing
    would answer, and `nq run` whose DB vanished must exit at once). */
@@ -460,28 +500,34 @@ static void shutdown_gracefully(nq_worker_t *w, int acks)
     }
     nq_msg_t bye = { .type = NQ_MSG_BYE };
     send_msg(w, &bye);
-    nq_pool_stats_t st;
-    pool_stats(w->pool, &st);
-    nq_gpu_stats_t gs;
-    if (w->cfg.gpu)                     /* which engine counted what: for tests and the device check */
-        gpu_stats(w->cfg.gpu, &gs), nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s gpu_shards=%llu "
-               "cpu_shards=%llu copies=%llu copies_won=%llu launches=%llu gpu_busy_s=%.3f",
-               w->outbox ? "yes" : "no", (unsigned long long)st.gpu, (unsigned long long)st.cpu,
-               (unsigned long long)st.copies, (unsigned long long)st.copies_won,
-               (unsigned long long)gs.launches, gs.launch_s);
-    else
-        nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s", w->outbox ? "yes" : "no");
+    worker_stop_line(w);
 }
 
-/* The GPU failed: the shards it held ended as errors (the broker gives them to others). Hand back
-   what has not started and take nothing more; what the CPU counts is finished and sent first. */
+/* Its last GPU failed: the shards it held ended as errors (the broker gives them to others). Hand
+   back what has not started and take nothing more; what the CPU counts is finished and sent first. */
 static void gpu_lost(nq_worker_t *w, const char *why)
 {
-    char q[NQ_LOG_QLEN];
-    nq_log(NQ_LOG_ERROR, "worker.gpu_failed", "reason=%s", nq_log_qs(q, sizeof q, why));
     snprintf(w->fail, sizeof w->fail, "%s", why);
     w->draining = 1;
     take_no_more(w);
+}
+
+/* Each device that failed, said once with why (the others go on: the pool counts its shards
+   again); the last one to fail drains the worker. */
+static void gpu_check(nq_worker_t *w)
+{
+    char err[256], q[NQ_LOG_QLEN], qn[NQ_LOG_QLEN];
+    for (uint32_t i = 0; i < w->cfg.ngpu && !w->draining; i++) {
+        if (w->gpu_said[i] || !gpu_failed(w->cfg.gpus[i], err, sizeof err))
+            continue;
+        w->gpu_said[i] = 1;
+        w->gpus_failed++;
+        nq_log(NQ_LOG_ERROR, "worker.gpu_failed", "device=%u name=%s reason=%s devices_left=%u", (unsigned)i,
+               nq_log_qs(qn, sizeof qn, gpu_name(w->cfg.gpus[i])), nq_log_qs(q, sizeof q, err),
+               (unsigned)(w->cfg.ngpu - w->gpus_failed));
+        if (w->gpus_failed == w->cfg.ngpu)
+            gpu_lost(w, err);
+    }
 }
 
 int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
@@ -500,15 +546,14 @@ int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
             nq_log(NQ_LOG_ERROR, "worker.refused", "reason=%s", nq_log_qs(q, sizeof q, err));
             return 3;
         }
-        if (w->cfg.gpu && !w->draining && gpu_failed(w->cfg.gpu, err, errlen))
-            gpu_lost(w, err);
+        gpu_check(w);
         if (w->draining && pool_busy(w->pool) == 0)
             break;
         tick(w, now_s());
     }
     if (w->sock)
         shutdown_gracefully(w, atomic_load(stop) != WORKER_STOP_BROKER_GONE);
-    if (w->draining) {                  /* its GPU failed: exit 3 with why */
+    if (w->draining) {                  /* its last GPU failed: exit 3 with why */
         snprintf(err, errlen, "%s", w->fail);
         return 3;
     }

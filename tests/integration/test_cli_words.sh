@@ -4,7 +4,8 @@
 # or days, not "2.03e-06 days"; a study's answer line agrees with its SOLVED column; a big
 # solution's file is shown with its size; `nq retry`'s help says it resumes a cancelled job;
 # log values with spaces stay one value and auth.start names each key once; a broker that
-# cannot bind leaves no DB behind; every command of `nq --help` has an entry in the man page.
+# cannot bind leaves no DB behind; every command of `nq --help` has an entry in the man page;
+# docs/campaign.md's planning table holds what `nq estimate` prints.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
 unset NQ_BROKER
@@ -57,7 +58,10 @@ wait_for 10 test -e bound || fail "could not hold a port"
 "$NQ" broker --db busy.db --bind "tcp://127.0.0.1:$port" >out 2>&1; rc=$?
 [ $rc = 3 ] && grep -q "already in use" out || fail "a busy port: exit $rc: $(cat out)"
 ls busy.db* >/dev/null 2>&1 && fail "a broker that could not bind left $(ls busy.db*)"
-ok "a busy port: exit 3, no DB left behind"
+"$NQ" run count 8 --db run.db --http "127.0.0.1:$port" >out 2>&1; rc=$?
+[ $rc = 3 ] && grep -q "already in use" out || fail "nq run on a busy --http port: exit $rc: $(cat out)"
+ls run.db* >/dev/null 2>&1 && fail "nq run that could not serve http left $(ls run.db*)"
+ok "a busy port: exit 3, no DB left behind (nq broker, and nq run --http)"
 
 man=$SRC/deploy/nq.1
 cmds=$("$NQ" --help | awk '/^commands:/ { on = 1; next } on && /^  [a-z]/ { print $1 } on && /^$/ { exit }')
@@ -68,3 +72,16 @@ for c in $cmds; do
     grep -qx "$c" <<<"$entries" || fail "nq.1 has no entry for '$c' under COMMANDS (it has: $(echo $entries))"
 done
 ok "nq.1 has an entry for each of the $(wc -w <<<"$cmds") commands of nq --help"
+
+# docs/campaign.md's planning table is the tool's own output: its N=22 row (the cheapest one not
+# counted whole) holds what `nq estimate count 22` prints, and its timed sample is the help's.
+camp=$SRC/docs/campaign.md
+row=$(grep '^| 22 |' "$camp") || fail "campaign.md has no N=22 row"
+read -r v lo hi < <(sed -E 's/^\| 22 \| [0-9,]+ \| ([0-9.]+)·10\^13 \(([0-9.]+)-([0-9.]+)\).*/\1 \2 \3/' <<<"$row")
+json=$("$NQ" estimate count 22 --sample 2 --json) || fail "nq estimate count 22"
+nodes=$(grep -o '"nodes":[0-9]*' <<<"$json" | cut -d: -f2)
+awk -v n="$nodes" -v v="$v" -v lo="$lo" -v hi="$hi" 'BEGIN { n /= 1e13; exit !(lo <= n && n <= hi && v >= lo && v <= hi) }' ||
+    fail "campaign.md says N=22 has ${v}e13 (${lo}-${hi}) nodes; nq estimate says $nodes"
+probes=$("$NQ" help estimate | grep -o 'timed counts (default [0-9]*)' | grep -o '[0-9]*')
+grep -q "the timed sample, $probes probes by" "$camp" || fail "campaign.md's timed sample is not the help's default ($probes)"
+ok "campaign.md's N=22 row holds nq estimate's $nodes nodes; its timed sample is the help's $probes probes"
