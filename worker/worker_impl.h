@@ -26,8 +26,13 @@ typedef struct nq_wtask {
     uint8_t *payload;
     uint32_t *cols;                   /* solve: the solution (r.sol_n rows) */
     int cancelled;                    /* finished because of a CANCEL: nothing to send */
-    double sent_at;                   /* outbox: last time sent */
+    double sent_at;                   /* outbox: last time sent, or its upload last moved */
     uint32_t sends;                   /* ... and how often */
+    /* a solution's upload (worker.c): rows sent, rows the broker acknowledged, when it began, and
+       whether the RESULT (after the last part) went */
+    uint64_t sol_sent, sol_acked;
+    double upload_at;
+    int result_sent;
     double started;                   /* when it began (GPU tasks end on another thread) */
     void (*gpu_done)(void *ud, struct nq_wtask *t);   /* GPU tasks: called once it ended */
     void *gpu_ud;
