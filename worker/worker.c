@@ -531,8 +531,8 @@ static void worker_stop_line(nq_worker_t *w)
                                 (unsigned long long)d.shards, (unsigned long long)d.nodes,
                                 d.failed ? "/failed" : "");
     }
-    nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s gpu_shards=%llu cpu_shards=%llu copies=%llu copies_won=%llu "
-           "recounts=%llu launches=%llu gpu_busy_s=%.3f devices=%s", w->outbox ? "yes" : "no",
+    nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s gpu_shards=%llu cpu_shards=%llu copies=%llu "
+           "copies_won=%llu recounts=%llu launches=%llu gpu_busy_s=%.3f devices=%s", w->outbox ? "yes" : "no",
            (unsigned long long)st.gpu, (unsigned long long)st.cpu, (unsigned long long)st.copies,
            (unsigned long long)st.copies_won, (unsigned long long)st.recounts, (unsigned long long)launches,
            busy, devs);

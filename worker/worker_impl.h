@@ -50,8 +50,8 @@ typedef struct nq_pool nq_pool_t;
 /* gpus[0 .. ngpu) (none: ngpu 0): where count tasks go, the hungriest device first, fed by the
    threads, which count on the CPU too unless gpu_only; the pool does not own them. A device that
    fails while another goes on has its shards counted again (feed.c); the last one's end as errors. */
-nq_pool_t *pool_new(void *zmq_ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *const *gpus, uint32_t ngpu,
-                    int gpu_only, char *err, size_t errlen);
+nq_pool_t *pool_new(void *zmq_ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *const *gpus,
+                    uint32_t ngpu, int gpu_only, char *err, size_t errlen);
 void pool_destroy(nq_pool_t **p);
 void pool_submit(nq_pool_t *p, nq_wtask_t *t);
 nq_wtask_t *pool_take_done(nq_pool_t *p);           /* finished tasks, as a list */
