@@ -41,6 +41,7 @@
 #include <stdint.h>
 
 #include "broker.h"
+#include "link.h"
 #include "lister.h"
 #include "verifier.h"
 #include "proto.h"
@@ -159,11 +160,14 @@ struct nq_peer {
     uint32_t outstanding;
     uint64_t sync_sent;                /* the last sync token sent to it in a HEARTBEAT */
     double sync_at;                    /* when */
+    uint64_t sync_timed;               /* a token whose echo is awaited (0: none): a round trip's sample */
+    double sync_timed_at;              /* when it was sent */
+    nq_link_t link;                    /* its round trip, from those echoes (link.h): every wait on it */
+    int link_far;                      /* logged as far slower than the others (peers.c) */
     uint32_t hb_stamp;                 /* heartbeats read from it */
     double last_recv, last_sent;       /* monotonic seconds */
     nq_lease_t *leases;
     uint64_t nodes_done;               /* for nodes/s */
-    uint8_t version;                   /* the protocol version of its HELLO: per-lease CANCEL from 4 */
     /* How fast it counts, in the shards' cost units a second (leases.c, results.c), so that GPU and
        CPU workers, whose node counts differ, compare: rate, all it does, from its results and its
        heartbeats' progress; lane, on one shard, from its results' elapsed times. 0: not measured
@@ -293,6 +297,8 @@ struct nq_broker {
     void *metrics;
     double last_metrics;
     double last_round;                 /* when the loop last came round: to excuse our own stalls */
+    double rtt_sum;                    /* the peers' round trips at the last liveness sweep, and how */
+    uint32_t rtt_n;                    /* many had one: a far slower link is logged (peers.c) */
     struct nq_outbox *outbox;          /* messages queued until the loop drains them (outbox.c) */
     /* The scheduler's view of the workers (dispatch.c), refreshed every quarter second: their
        summed rate and the fastest lane; at the tail, the leases worth a copy, latest finish first */
@@ -443,6 +449,9 @@ void peers_quarantine(nq_broker_t *b, nq_ident_t *r);
 void peers_wake(nq_broker_t *b);                   /* quarantines ended: peers may want work again */
 void peer_misbehaved(nq_broker_t *b, nq_peer_t *p, const char *why);
 int peer_quarantined(const nq_broker_t *b, const nq_peer_t *p);
+/* p's round trip (seconds, smoothed; 0 before the first sample): speeds measured from the broker's
+   side of the link (lease to result) subtract it, and the scheduler keeps p supplied across it. */
+double peer_rtt(const nq_peer_t *p);
 int peer_job_failed(nq_peer_t *p, uint64_t job, double now);
 void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p);   /* counts it; logs a rate every 10 s */
 /* 1 when some connection of p's identity holds a lease of (job, shard) */
@@ -459,7 +468,7 @@ void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb);
 void leases_remove(nq_broker_t *b, nq_lease_t *l);
 /* Sets what l's shard costs (cost units), for its job's work left and its holder's budget. */
 void leases_price(nq_broker_t *b, nq_lease_t *l, double cost);
-/* Tells l's holder to stop it (a per-lease CANCEL, from protocol 4) and forgets it: nothing
+/* Tells l's holder to stop it (a per-lease CANCEL) and forgets it: nothing
    charged, nothing back to pending (its twin decided, or the job ended). */
 void leases_cancel(nq_broker_t *b, nq_lease_t *l, const char *why);
 /* The shard goes back to pending (or FAILED when it used up its attempts); its job is due. */

@@ -2,9 +2,9 @@
  * The scheduler: which shard each worker with credit gets next, and the TASK that carries it.
  *
  * A campaign mixes machines of every speed, and adding a slow one must never make a job slower:
- *   - each worker is kept supplied with about DISPATCH_AHEAD_S of estimated work (its measured
- *     rate times the shards' cost estimates), within the credit it asked for, and never fewer
- *     leases than its threads and one more;
+ *   - each worker is kept supplied with about DISPATCH_AHEAD_S and its round trip of estimated
+ *     work (its measured rate times the shards' cost estimates), within the credit it asked for,
+ *     and never fewer leases than its threads and one more;
  *   - the never-leased shards of a job are taken from both ends of its lease order (largest
  *     first): a worker takes from the front only when it is among the fastest, or when it would
  *     finish the shard well before the job's projected end; otherwise from the back, the
@@ -152,16 +152,24 @@ static void sched_refresh(nq_broker_t *b)
 }
 
 /* Whether p should get one more lease: within its credit, at least a lease per thread and one
-   more, and beyond that while what it holds is less than DISPATCH_AHEAD_S of its rate. A worker
-   whose rate is not measured yet gets what it asked for, as before. */
+   more, and beyond that while what it holds is less than DISPATCH_AHEAD_S of its rate, plus its
+   round trip of what its threads do (a result takes that long to come back and its next lease to
+   get there: a far worker kept only DISPATCH_AHEAD_S ahead idles for the difference). Its threads
+   times its lane, not its rate, count for the round trip: a starved worker's rate is what the link
+   let through, and would keep it starved. Before its rate is known its lane stands for it (a far
+   worker's first results come a round trip late, and what it asked for meanwhile, from its first
+   small shards, may be the whole job); with neither, it gets what it asked for. */
 static int wants_more(const nq_peer_t *p)
 {
     uint32_t threads = p->hello.threads ? p->hello.threads : 1;
     if (p->outstanding >= p->credit)
         return 0;
-    if (p->rate <= 0 || p->outstanding < threads + 1 || sched_plain())
+    if (p->outstanding < threads + 1 || sched_plain())
         return 1;
-    return p->out_cost < DISPATCH_AHEAD_S * p->rate;
+    double busy = p->lane * threads > p->rate ? p->lane * threads : p->rate;
+    if (busy <= 0)
+        return 1;
+    return p->out_cost < DISPATCH_AHEAD_S * (p->rate > 0 ? p->rate : busy) + peer_rtt(p) * busy;
 }
 
 /*
@@ -246,8 +254,8 @@ static void tail_refresh(nq_broker_t *b)
 /* Sends p a copy of the lease that would finish last, when p would finish it sooner: 1 sent. */
 static int tail_copy(nq_broker_t *b, nq_peer_t *p)
 {
-    if (p->version < 4 || p->lane <= 0 || sched_plain())
-        return 0;                       /* it could not be told to stop; or its speed is not known */
+    if (p->lane <= 0 || sched_plain())
+        return 0;                       /* its speed is not known */
     tail_refresh(b);
     for (size_t i = 0; i < b->ntail; i++) {
         nq_lease_t *l = leases_find(b, b->tail[i].lease);

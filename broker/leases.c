@@ -117,8 +117,7 @@ void leases_remove(nq_broker_t *b, nq_lease_t *l)
 void leases_cancel(nq_broker_t *b, nq_lease_t *l, const char *why)
 {
     nq_peer_t *p = l->peer;
-    if (p && p->version >= 4) {         /* an older worker cannot stop one lease: it finishes it, and
-                                           its result is compared with the decided one */
+    if (p) {
         nq_msg_t m = { .type = NQ_MSG_CANCEL };
         m.u.cancel.job = l->job;
         m.u.cancel.lease = l->id;
@@ -264,6 +263,11 @@ void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb)
         }
     }
     peer_rate_sample(b, p, progress);
+    if (p->sync_timed && hb->sync >= p->sync_timed && hb->sync <= p->sync_sent) {
+        if (hb->sync == p->sync_timed)  /* the worker echoes a new token at once */
+            link_sample(&p->link, b->now - p->sync_timed_at);
+        p->sync_timed = 0;              /* a later one echoed: this one was read late, no sample */
+    }
     if (hb->sync == 0 || hb->sync > p->sync_sent || hb->count == NQ_MAX_HEARTBEAT_ITEMS)
         return;                         /* no token echoed, one we never sent, or a list cut short */
     release_unlisted(b, p, stamp, hb->sync);

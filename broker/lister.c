@@ -53,7 +53,7 @@ static void build(void *ud, offload_item_t *link, const atomic_int *stop)
 nq_lister_t *lister_new(void *ctx, const char *wake_ep, char *err, size_t errlen)
 {
     nq_lister_t *l = calloc(1, sizeof *l);
-    nq_offload_ops_t ops = { build, item_free, l, "lists shards" };
+    nq_offload_ops_t ops = { build, item_free, l, "lists shards", "NQ_FAULT_LIST_GATE" };
     if (!l || !(l->o = offload_new(ctx, wake_ep, &ops, err, errlen))) {
         if (!l)
             nq_errf(err, errlen, "out of memory");

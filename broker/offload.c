@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct { offload_item_t *head, *tail; } queue_t;
 
@@ -46,6 +47,24 @@ static void queue_free(nq_offload_t *o, queue_t *q)
         o->ops.free_item(it);
 }
 
+/* ops.fault_gate (offload.h): test builds only. */
+static void fault_gate(nq_offload_t *o)
+{
+#ifdef NQ_TEST_FAULTS
+    const char *gate = o->ops.fault_gate ? getenv(o->ops.fault_gate) : NULL;
+    char held[4200];
+    if (!gate || snprintf(held, sizeof held, "%s.held", gate) >= (int)sizeof held)
+        return;
+    FILE *f = fopen(held, "w");
+    if (f)
+        fclose(f);
+    while (access(gate, F_OK) != 0 && !atomic_load(&o->stop))
+        usleep(10000);
+#else
+    (void)o;
+#endif
+}
+
 static void *offload_main(void *arg)
 {
     nq_offload_t *o = arg;
@@ -57,6 +76,7 @@ static void *offload_main(void *arg)
             break;
         offload_item_t *it = queue_pop(&o->todo);
         pthread_mutex_unlock(&o->mu);
+        fault_gate(o);
         o->ops.run(o->ops.ud, it, &o->stop);
         pthread_mutex_lock(&o->mu);
         queue_push(&o->done, it);

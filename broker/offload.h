@@ -26,6 +26,10 @@ typedef struct {
     void (*free_item)(offload_item_t *it);
     void *ud;
     const char *what;                  /* for the error when the thread cannot start */
+    /* Test builds (NQ_TEST_FAULTS) only: an environment variable naming a FILE; when set, each
+       item first writes FILE.held and waits until FILE exists, so a test holds an item on the
+       thread for as long as it asks the loop, at any machine speed. */
+    const char *fault_gate;
 } nq_offload_ops_t;
 
 /* Starts the thread; each done item is followed by one empty message to the inproc PULL socket

@@ -114,6 +114,11 @@ int peer_quarantined(const nq_broker_t *b, const nq_peer_t *p)
     return ident_quarantined(b, p->rec);
 }
 
+double peer_rtt(const nq_peer_t *p)
+{
+    return p->link.srtt;
+}
+
 /*
  * p reported a failure on one of the job's shards. 1: the shard is charged an attempt, and p
  * pauses the job (twice as long as its last pause there, if any). 0: p was already pausing it,
@@ -246,11 +251,12 @@ static void peer_release_stalled(nq_broker_t *b, nq_peer_t *p, double now)
     uint64_t stalled[BATCH];
     size_t n = 0;
     uint32_t moving = 0, threads = p->hello.threads ? p->hello.threads : 1;
+    double stall_s = b->cfg.stall_s + link_allowance(&p->link);   /* progress crosses its link */
     for (nq_lease_t *l = p->leases; l; l = l->next_in_peer)
-        moving += l->progress > 0 && now - l->progress_at <= b->cfg.stall_s;
+        moving += l->progress > 0 && now - l->progress_at <= stall_s;
     uint32_t excused = moving > 0 ? threads : 0;
     for (nq_lease_t *l = p->leases; l && n < BATCH; l = l->next_in_peer) {
-        if (now - l->progress_at <= b->cfg.stall_s)
+        if (now - l->progress_at <= stall_s)
             continue;
         if (l->progress == 0 && excused > 0) {
             excused--;
@@ -271,14 +277,63 @@ static void peer_release_stalled(nq_broker_t *b, nq_peer_t *p, double now)
     }
 }
 
+/*
+ * An operator wants to know when one worker's link is far slower than the others' (a worker on
+ * another continent, a congested uplink): its shards take a round trip longer to come back, and
+ * it is the first to look lost. Logged once when its round trip passes LINK_FAR_FACTOR times the
+ * others' mean (and LINK_FAR_MIN_S: on a LAN, 1 ms against 0.1 ms is noise), and again only after
+ * it came back under half that. The others' mean is the previous sweep's: no second walk.
+ */
+#define LINK_FAR_FACTOR 4.0
+#define LINK_FAR_MIN_S 0.05
+#define LINK_FAR_SAMPLES 3              /* samples before a round trip is trusted */
+
+static void link_far_check(nq_broker_t *b, nq_peer_t *p, double *sum, uint32_t *n)
+{
+    if (p->link.samples < LINK_FAR_SAMPLES)
+        return;
+    double rtt = p->link.srtt, others = b->rtt_n > 1 ? (b->rtt_sum - rtt) / (b->rtt_n - 1) : 0;
+    *sum += rtt;
+    ++*n;
+    if (others <= 0)
+        return;
+    if (!p->link_far && rtt > LINK_FAR_MIN_S && rtt > LINK_FAR_FACTOR * others) {
+        p->link_far = 1;
+        nq_log(NQ_LOG_WARN, "worker.link_far", "worker=%s rtt_ms=%.0f others_ms=%.0f", p->hello.worker_id,
+               rtt * 1000, others * 1000);
+    } else if (p->link_far && rtt < LINK_FAR_FACTOR / 2 * others) {
+        p->link_far = 0;
+        nq_log(NQ_LOG_INFO, "worker.link_near", "worker=%s rtt_ms=%.0f others_ms=%.0f", p->hello.worker_id,
+               rtt * 1000, others * 1000);
+    }
+}
+
+/* A new token for p's inventory; the first one whose echo is awaited times p's link (one at a time:
+   a link slower than the heartbeat still echoes the token it is timed by). */
+static void peer_send_token(nq_broker_t *b, nq_peer_t *p, double now)
+{
+    nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };
+    m.u.heartbeat.sync = p->sync_sent + 1;
+    if (outbox_send(b, p, &m) != 0)
+        return;
+    p->sync_sent++;
+    p->sync_at = now;
+    if (!p->sync_timed) {
+        p->sync_timed = p->sync_sent;
+        p->sync_timed_at = now;
+    }
+}
+
 void peers_tick(nq_broker_t *b, double now)
 {
-    double hb = b->cfg.heartbeat_ms / 1000.0, dead = hb * b->cfg.liveness;
+    double hb = b->cfg.heartbeat_ms / 1000.0;
     double stall = b->last_round > 0 ? now - b->last_round : 0;
     b->last_round = now;
     if (stall > hb)                     /* we were busy (a big submit): nobody was heard, not their fault */
         for (nq_peer_t *p = b->peers; p; p = p->next) {
             p->last_recv += stall;
+            p->sync_at += stall;        /* nor is its echo late: the round trip is the link's */
+            p->sync_timed_at += stall;
             for (nq_lease_t *l = p->leases; l; l = l->next_in_peer)
                 l->progress_at += stall;
         }
@@ -287,23 +342,25 @@ void peers_tick(nq_broker_t *b, double now)
     if (now - b->last_sweep < hb / 4)
         return;
     b->last_sweep = now;
+    double rtt_sum = 0;
+    uint32_t rtt_n = 0;
     for (nq_peer_t *p = b->peers, *next; p; p = next) {
         next = p->next;
+        link_far_check(b, p, &rtt_sum, &rtt_n);
+        /* a far worker's heartbeats arrive as often as a near one's, but a gap in them (a
+           reconnect, a burst of results ahead of them) lasts its round trip longer */
+        double dead = link_window(&p->link, hb, b->cfg.liveness);
         if (now - p->last_recv > dead) {
             peers_drop(b, p, 1, "silent past its liveness window");
             continue;
         }
         if (b->cfg.stall_s > 0)
             peer_release_stalled(b, p, now);
-        if (now - p->last_sent > hb || now - p->sync_at > dead) {
-            nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };   /* a busy worker gets a token too */
-            m.u.heartbeat.sync = p->sync_sent + 1;
-            if (outbox_send(b, p, &m) == 0) {
-                p->sync_sent++;
-                p->sync_at = now;
-            }
-        }
+        if (now - p->last_sent > hb || now - p->sync_at > dead)
+            peer_send_token(b, p, now);  /* a busy worker gets a token too */
     }
+    b->rtt_sum = rtt_sum;
+    b->rtt_n = rtt_n;
 }
 
 void peers_free_all(nq_broker_t *b)

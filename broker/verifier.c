@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 typedef struct item {
     offload_item_t link;               /* first: what the offload queues */
@@ -30,31 +29,12 @@ static void item_free(offload_item_t *it)
     free(x);
 }
 
-/* NQ_FAULT_VERIFY_GATE=FILE (test builds only): a check first writes FILE.held and waits until FILE
-   exists, so a test holds a solution here for as long as it asks the loop, at any machine speed. */
-static void fault_gate(const atomic_int *stop)
-{
-#ifdef NQ_TEST_FAULTS
-    const char *gate = getenv("NQ_FAULT_VERIFY_GATE");
-    char held[4200];
-    if (!gate || snprintf(held, sizeof held, "%s.held", gate) >= (int)sizeof held)
-        return;
-    FILE *f = fopen(held, "w");
-    if (f)
-        fclose(f);
-    while (access(gate, F_OK) != 0 && !atomic_load(stop))
-        usleep(10000);
-#else
-    (void)stop;
-#endif
-}
-
 static void check(void *ud, offload_item_t *link, const atomic_int *stop)
 {
     nq_verifier_t *vr = ud;
     nq_verify_t *v = &((item_t *)link)->v;
     nq_clash_t c;
-    fault_gate(stop);                   /* otherwise seconds at most: finished, not abandoned */
+    (void)stop;                         /* seconds at most: finished, not abandoned */
     v->ok = 0;
     if (verify_perm(v->cols, v->n, &c) != 0) {
         nq_errf(v->why, sizeof v->why, "solution fails verification: rows %llu and %llu share a %s",
@@ -78,7 +58,7 @@ nq_verifier_t *verifier_new(void *ctx, const char *wake_ep, const char *db_path,
     if (!vr)
         return nq_errf(err, errlen, "out of memory"), NULL;
     snprintf(vr->db_path, sizeof vr->db_path, "%s", db_path);
-    nq_offload_ops_t ops = { check, item_free, vr, "checks solutions" };
+    nq_offload_ops_t ops = { check, item_free, vr, "checks solutions", "NQ_FAULT_VERIFY_GATE" };
     if (!(vr->o = offload_new(ctx, wake_ep, &ops, err, errlen))) {
         free(vr);
         return NULL;

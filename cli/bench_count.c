@@ -138,21 +138,26 @@ static int bench_run(bench_t *b, int threads)
     return 0;
 }
 
-typedef struct { uint64_t n, threads, depth; int json, gpu, gpu_device, gpu_list, gpu_kernel; } bench_opts_t;
+typedef struct {
+    uint64_t n, threads, depth;
+    int json, gpu, gpu_kernel;
+    cli_gpu_sel_t sel;
+} bench_opts_t;
 
 static int bench_parse(int argc, char **argv, bench_opts_t *o)
 {
     static const struct option longopts[] = {
         { "threads", required_argument, NULL, 't' }, { "depth", required_argument, NULL, 'd' },
         { "json", no_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
-        { "gpu", no_argument, NULL, 'g' }, { "gpu-device", required_argument, NULL, 'G' },
+        { "gpu", optional_argument, NULL, 'g' }, { "gpu-device", required_argument, NULL, 'G' },
         { "gpu-kernel", required_argument, NULL, 'K' }, { 0, 0, 0, 0 } };
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     int c, rc;
     o->threads = cores > 0 ? (uint64_t)(cores > 1024 ? 1024 : cores) : 1;
     o->depth = 0;
-    o->json = o->gpu = o->gpu_list = o->gpu_kernel = 0;
-    o->gpu_device = -1;
+    o->json = o->gpu = o->gpu_kernel = 0;
+    cli_gpu_sel_init(&o->sel);
+    argc = cli_gpu_argv(argc, argv);
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -160,8 +165,9 @@ static int bench_parse(int argc, char **argv, bench_opts_t *o)
         case 't': if ((rc = cli_parse_u64(CMD, "--threads", optarg, 1, 1024, &o->threads))) return rc; break;
         case 'd': if ((rc = cli_parse_u64(CMD, "--depth", optarg, 0, NQ_SHARD_MAX_N, &o->depth))) return rc; break;
         case 'j': o->json = 1; break;
-        case 'g': o->gpu = 1; break;
-        case 'G': if ((rc = cli_gpu_device_option(CMD, optarg, &o->gpu_device, &o->gpu_list))) return rc;
+        case 'g': if ((rc = cli_gpu_option(CMD, optarg, &o->sel))) return rc;
+                  o->gpu = 1; break;
+        case 'G': if ((rc = cli_gpu_device_option(CMD, optarg, &o->sel))) return rc;
                   o->gpu = 1; break;
         case 'K': if ((rc = cli_gpu_kernel_option(CMD, optarg, &o->gpu_kernel))) return rc;
                   o->gpu = 1; break;
@@ -172,40 +178,74 @@ static int bench_parse(int argc, char **argv, bench_opts_t *o)
     return cli_count_n(CMD, argc, argv, &o->n);
 }
 
-/* The sums through the GPU; the device's name, backend and parameters go to kernel, the JSON fields
-   naming the backend and the kernel to gjson, the seconds it took to open the device and build the
-   kernel for it to *setup. 0, or an exit code. */
+/* Each device's share of the work, on one line; "" for a single device. */
+static void bench_shares(nq_gpu_t *const *gs, uint32_t n, const bench_gpu_share_t *sh, char *out, size_t len)
+{
+    size_t off = 0;
+    out[0] = 0;
+    for (uint32_t i = 0; n > 1 && i < n && off < len; i++) {
+        nq_gpu_stats_t st;
+        gpu_stats(gs[i], &st);
+        off += (size_t)snprintf(out + off, len - off, "%sdevice %u: %llu shards, %llu nodes, %llu launches",
+                                i ? "; " : "", (unsigned)i, (unsigned long long)sh[i].shards,
+                                (unsigned long long)sh[i].nodes, (unsigned long long)st.launches);
+    }
+}
+
+/* The sums through the GPUs; the devices' names, backend and parameters (and with several, each
+   one's share) go to kernel, the JSON fields naming the backend and the kernel to gjson, the
+   seconds it took to open the devices and build the kernel for them to *setup. 0, or an exit code. */
 static int bench_on_gpu(const bench_opts_t *o, bench_t *b, char *kernel, size_t len, char *gjson, size_t glen,
                         double *setup)
 {
-    nq_gpu_t *g;
-    char err[512];
+    nq_gpu_t *gs[NQ_GPU_MAX_DEVICES];
+    bench_gpu_share_t share[NQ_GPU_MAX_DEVICES];
+    uint32_t n;
+    char err[512], shares[400];
     double t0 = now_s();
-    int rc = cli_gpu_open(CMD, o->gpu_device, o->gpu_list, o->gpu_kernel, &g);
+    int rc = cli_gpu_open(CMD, &o->sel, o->gpu_kernel, gs, &n);
     *setup = now_s() - t0;
     if (rc)
         return rc < 0 ? NQ_EXIT_OK : rc;
-    if (bench_gpu_run(g, b->list, (int)o->threads, b->run, &b->total, &b->unique, &b->nodes, err, sizeof err))
+    if (bench_gpu_run(gs, n, b->list, (int)o->threads, b->run, &b->total, &b->unique, &b->nodes, share, err,
+                      sizeof err))
         rc = cli_error(CMD, "%s", err);
-    nq_gpu_stats_t st;
-    gpu_stats(g, &st);
-    /* the seconds the device had a launch: far below the bench's seconds, the host fed it too slowly */
-    snprintf(kernel, len, "gpu: %s [%s; %s; %llu launches, %llu tasks, %.2f s busy]", gpu_name(g),
-             gpu_backend_name(g), gpu_params(g), (unsigned long long)st.launches,
-             (unsigned long long)st.tasks, st.launch_s);
-    snprintf(gjson, glen, ",\"gpu_backend\":\"%s\",\"gpu_kernel\":\"%s\",\"gpu_nodes_cpu\":%s",
-             gpu_backend_name(g), gpu_kernel_name(g), gpu_nodes_cpu(g) ? "true" : "false");
+    nq_gpu_stats_t st = { 0 };
+    for (uint32_t i = 0; i < n; i++) {
+        nq_gpu_stats_t d;
+        gpu_stats(gs[i], &d);
+        st.launches += d.launches;
+        st.tasks += d.tasks;
+        st.launch_s += d.launch_s;
+    }
+    bench_shares(gs, n, share, shares, sizeof shares);
+    nq_gpu_t *g = gs[0];
+    /* the seconds the devices had a launch: far below the bench's seconds, the host fed them too slowly */
+    snprintf(kernel, len, "gpu: %s%s [%s; %s; %llu launches, %llu tasks, %.2f s busy%s%s]", gpu_name(g),
+             n > 1 ? " and more" : "", gpu_backend_name(g), gpu_params(g), (unsigned long long)st.launches,
+             (unsigned long long)st.tasks, st.launch_s, n > 1 ? "; " : "", shares);
+    snprintf(gjson, glen, ",\"gpu_backend\":\"%s\",\"gpu_kernel\":\"%s\",\"gpu_nodes_cpu\":%s,\"gpu_devices\":%u",
+             gpu_backend_name(g), gpu_kernel_name(g), gpu_nodes_cpu(g) ? "true" : "false", (unsigned)n);
+    for (int k = 0; k < 2; k++) {       /* each device's share: "device_shards":[..],"device_nodes":[..] */
+        size_t off = strlen(gjson);
+        off += (size_t)snprintf(gjson + off, glen - off, ",\"device_%s\":[", k ? "nodes" : "shards");
+        for (uint32_t i = 0; i < n && off < glen; i++)
+            off += (size_t)snprintf(gjson + off, glen - off, "%s%llu", i ? "," : "",
+                                    (unsigned long long)(k ? share[i].nodes : share[i].shards));
+        if (off < glen)
+            snprintf(gjson + off, glen - off, "]");
+    }
     for (char *c = kernel; *c; c++)     /* the driver's words, printed inside a JSON string too */
         if ((unsigned char)*c < 32 || *c == '"' || *c == '\\')
             *c = '?';
-    gpu_close(&g);
+    cli_gpu_close(gs, n);
     return rc;
 }
 
 int cmd_bench_count(int argc, char **argv)
 {
     bench_opts_t o;
-    char err[256], t1[40], t2[40], kernel[600], gjson[120] = "";
+    char err[256], t1[40], t2[40], kernel[1100], gjson[800] = "";
     int rc = bench_parse(argc, argv, &o);
     if (rc)
         return rc < 0 ? NQ_EXIT_OK : rc;
@@ -225,7 +265,7 @@ int cmd_bench_count(int argc, char **argv)
     rc = o.gpu ? bench_on_gpu(&o, &b, kernel, sizeof kernel, gjson, sizeof gjson, &setup)
                : bench_run(&b, (int)o.threads);
     double secs = now_s() - t0;
-    if (rc == 0 && !o.gpu_list) {
+    if (rc == 0 && !o.sel.list) {
         double rate = secs > 0 ? (double)b.nodes / secs : 0;
         u128_to_str(b.total, t1);
         u128_to_str(b.unique, t2);

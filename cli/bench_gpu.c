@@ -1,7 +1,8 @@
 /*
- * `nq bench count N --gpu`: the whole board through the GPU engine. Threads take runs of the
- * lease order, as the CPU bench does, and hand each shard to the engine (its host part runs on
- * the thread); the engine's callback adds each result up. Same sums as the CPU bench.
+ * `nq bench count N --gpu`: the whole board through the GPU engines (one, or one a device with
+ * --gpu all). Threads take runs of the lease order, as the CPU bench does, and hand each shard to
+ * the engine that holds the least work (its host part runs on the thread); the engine's callback
+ * adds each result up, and to its device's share. Same sums as the CPU bench.
  */
 #include "bench_gpu.h"
 #include "cli.h"
@@ -13,7 +14,8 @@
 #include <string.h>
 
 typedef struct {
-    nq_gpu_t *g;
+    nq_gpu_t *const *gs;
+    uint32_t ng;
     const nq_shards_t *list;
     uint64_t nshards, run;
     atomic_uint_fast64_t next;
@@ -23,10 +25,11 @@ typedef struct {
     uint64_t submitted, finished;
     nq_u128 total, unique;
     uint64_t nodes;
+    bench_gpu_share_t share[NQ_GPU_MAX_DEVICES];
     char err[256];
 } gbench_t;
 
-typedef struct { gbench_t *b; uint64_t i; } gshard_t;
+typedef struct { gbench_t *b; uint64_t i; int dev; } gshard_t;
 
 static void gbench_done(void *ud, int rc, const nq_count_result_t *r, const char *err)
 {
@@ -41,6 +44,8 @@ static void gbench_done(void *ud, int rc, const nq_count_result_t *r, const char
         b->total += r->total;
         b->unique += r->unique;
         b->nodes += r->nodes;
+        b->share[s->dev].shards++;
+        b->share[s->dev].nodes += r->nodes;
     } else if (rc != 2 && !b->err[0]) {
         snprintf(b->err, sizeof b->err, "shard %llu: %s", (unsigned long long)s->i, err);
     }
@@ -66,12 +71,13 @@ static int gbench_shard(void *ud, uint64_t i, const uint8_t *spec, size_t len)
         atomic_store(&b->stop, 1);
         return 1;
     }
-    *s = (gshard_t){ b, i };
+    int dev = cli_gpu_hungriest(b->gs, b->ng);
+    *s = (gshard_t){ b, i, dev < 0 ? 0 : dev };   /* all failed: the engine ends it with why */
     nq_kernel_ctl_t ctl = { .cancel = &b->stop, .progress = NULL };
     pthread_mutex_lock(&b->lock);
     b->submitted++;
     pthread_mutex_unlock(&b->lock);
-    gpu_count_shard(b->g, spec, len, &ctl, gbench_done, s);
+    gpu_count_shard(b->gs[s->dev], spec, len, &ctl, gbench_done, s);
     return 0;
 }
 
@@ -88,10 +94,11 @@ static void *gbench_thread(void *arg)
     return NULL;
 }
 
-int bench_gpu_run(nq_gpu_t *g, const nq_shards_t *list, int threads, uint64_t run, nq_u128 *total,
-                  nq_u128 *unique, uint64_t *nodes, char *err, size_t errlen)
+int bench_gpu_run(nq_gpu_t *const *gs, uint32_t n, const nq_shards_t *list, int threads, uint64_t run,
+                  nq_u128 *total, nq_u128 *unique, uint64_t *nodes, bench_gpu_share_t *share, char *err,
+                  size_t errlen)
 {
-    gbench_t b = { .g = g, .list = list, .nshards = shards_count(list), .run = run };
+    gbench_t b = { .gs = gs, .ng = n, .list = list, .nshards = shards_count(list), .run = run };
     pthread_t tid[1024];
     int started = 0;
     pthread_mutex_init(&b.lock, NULL);
@@ -114,49 +121,8 @@ int bench_gpu_run(nq_gpu_t *g, const nq_shards_t *list, int threads, uint64_t ru
     *total = b.total;
     *unique = b.unique;
     *nodes = b.nodes;
+    if (share)
+        memcpy(share, b.share, n * sizeof *share);
     return 0;
 }
 
-int cli_gpu_open(const char *cmd, int device, int list_only, int kernel, nq_gpu_t **g)
-{
-    nq_gpu_cfg_t cfg;
-    char err[1024], buf[8192];
-    *g = NULL;
-    if (list_only) {
-        if (gpu_list_devices(buf, sizeof buf, err, sizeof err) != 0)
-            return cli_error(cmd, "%s", err);
-        fputs(buf, stdout);
-        return -1;
-    }
-    gpu_cfg_defaults(&cfg);
-    cfg.device = device;
-    if (gpu_cfg_from_env(&cfg, err, sizeof err) != 0)
-        return cli_usage_error(cmd, "%s", err);
-    if (kernel)                         /* --gpu-kernel over NQ_GPU_KERNEL */
-        cfg.kernel = kernel;
-    *g = gpu_open(&cfg, err, sizeof err);
-    return *g ? 0 : cli_error(cmd, "%s", err);
-}
-
-int cli_gpu_device_option(const char *cmd, const char *arg, int *device, int *list_only)
-{
-    uint64_t v;
-    if (strcmp(arg, "list") == 0) {
-        *list_only = 1;
-        return 0;
-    }
-    int rc = cli_parse_u64(cmd, "--gpu-device", arg, 0, 63, &v);
-    *device = (int)v;
-    return rc;
-}
-
-int cli_gpu_kernel_option(const char *cmd, const char *arg, int *kernel)
-{
-    nq_gpu_cfg_t cfg;
-    char err[128];
-    gpu_cfg_defaults(&cfg);
-    if (gpu_cfg_kernel(&cfg, arg, err, sizeof err) != 0)
-        return cli_usage_error(cmd, "--gpu-kernel is fast or parity (got '%.32s')", arg);
-    *kernel = cfg.kernel;
-    return 0;
-}

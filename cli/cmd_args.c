@@ -27,7 +27,7 @@ static const struct option long_opts[] = {
     { "broker-key", 1, 0, 0 }, { "timeout", 1, 0, 0 }, { "watch", 0, 0, 0 }, { "out", 1, 0, 0 },
     { "format", 1, 0, 0 }, { "unique", 0, 0, 0 }, { "board", 0, 0, 0 }, { "fresh", 0, 0, 0 },
     { "workers", 1, 0, 0 }, { "algo", 1, 0, 0 }, { "all", 0, 0, 0 }, { "log-level", 1, 0, 0 },
-    { "gpu", 0, 0, 0 }, { "gpu-device", 1, 0, 0 }, { "gpu-kernel", 1, 0, 0 }, { "gpu-only", 0, 0, 0 },
+    { "gpu", 2, 0, 0 }, { "gpu-device", 1, 0, 0 }, { "gpu-kernel", 1, 0, 0 }, { "gpu-only", 0, 0, 0 },
     { "depth", 1, 0, 0 }, { "priority", 1, 0, 0 }, { "max-attempts", 1, 0, 0 }, { "quorum", 1, 0, 0 },
     { "solutions", 1, 0, 0 }, { "restarts", 1, 0, 0 }, { "seed", 1, 0, 0 }, { "max-steps", 1, 0, 0 },
     { "shard-seconds", 1, 0, 0 }, { "http", 1, 0, 0 }, { "http-token-file", 1, 0, 0 }, { "manifest", 1, 0, 0 },
@@ -91,10 +91,13 @@ static int set_option(const char *cmd, const char *name, const char *val, nq_cmd
     else if (!strcmp(name, "unique")) a->unique = 1;
     else if (!strcmp(name, "board")) a->board = 1;
     else if (!strcmp(name, "fresh")) a->fresh = 1;
-    else if (!strcmp(name, "gpu")) a->gpu = 1;
+    else if (!strcmp(name, "gpu")) {
+        if ((rc = cli_gpu_option(cmd, val, &a->gpu_sel))) return rc;
+        a->gpu = 1;
+    }
     else if (!strcmp(name, "gpu-only")) a->gpu = a->gpu_only = 1;
     else if (!strcmp(name, "gpu-device")) {
-        if ((rc = cli_gpu_device_option(cmd, val, &a->gpu_device, &a->gpu_list))) return rc;
+        if ((rc = cli_gpu_device_option(cmd, val, &a->gpu_sel))) return rc;
         a->gpu = 1;
     }
     else if (!strcmp(name, "gpu-kernel")) {
@@ -131,7 +134,7 @@ static int set_option(const char *cmd, const char *name, const char *val, nq_cmd
 int cmd_args_parse(const char *cmd, const char *allowed, int argc, char **argv, nq_cmd_args_t *a)
 {
     memset(a, 0, sizeof *a);
-    a->gpu_device = -1;
+    argc = cli_gpu_argv(argc, argv);
     int c, idx, rc;
     optind = 1;
     opterr = 0;

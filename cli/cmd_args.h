@@ -2,6 +2,7 @@
 #ifndef NQ_CMD_ARGS_H
 #define NQ_CMD_ARGS_H
 
+#include "bench_gpu.h"
 #include "client.h"
 #include "proto.h"
 
@@ -13,7 +14,8 @@ typedef struct {
     const char *manifest;        /* export --manifest FILE */
     int watch, fresh, board, unique;
     uint32_t workers;            /* run: local worker threads, 0 = all cores */
-    int gpu, gpu_device, gpu_list;   /* run: count on a GPU (--gpu, --gpu-device I|list; -1 the first) */
+    int gpu;                     /* run: count on GPUs (--gpu [all], --gpu-device I[,J...]|list) */
+    cli_gpu_sel_t gpu_sel;       /* which */
     int gpu_kernel;              /* run: --gpu-kernel fast|parity (NQ_GPU_KERNEL_*; 0 the default) */
     int gpu_only;                /* run: --gpu-only, the threads only feed the GPU */
     const char *http, *http_token_file;   /* run: the web view's address and token file */

@@ -23,6 +23,7 @@
 #include "count.h"
 #include "estimate.h"
 #include "proto.h"
+#include "render.h"
 #include "rng.h"
 #include "shard.h"
 
@@ -38,7 +39,8 @@
 
 typedef struct {
     uint64_t n, sample, seed, depth, node_sample, paths;
-    int json, gpu, gpu_device, gpu_list, gpu_kernel;
+    int json, gpu, gpu_kernel;
+    cli_gpu_sel_t sel;
 } est_opts_t;
 
 static int est_parse(int argc, char **argv, est_opts_t *o)
@@ -46,7 +48,7 @@ static int est_parse(int argc, char **argv, est_opts_t *o)
     static const struct option longopts[] = {
         { "sample", required_argument, NULL, 'k' }, { "seed", required_argument, NULL, 's' },
         { "depth", required_argument, NULL, 'd' }, { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' }, { "gpu", no_argument, NULL, 'g' },
+        { "help", no_argument, NULL, 'h' }, { "gpu", optional_argument, NULL, 'g' },
         { "gpu-device", required_argument, NULL, 'G' }, { "gpu-kernel", required_argument, NULL, 'K' },
         { "node-sample", required_argument, NULL, 'N' }, { "paths", required_argument, NULL, 'P' },
         { 0, 0, 0, 0 } };
@@ -55,7 +57,9 @@ static int est_parse(int argc, char **argv, est_opts_t *o)
        shards of 16 paths: the node intervals of seeds and sizes agree (docs/benchmarks.md) */
     o->sample = 200; o->seed = 1; o->depth = 0; o->json = 0;
     o->node_sample = 100000; o->paths = 16;
-    o->gpu = o->gpu_list = o->gpu_kernel = 0; o->gpu_device = -1;
+    o->gpu = o->gpu_kernel = 0;
+    cli_gpu_sel_init(&o->sel);
+    argc = cli_gpu_argv(argc, argv);
     if (argc < 2 || strcmp(argv[1], "count") != 0)
         return cli_usage_error(CMD, "expected 'count N' (only counts can be estimated)");
     argc--; argv++;        /* argv[0] is now "count" */
@@ -71,8 +75,9 @@ static int est_parse(int argc, char **argv, est_opts_t *o)
                   break;
         case 'P': if ((rc = cli_parse_u64(CMD, "--paths", optarg, 2, 1u << 20, &o->paths))) return rc; break;
         case 'j': o->json = 1; break;
-        case 'g': o->gpu = 1; break;
-        case 'G': if ((rc = cli_gpu_device_option(CMD, optarg, &o->gpu_device, &o->gpu_list))) return rc;
+        case 'g': if ((rc = cli_gpu_option(CMD, optarg, &o->sel))) return rc;
+                  o->gpu = 1; break;
+        case 'G': if ((rc = cli_gpu_device_option(CMD, optarg, &o->sel))) return rc;
                   o->gpu = 1; break;
         case 'K': if ((rc = cli_gpu_kernel_option(CMD, optarg, &o->gpu_kernel))) return rc;
                   o->gpu = 1; break;
@@ -296,9 +301,10 @@ static void est_print(const est_opts_t *o, const nq_shards_t *sh, size_t k, int 
     printf("rate %.4g nodes/s  95%% interval %.4g .. %.4g  (%zu %s counted whole, CPU time, this "
            "machine now)\n",
            r->rate.v, r->rate.lo, r->rate.hi, k, probes ? "probes" : "shards");
-    printf("core-hours %.4g  95%% interval %.4g .. %.4g  (%.3g core-years; on 1000 cores %.3g days)\n",
-           r->secs.v / h, r->secs.lo / h, r->secs.hi / h, r->secs.v / h / (24 * 365.25),
-           r->secs.v / h / 1000 / 24);
+    char one[48], many[48];
+    printf("core-hours %.4g  95%% interval %.4g .. %.4g  (on one core %s; on 1000 cores %s)\n",
+           r->secs.v / h, r->secs.lo / h, r->secs.hi / h, render_span(r->secs.v, one, sizeof one),
+           render_span(r->secs.v / 1000, many, sizeof many));
     printf("shard CPU seconds: mean %.4g  sd %.4g%s\n", r->mean_s, r->sd_s,
            probes ? "  (probes: their choices times their time)" : "");
 }
@@ -309,7 +315,7 @@ static void est_print_gpu(const est_opts_t *o, const nq_shards_t *sh, size_t k, 
                           const est_result_t *r, const char *device)
 {
     const double h = 3600, y = h * 24 * 365.25;
-    char dev[256];
+    char dev[256], span[48];
     size_t s = shards_count(sh), i = 0;
     for (; device[i] && i + 1 < sizeof dev; i++)
         dev[i] = (unsigned char)device[i] < 32 || device[i] == '"' || device[i] == '\\' ? '?' : device[i];
@@ -327,28 +333,30 @@ static void est_print_gpu(const est_opts_t *o, const nq_shards_t *sh, size_t k, 
     else
         printf("count N=%d  depth %d  shards %zu  %s %zu (seed %llu)\n"
                "GPU %s: %.4g nodes/s on the sample\n"
-               "GPU-hours %.4g  95%% interval %.4g .. %.4g  (%.3g GPU-years)\n"
+               "GPU-hours %.4g  95%% interval %.4g .. %.4g  (on one GPU %s)\n"
                "nodes %.4g  95%% interval %.4g .. %.4g  (%s; the same on any machine)\n"
                "(GPU time: nodes / the rate measured on the sample%s)\n",
                (int)o->n, shards_depth(sh), s, probes ? "probes" : "sampled", k, (unsigned long long)o->seed,
-               dev, r->rate.v, r->secs.v / h, r->secs.lo / h, r->secs.hi / h, r->secs.v / y, r->node.v,
+               dev, r->rate.v, r->secs.v / h, r->secs.lo / h, r->secs.hi / h,
+               render_span(r->secs.v, span, sizeof span), r->node.v,
                r->node.lo, r->node.hi, nodes_method(r), probes ? "; Knuth probes, levels below each shard" : "");
 }
 
-/* The sample on the GPU: the same draws as est_time_sample / est_probe_sample make, one batch; each
-   sample's time is its nodes over the batch's rate. 0, or an exit code (reported). */
+/* The sample on the GPUs: the same draws as est_time_sample / est_probe_sample make, one batch over
+   every device (--gpu all: the rate is theirs together); each sample's time is its nodes over the
+   batch's rate. 0, or an exit code (reported). */
 static int est_gpu(const est_opts_t *o, const nq_shards_t *sh, int probes, size_t k, double *secs,
-                   double *nod, int *extra, nq_gpu_t **g, double *rate)
+                   double *nod, int *extra, nq_gpu_t **gs, uint32_t *ng, double *rate)
 {
     char err[512];
     nq_rng_t rng;
-    int rc = cli_gpu_open(CMD, o->gpu_device, o->gpu_list, o->gpu_kernel, g);
+    int rc = cli_gpu_open(CMD, &o->sel, o->gpu_kernel, gs, ng);
     if (rc)
         return rc < 0 ? -1 : rc;
     rng_init(&rng, o->seed, probes ? 0x70726f6265 : 0x657374);   /* the streams "probe" and "est" */
     if (probes && (rc = probe_depth(sh, (int)o->n, &rng, extra)) != 0)
         return rc;
-    if (estimate_gpu_sample(*g, sh, probes, *extra, k, &rng, nod, rate, err, sizeof err) != 0)
+    if (estimate_gpu_sample(gs, *ng, sh, probes, *extra, k, &rng, nod, rate, err, sizeof err) != 0)
         return cli_error(CMD, "%s", err);
     for (size_t i = 0; i < k; i++)
         secs[i] = *rate > 0 ? nod[i] / *rate : 0;
@@ -377,11 +385,13 @@ int cmd_estimate(int argc, char **argv)
         shards_destroy(&sh);
         return cli_error(CMD, "out of memory");
     }
-    nq_gpu_t *g = NULL;
+    nq_gpu_t *gs[NQ_GPU_MAX_DEVICES], *g = NULL;
+    uint32_t ng = 0;
     double gpu_rate = 0;
-    if (o.gpu)
-        rc = est_gpu(&o, sh, probes, k, secs, nod, &extra, &g, &gpu_rate);
-    else if (probes)
+    if (o.gpu) {
+        rc = est_gpu(&o, sh, probes, k, secs, nod, &extra, gs, &ng, &gpu_rate);
+        g = rc == 0 ? gs[0] : NULL;
+    } else if (probes)
         rc = est_probe_sample(sh, (int)o.n, k, o.seed, secs, nod, &extra);
     else
         rc = k ? est_time_sample(sh, k, o.seed, secs, nod) : 0;
@@ -391,13 +401,13 @@ int cmd_estimate(int argc, char **argv)
         rc = est_combine(&o, sh, probes, k, secs, nod, g ? est_ci(gpu_rate, 0) : est_rate(secs, nod, k), &r);
     char dev[400] = "";                 /* which kernel: the fast one's nodes are its own, not the CPU's */
     if (g)
-        snprintf(dev, sizeof dev, "%s [%s, %s kernel%s]", gpu_name(g), gpu_backend_name(g), gpu_kernel_name(g),
-                 gpu_nodes_cpu(g) ? "" : ": nodes of its own");
+        snprintf(dev, sizeof dev, "%s%s [%s, %s kernel%s]", gpu_name(g), ng > 1 ? " and the others together" : "",
+                 gpu_backend_name(g), gpu_kernel_name(g), gpu_nodes_cpu(g) ? "" : ": nodes of its own");
     if (rc == 0 && g)
         est_print_gpu(&o, sh, k, probes, extra, &r, dev);
     else if (rc == 0)
         est_print(&o, sh, k, probes, extra, &r);
-    gpu_close(&g);
+    cli_gpu_close(gs, ng);
     if (rc < 0)                         /* --gpu-device list: printed */
         rc = 0;
     free(secs);

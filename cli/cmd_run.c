@@ -113,11 +113,24 @@ static int run_find_or_create(nq_store_t *st, nq_job_spec_t *spec, int fresh, ui
     return 0;
 }
 
-/* Finds the job this command means (resume) or creates it, holding the DB's lock. */
-static int run_prepare(const char *db, nq_job_spec_t *spec, int fresh, uint64_t *id, int *done)
+/* The DB this command created, taken away again when its embedded broker could not start (a busy
+   --http port), under the DB's lock like run_prepare. */
+static void run_unmake_locked(const char *db)
 {
     char err[512];
-    int db_was_new = path_missing(db), lock_was_new;
+    int lock_was_new, lock = broker_db_lock(db, &lock_was_new, err, sizeof err);
+    if (lock < 0)
+        return;                         /* another nq took it meanwhile: it is theirs now */
+    run_unmake(db);
+    broker_db_unlock(lock, db, lock_was_new);
+}
+
+/* Finds the job this command means (resume) or creates it, holding the DB's lock; *db_new: the DB
+   did not exist before. */
+static int run_prepare(const char *db, nq_job_spec_t *spec, int fresh, uint64_t *id, int *done, int *db_new)
+{
+    char err[512];
+    int db_was_new = *db_new = path_missing(db), lock_was_new;
     int lock = broker_db_lock(db, &lock_was_new, err, sizeof err);   /* no job in a DB a broker owns */
     if (lock < 0)
         return cli_error("run", "%s", err);
@@ -284,7 +297,7 @@ static void print_url(nq_broker_t *b, uint64_t id)
 
 /* Broker and workers in threads of this process, until the job ends or we are told to stop. */
 static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, const char *token,
-                        nq_gpu_t *gpu, const char **state)
+                        nq_gpu_t *const *gpus, uint32_t ngpu, const char **state)
 {
     uint32_t workers = a->workers;
     char err[512] = "";
@@ -305,6 +318,7 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
         zmq_ctx_term(ctx);
         if (atomic_load(&nq_stop))
             return 0;                   /* *state stays "": reported as interrupted */
+        *state = "unstarted";
         return cli_error("run", "%s", err);
     }
     nq_worker_cfg_t wc;
@@ -317,7 +331,8 @@ static int run_embedded(const char *db, uint64_t id, const nq_cmd_args_t *a, con
        per process, threads ran dry between short shards (N=18 at depth 2: 3.9 s on 2 threads
        against 2.8 s at depth 1); a queue of two per thread covers it */
     wc.prefetch = 2 * workers;
-    wc.gpu = gpu;                       /* the threads feed it and count on the CPU beside it */
+    wc.gpus = gpus;                     /* the threads feed them and count on the CPU beside them */
+    wc.ngpu = ngpu;
     wc.gpu_only = a->gpu_only;
     worker_thread_t wt = { .w = worker_new(&wc, err, sizeof err) };
     pthread_t bth, wth;
@@ -370,20 +385,23 @@ int cmd_run(int argc, char **argv)
     if ((rc = cli_http_options("run", "--http", a.http, a.http_token_file, token, sizeof token)))
         return rc;
     uint64_t id;
-    int done = 0;
-    nq_gpu_t *gpu = NULL;
-    /* the device before the DB: a run that cannot count on it leaves nothing behind */
-    if (a.gpu && (rc = cli_gpu_open("run", a.gpu_device, a.gpu_list, a.gpu_kernel, &gpu)))
+    int done = 0, db_new = 0;
+    nq_gpu_t *gpus[NQ_GPU_MAX_DEVICES];
+    uint32_t ngpu = 0;
+    /* the devices before the DB: a run that cannot count on them leaves nothing behind */
+    if (a.gpu && (rc = cli_gpu_open("run", &a.gpu_sel, a.gpu_kernel, gpus, &ngpu)))
         return rc < 0 ? NQ_EXIT_OK : rc;
-    if ((rc = run_prepare(db, &spec, a.fresh, &id, &done))) {
-        gpu_close(&gpu);
+    if ((rc = run_prepare(db, &spec, a.fresh, &id, &done, &db_new))) {
+        cli_gpu_close(gpus, ngpu);
         return rc;
     }
     if (!done) {
         const char *state = "";
         signals_install();
-        rc = run_embedded(db, id, &a, token, gpu, &state);
-        gpu_close(&gpu);
+        rc = run_embedded(db, id, &a, token, gpus, ngpu, &state);
+        cli_gpu_close(gpus, ngpu);
+        if (rc && db_new && strcmp(state, "unstarted") == 0)
+            run_unmake_locked(db);      /* a command that fails leaves no output file */
         if (rc)
             return rc;
         if (!state[0]) {
@@ -392,7 +410,7 @@ int cmd_run(int argc, char **argv)
             return 130;
         }
     }
-    gpu_close(&gpu);
+    cli_gpu_close(gpus, ngpu);
     if (done)
         fprintf(stderr, "nq run: job %llu was done before: its stored result (--fresh counts again)\n",
                 (unsigned long long)id);

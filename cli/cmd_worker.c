@@ -17,12 +17,17 @@ int cmd_worker(int argc, char **argv)
         { "prefetch", required_argument, 0, 'p' }, { "key", required_argument, 0, 'k' },
         { "broker-key", required_argument, 0, 'K' }, { "id", required_argument, 0, 'i' },
         { "log-format", required_argument, 0, 'F' }, { "log-level", required_argument, 0, 'V' },
-        { "gpu", no_argument, 0, 'g' }, { "gpu-device", required_argument, 0, 'G' },
+        { "gpu", optional_argument, 0, 'g' }, { "gpu-device", required_argument, 0, 'G' },
         { "gpu-kernel", required_argument, 0, 'X' }, { "gpu-only", no_argument, 0, 'O' },
         { 0, 0, 0, 0 },
     };
     uint64_t v;
-    int c, rc, gpu = 0, device = -1, list = 0, kernel = 0;
+    int c, rc, gpu = 0, kernel = 0;
+    cli_gpu_sel_t sel;
+    nq_gpu_t *gpus[NQ_GPU_MAX_DEVICES];
+    uint32_t ngpu = 0;
+    cli_gpu_sel_init(&sel);
+    argc = cli_gpu_argv(argc, argv);
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -37,8 +42,9 @@ int cmd_worker(int argc, char **argv)
         case 'i': cfg.id = optarg; break;
         case 'F': if ((rc = cli_log_option("worker", "log-format", optarg))) return rc; break;
         case 'V': if ((rc = cli_log_option("worker", "log-level", optarg))) return rc; break;
-        case 'g': gpu = 1; break;
-        case 'G': if ((rc = cli_gpu_device_option("worker", optarg, &device, &list))) return rc;
+        case 'g': if ((rc = cli_gpu_option("worker", optarg, &sel))) return rc;
+                  gpu = 1; break;
+        case 'G': if ((rc = cli_gpu_device_option("worker", optarg, &sel))) return rc;
                   gpu = 1; break;
         case 'X': if ((rc = cli_gpu_kernel_option("worker", optarg, &kernel))) return rc;
                   gpu = 1; break;
@@ -52,17 +58,19 @@ int cmd_worker(int argc, char **argv)
         return cli_usage_error("worker", "--key and --broker-key go together");
     char err[512] = "";
     /* the device first: a worker that cannot count on it says why before it takes any shard */
-    if (gpu && (rc = cli_gpu_open("worker", device, list, kernel, &cfg.gpu)))
+    if (gpu && (rc = cli_gpu_open("worker", &sel, kernel, gpus, &ngpu)))
         return rc < 0 ? NQ_EXIT_OK : rc;
+    cfg.gpus = gpus;                    /* one process, one identity, every device */
+    cfg.ngpu = ngpu;
     signals_install();
     nq_worker_t *w = worker_new(&cfg, err, sizeof err);
     if (!w) {
-        gpu_close(&cfg.gpu);
+        cli_gpu_close(gpus, ngpu);
         return cli_error("worker", "%s", err);
     }
     rc = worker_run(w, &nq_stop, err, sizeof err);
     worker_destroy(&w);
-    gpu_close(&cfg.gpu);
+    cli_gpu_close(gpus, ngpu);
     if (rc != 0)
         return cli_error("worker", "%s", err);
     return NQ_EXIT_OK;

@@ -3,6 +3,7 @@
  * command lives in a file of its own and owns its options and usage text.
  */
 #include "cli.h"
+#include "store.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -58,5 +59,11 @@ int main(int argc, char **argv)
         return c->fn(argc - 1, argv + 1);
     }
     fprintf(stderr, "nq: unknown command '%s' (see 'nq --help')\n", cmd);
+    if (store_kind_parse(cmd) >= 0) {     /* `nq count 8`: a job's kind, not a command */
+        fprintf(stderr, "nq: a %s job runs here with 'nq run", cmd);
+        for (int i = 1; i < argc; i++)
+            fprintf(stderr, " %s", argv[i]);
+        fprintf(stderr, "', or goes to a broker with 'nq submit %s ...'\n", cmd);
+    }
     return NQ_EXIT_USAGE;
 }

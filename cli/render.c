@@ -98,6 +98,23 @@ static const char *fmt_duration(double s, char *buf, size_t len)
     return buf;
 }
 
+const char *render_span(double s, char *buf, size_t len)
+{
+    static const struct { double secs; const char *name; } units[] = {
+        { 365.25 * 86400, "years" }, { 86400, "days" }, { 3600, "hours" }, { 60, "minutes" } };
+    if (!isfinite(s) || s < 0) {
+        snprintf(buf, len, "-");
+        return buf;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof *units; i++)
+        if (s >= 2 * units[i].secs) {  /* 1.5 hours reads better as 90 minutes */
+            snprintf(buf, len, "%.3g %s", s / units[i].secs, units[i].name);
+            return buf;
+        }
+    snprintf(buf, len, "%.3g seconds", s);
+    return buf;
+}
+
 static const char *get_duration(const msgpack_object *m, const char *key, char *buf, size_t len)
 {
     double d;
@@ -267,7 +284,7 @@ void render_job(FILE *f, const msgpack_object *job)
                 get_count(job, "unique", b, sizeof b), get_nodes(job, nodes, sizeof nodes),
                 get_bool(job, "final") ? "" : " (so far)");
     else if (is_kind(job, "solve"))
-        fprintf(f, "  %-9s %s found, %s seeds done, algo %s\n", "solutions",
+        fprintf(f, "  %-9s %s distinct found, %s seeds done, algo %s\n", "solutions",
                 get_count(job, "solutions_found", a, sizeof a), get_count(job, "seeds_done", b, sizeof b),
                 get_str(job, "algo", c, sizeof c));
     else if (is_kind(job, "enumerate"))
@@ -358,6 +375,20 @@ void render_workers(FILE *f, const msgpack_object *arr)
 
 /* ---- result ---- */
 
+/* A solve job's seeds that found a solution, over its study's methods: many seeds may find the
+   same solution, so this is not the count of distinct ones. -1 when the document has no study. */
+static double study_solved(const msgpack_object *res)
+{
+    const msgpack_object *study = get_array(res, "study");
+    double solved = 0, one;
+    if (!study)
+        return -1;
+    for (uint32_t i = 0; i < study->via.array.size; i++)
+        if (get_double(&study->via.array.ptr[i], "solved", &one) == 0)
+            solved += one;
+    return solved;
+}
+
 static void result_answer(FILE *f, const msgpack_object *res)
 {
     char a[64], b[64], c[64], d[64];
@@ -369,8 +400,11 @@ static void result_answer(FILE *f, const msgpack_object *res)
             fprintf(f, " (partial: %s shards done)", done_total(res, d, sizeof d));
         fputc('\n', f);
     } else if (is_kind(res, "solve")) {
-        fprintf(f, "N=%s: %s solution(s) found, %s seeds done\n", n,
-                get_count(res, "solutions_found", b, sizeof b), done_total(res, c, sizeof c));
+        double solved = study_solved(res);
+        fprintf(f, "N=%s: %s distinct solution(s) found", n, get_count(res, "solutions_found", b, sizeof b));
+        if (solved >= 0)
+            fprintf(f, " by %.0f solved seeds", solved);
+        fprintf(f, ", %s seeds done\n", done_total(res, c, sizeof c));
     } else if (is_kind(res, "enumerate")) {
         fprintf(f, "N=%s: %s solutions%s (nq export lists them)\n", n,
                 get_count(res, "solutions", b, sizeof b),
@@ -385,7 +419,7 @@ static void result_answer(FILE *f, const msgpack_object *res)
 
 static void result_solutions(FILE *f, const msgpack_object *res)
 {
-    char a[64], b[256], c[64], d[64], e[64], g[256];
+    char a[64], b[256], c[64], d[64], e[64], g[256], h[64];
     const msgpack_object *sols = get_array(res, "solutions");
     if (!sols || sols->via.array.size == 0)
         return;
@@ -393,10 +427,14 @@ static void result_solutions(FILE *f, const msgpack_object *res)
     uint32_t shown = sols->via.array.size < RESULT_SOLUTIONS_SHOWN ? sols->via.array.size : RESULT_SOLUTIONS_SHOWN;
     for (uint32_t i = 0; i < shown; i++) {
         const msgpack_object *s = &sols->via.array.ptr[i];
-        fprintf(f, "  %20s  %8s  %14s  %10s  %-16.16s  %s\n", get_str(s, "seed", a, sizeof a),
+        const msgpack_object *bytes = render_get(s, "bytes");
+        fprintf(f, "  %20s  %8s  %14s  %10s  %-16.16s  %s", get_str(s, "seed", a, sizeof a),
                 get_str(s, "shard", c, sizeof c), get_count(s, "steps", d, sizeof d),
                 get_fixed(s, "seconds", 3, e, sizeof e), get_str(s, "hash", b, sizeof b),
                 get_str(s, "where", g, sizeof g));
+        if (bytes && bytes->type == MSGPACK_OBJECT_POSITIVE_INTEGER)   /* a file: its size, said */
+            fprintf(f, " (%s bytes)", get_count(s, "bytes", h, sizeof h));
+        fputc('\n', f);
     }
     double total;
     if (get_double(res, "solutions_total", &total) != 0 || total < sols->via.array.size)
@@ -433,9 +471,16 @@ void render_result(FILE *f, const msgpack_object *res)
     const msgpack_object *workers = get_array(res, "workers");
     result_answer(f, res);
     render_job(f, res);
-    fprintf(f, "  %-9s %s core-seconds, nodes %s, ", "work",
-            get_group_fixed(res, "core_seconds", 1, a, sizeof a), get_nodes(res, nodes, sizeof nodes));
-    if (workers) fprintf(f, "%u worker(s)\n", workers->via.array.size);
+    /* a shard's seconds are a core's only on a CPU: a GPU counts thousands at once, each timed from
+       its queueing to its end, so their sum is no core's (20.5 "core-seconds" in 0.1 s on 2 cores) */
+    unsigned __int128 fast = 0;
+    const msgpack_object *fo = render_get(res, "fast_shards");
+    int gpu = fo && render_u128(fo, &fast) == 0 && fast > 0;
+    fprintf(f, "  %-9s %s %s, nodes %s, ", "work", get_group_fixed(res, "core_seconds", 1, a, sizeof a),
+            gpu ? "shard-seconds (summed over shards; a GPU's overlap)" : "core-seconds",
+            get_nodes(res, nodes, sizeof nodes));
+    if (workers) fprintf(f, "%u worker(s), %s thread(s)\n", workers->via.array.size,
+                         get_count(res, "worker_threads", a, sizeof a));
     else fprintf(f, "workers -\n");
     if (render_get(res, "residues_ok")) {
         if (get_bool(res, "residues_ok")) fprintf(f, "  %-9s the total agrees with its shards' residues (mod 13, 15)\n", "residues");

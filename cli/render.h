@@ -38,6 +38,9 @@ int render_export(FILE *f, const msgpack_object *page, int csv, int first_page, 
 const msgpack_object *render_get(const msgpack_object *map, const char *key);
 
 /* A uint or an EXT 1 (16 bytes LE) -> *v, 0; else -1. */
+/* A span of time for people, in the unit that reads best: "45.2 seconds", "3.5 minutes",
+   "16.2 hours", "12 days", "384 years". */
+const char *render_span(double seconds, char *buf, size_t len);
 int render_u128(const msgpack_object *o, unsigned __int128 *v);
 
 #endif

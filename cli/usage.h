@@ -8,23 +8,26 @@
 
 #define NQ_COMMAND_TABLE \
     { "bench", cmd_bench, "run a kernel in-process and time it", \
-      "usage: nq bench count N [--threads K] [--depth D] [--gpu [--gpu-device I|list]\n" \
-      "                        [--gpu-kernel fast|parity]] [--json]\n" \
+      "usage: nq bench count N [--threads K] [--depth D] [--gpu [all] | --gpu-device I[,J...]|list]\n" \
+      "                        [--gpu-kernel fast|parity] [--json]\n" \
       "       nq bench solve N [--seed S] [--algo NAME] [--out FILE] [--format text|bin] [--board] [--json]\n" \
       "\n" \
       "count: count all solutions of the N x N board (1 <= N <= 32) with K threads\n" \
       "       (default: all cores) pulling shards; prints total, unique, nodes, seconds, nodes/s.\n" \
       "       --depth D fixes rows 0..D-1 besides the border in each shard (0 = auto from N).\n" \
       "       --gpu counts on the first GPU through OpenCL (CUDA where NQ_GPU_CUDA names nq's\n" \
-      "       libnq_cuda.so); the threads feed it. --gpu-device I picks the device, 'list' lists\n" \
-      "       them. --gpu-kernel: fast (default; same results, nodes of its own) or parity (the\n" \
+      "       libnq_cuda.so), --gpu all on every GPU; the threads feed them. A GPU only: a CPU\n" \
+      "       OpenCL device (pocl) is refused (exit 3) unless named by --gpu-device I[,J...],\n" \
+      "       which picks devices by index ('list' lists them).\n" \
+      "       --gpu-kernel: fast (default; same results, nodes of its own) or parity (the\n" \
       "       CPU kernels' nodes too); NQ_GPU_KERNEL sets it as well.\n" \
       "solve: find one solution by local search (4 <= N <= 1e9 for qs4), verify it,\n" \
       "       print seconds and peak memory; --out writes it (text: one 0-based column per\n" \
       "       line; bin: compact binary). 'nq bench solve --algo list' lists the methods.\n" }, \
     { "estimate", cmd_estimate, "estimate the nodes and core-hours a count needs", \
       "usage: nq estimate count N [--sample K] [--node-sample M] [--paths P] [--seed S] [--depth D]\n" \
-      "                           [--gpu [--gpu-device I|list] [--gpu-kernel fast|parity]] [--json]\n" \
+      "                           [--gpu [all] | --gpu-device I[,J...]|list] [--gpu-kernel fast|parity]\n" \
+      "                           [--json]\n" \
       "\n" \
       "Nodes: random paths down the kernel's own search tree (P per shard, default 16)\n" \
       "of every shard, or of M shards drawn at random (default 100000), with a 95%\n" \
@@ -36,7 +39,8 @@
       "everything is counted and exact.\n" \
       "--seed S picks the samples (default 1); --depth D as for 'nq bench count'.\n" \
       "--gpu counts the timed sample on the GPU in one batch and gives GPU-hours: the\n" \
-      "nodes over the GPU's nodes/s measured on that batch.\n" }, \
+      "nodes over the GPU's nodes/s measured on that batch (--gpu all: every GPU together,\n" \
+      "hours of the whole machine's GPUs; --gpu-device as for 'nq bench').\n" }, \
     { "verify", cmd_verify, "check a solution file", \
       "usage: nq verify FILE [--n N]\n" \
       "\n" \
@@ -74,15 +78,16 @@
     { "run", cmd_run, "one machine: embedded broker + local workers", \
       "usage: nq run count|solve|enumerate N [--db PATH] [--workers K] [--json] [--fresh] [job options]\n" \
       "              [--http ADDR [--http-token-file F]]\n" \
-      "              [--gpu [--gpu-device I|list] [--gpu-kernel fast|parity] [--gpu-only]]\n" \
+      "              [--gpu [all] | --gpu-device I[,J...]|list] [--gpu-kernel fast|parity] [--gpu-only]\n" \
       "\n" \
       "Runs the job on this machine: the broker and K local worker threads (default: all\n" \
       "cores) in one process, results in the DB (default ./nq.db). A progress bar on stderr\n" \
       "when it is a terminal; the result on stdout. Ctrl-C, then the same command again,\n" \
       "resumes; for a finished job it prints the stored result at once (--fresh recomputes).\n" \
       "--http ADDR serves the web view while it runs (as nq broker does) and prints its URL.\n" \
-      "--gpu counts on the first GPU through OpenCL, fed by the K threads, which count on the CPU\n" \
-      "too while the GPU has enough to do (as nq worker --gpu); --gpu-only: they only feed it.\n" \
+      "--gpu counts on the first GPU through OpenCL (--gpu all: every GPU), fed by the K threads,\n" \
+      "which count on the CPU too while the GPUs have enough to do (as nq worker --gpu); --gpu-only:\n" \
+      "they only feed them. A CPU OpenCL device only by index (--gpu-device I, as nq worker).\n" \
       "Exit 0 done, 1 failed, 3 the GPU failed (run again to resume), 130 interrupted.\n\njob options:\n" \
       NQ_JOB_OPTS }, \
     { "broker", cmd_broker, "the long-running broker", \
@@ -116,7 +121,7 @@
       "                     jobs past K (50000000)\n" }, \
     { "worker", cmd_worker, "run shards for a broker", \
       "usage: nq worker [--connect EP] [--threads K] [--prefetch P] [--key F --broker-key F] [--id ID]\n" \
-      "                 [--gpu [--gpu-device I|list] [--gpu-kernel fast|parity] [--gpu-only]]\n" \
+      "                 [--gpu [all] | --gpu-device I[,J...]|list] [--gpu-kernel fast|parity] [--gpu-only]\n" \
       "                 [--log-format text|json] [--log-level L]\n" \
       "\n" \
       "  --connect EP       the broker's worker endpoint (default tcp://127.0.0.1:7555)\n" \
@@ -125,10 +130,15 @@
       "  --gpu              count on the first GPU through OpenCL; the threads feed it (as many as it\n" \
       "                     needs) and count on the CPU while it holds a second of work; it asks for\n" \
       "                     shards to fill the device, then for what its measured rate keeps busy.\n" \
-      "                     If the GPU fails, its shards are reported as errors (others recount\n" \
-      "                     them), those on the CPU finish, and it exits 3.\n" \
-      "  --gpu-only         the threads only feed the GPU, counting nothing on the CPU\n" \
-      "  --gpu-device I     the OpenCL device to use ('list' lists them; default: the first GPU)\n" \
+      "                     A GPU only: with no GPU (only CPU OpenCL devices, as pocl) it says\n" \
+      "                     which devices it found and exits 3.\n" \
+      "  --gpu all          every GPU of the machine, one engine each, fed the hungriest first; a\n" \
+      "                     device that fails has its shards counted again by the others or the\n" \
+      "                     CPU. When the last GPU fails, its shards are reported as errors (others\n" \
+      "                     recount them), those on the CPU finish, and it exits 3.\n" \
+      "  --gpu-only         the threads only feed the GPUs, counting nothing on the CPU\n" \
+      "  --gpu-device I[,J...]  the OpenCL devices to use, by index, a CPU device too ('list'\n" \
+      "                     lists them; default: the first GPU)\n" \
       "  --gpu-kernel K     fast (default: same counts, nodes of its own) or parity (the CPU\n" \
       "                     kernels' nodes too, at about half the speed)\n" \
       "SIGTERM: stop taking work, hand back what is held, exit 0.\n" }, \
@@ -146,9 +156,15 @@
       "usage: nq result JOB [--json] [--db PATH] [--out FILE [--format text|bin]] [--board]\n" \
       "  --out FILE         solve: write the first solution (text or bin)\n" \
       "  --board            solve: draw the board (N <= 64)\n" NQ_CLIENT_OPTS }, \
-    { "cancel", cmd_cancel, "cancel a job", "usage: nq cancel JOB [connection options]\n" NQ_CLIENT_OPTS }, \
-    { "retry", cmd_retry, "put a job's failed shards back to pending", \
-      "usage: nq retry JOB [connection options]\n" NQ_CLIENT_OPTS }, \
+    { "cancel", cmd_cancel, "cancel a job (nq retry resumes it)", \
+      "usage: nq cancel JOB [connection options]\n" \
+      "  stops handing out the job's shards; what is done stays, and nq retry JOB resumes it\n" \
+      NQ_CLIENT_OPTS }, \
+    { "retry", cmd_retry, "run a failed or cancelled job again", \
+      "usage: nq retry JOB [connection options]\n" \
+      "  puts the job's failed shards back to pending and runs it: a failed job runs its quorum\n" \
+      "  and checks again, and a cancelled one resumes where it stopped (there is no other way to\n" \
+      "  resume it). Done shards are kept; a done job is refused.\n" NQ_CLIENT_OPTS }, \
     { "export", cmd_export, "stream a job's rows", \
       "usage: nq export JOB [--format csv|json] [--unique] [--db PATH] [connection options]\n" \
       "       nq export JOB --manifest FILE --db PATH\n" \

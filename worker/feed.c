@@ -14,8 +14,41 @@
  */
 #include "worker_impl.h"
 
+#include <string.h>
+
+/* A worker with several GPUs feeds them as one (feed_combine) and each shard to the hungriest. */
+
 #define FEED_MARGIN 1.25        /* feeders beyond the measured need: host parts vary shard to shard */
 #define CREDIT_AHEAD_S 3.0      /* the broker keeps a worker ~2 s ahead (dispatch.c): a cap above it */
+
+void feed_combine(nq_feed_t *f)
+{
+    nq_gpu_load_t *a = &f->load;
+    double rate = 0, hungry_s = -1;
+    uint32_t live = 0, timed = 0;
+    memset(a, 0, sizeof *a);
+    for (uint32_t i = 0; i < f->ndev; i++) {
+        const nq_gpu_load_t *d = &f->dev[i];
+        if (d->failing)
+            continue;
+        live++;
+        a->held += d->held;
+        a->fill += d->fill;
+        if (d->shard_s > 0) {
+            timed++;
+            rate += 1 / d->shard_s;
+            if (hungry_s < 0 || d->held_s < hungry_s)
+                hungry_s = d->held_s;
+        }
+    }
+    if (live > 0 && timed == live) {    /* seconds only once every live device measured its own */
+        a->shard_s = 1 / rate;
+        a->held_s = hungry_s;
+    }
+    a->failing = f->ndev > 0 && live == 0;
+    f->failed = a->failing;
+    f->hungriest = gpu_load_hungriest(f->dev, f->ndev);
+}
 
 uint32_t feed_feeders(const nq_feed_t *f)
 {
@@ -78,11 +111,20 @@ uint32_t feed_prefetch(uint32_t threads)
  * The shards to ask for at most (the broker budgets by work within it, dispatch.c): the threads
  * and the prefetch; a GPU worker, on top, the more of the shards that fill its device at once
  * (the engine's launches) and CREDIT_AHEAD_S of the shards it finished lately, so that a new GPU
- * worker fills its device at once and then follows its rate.
+ * worker fills its device at once and then follows its rate. Across a far link, also what it
+ * finishes in a round trip and half that again: a lease comes a round trip after the result that
+ * freed its credit, and with only the threads and the prefetch out, a one-thread worker 0.3 s
+ * away did two shards a round trip and waited out the rest (count 18 took 15-21 times as long).
+ * What it finishes is its threads' busy rate (their shards' seconds), or its rate when higher: a
+ * starved worker's rate is what the link let through, and credit grown from it grew a round trip
+ * at a time.
  */
+#define CREDIT_LINK_MARGIN 1.5
+
 uint32_t feed_credit(const nq_feed_t *f)
 {
-    double c = f->threads + f->prefetch;
+    double speed = f->busy_rate > f->rate ? f->busy_rate : f->rate;
+    double c = f->threads + f->prefetch + speed * f->rtt * CREDIT_LINK_MARGIN;
     if (f->gpu) {
         double ahead = f->rate * CREDIT_AHEAD_S;
         c += ahead > (double)f->load.fill ? ahead : (double)f->load.fill;

@@ -33,9 +33,11 @@ struct nq_pool {
     char notify_ep[128];
     uint32_t nthreads;
     pthread_t *threads;
-    nq_gpu_t *gpu;
+    nq_gpu_t *gpus[NQ_GPU_MAX_DEVICES];
+    uint32_t ngpu;                      /* 0: a CPU worker */
     int gpu_only;
-    uint32_t gpu_held;                  /* tasks the GPU engine holds (copies included) */
+    uint32_t gpu_held;                  /* tasks the GPU engines hold (copies included) */
+    nq_pool_dev_t dev[NQ_GPU_MAX_DEVICES];
     pthread_cond_t gpu_idle;            /* gpu_held reached 0 */
     uint32_t cpu_running;               /* count tasks on the CPU in a GPU worker */
     double feed_s;                      /* a feeder's seconds a shard, smoothed (0: none yet) */
@@ -89,6 +91,8 @@ static void copy_ended(nq_pool_t *p, nq_wtask_t *c)
         c->orig = NULL;
         p->st.copies_won++;
         p->st.gpu++;
+        p->dev[c->dev].shards++;
+        p->dev[c->dev].nodes += c->r.nodes;
         to_done(p, c, NULL);
         return;
     }
@@ -97,16 +101,59 @@ static void copy_ended(nq_pool_t *p, nq_wtask_t *c)
     task_free(c);
 }
 
-/* The GPU engine's end of a task: to the done list, the loop poked. */
+/* Whether device i is failing (or stopping): it takes no more shards. */
+static int dev_failing(nq_pool_t *p, uint32_t i)
+{
+    nq_gpu_load_t l;
+    gpu_load(p->gpus[i], &l);
+    return l.failing;
+}
+
+/* A shard that ended as an error because its device failed, while another device goes on: back to
+   the head of the queue (the oldest, the largest), to be counted again by whichever takes it, a
+   device or a CPU thread. The engine never ends a shard of a failing device with a partial count,
+   so nothing of it was sent, and the recount is its only result. */
+static int requeue_lost(nq_pool_t *p, nq_wtask_t *t)
+{
+    if (t->cancelled || t->r.status == NQ_RES_OK || atomic_load(&t->cancel) || p->stop ||
+        !dev_failing(p, (uint32_t)t->dev))
+        return 0;
+    uint32_t other = 0;
+    for (uint32_t i = 0; i < p->ngpu && !other; i++)
+        other = (int)i != t->dev && !dev_failing(p, i);
+    if (!other)
+        return 0;                       /* the last device: its shards end as errors (worker.c) */
+    list_remove(&p->running, t);
+    memset(&t->r, 0, sizeof t->r);
+    t->gpu_done = NULL;
+    atomic_store_explicit(&t->progress, 0, memory_order_relaxed);
+    t->prev = NULL;
+    t->next = p->queue;
+    if (p->queue)
+        p->queue->prev = t;
+    else
+        p->queue_tail = t;
+    p->queue = t;
+    p->st.recounts++;
+    return 1;
+}
+
+/* The GPU engine's end of a task: to the done list, the loop poked; or, its device lost, back to
+   the queue. */
 static void pool_gpu_done(void *ud, nq_wtask_t *t)
 {
     nq_pool_t *p = ud;
     pthread_mutex_lock(&p->lock);
+    p->dev[t->dev].held--;
     if (t->is_copy) {                   /* a copy of a CPU count (pool_copy) */
         copy_ended(p, t);
-    } else {
+    } else if (!requeue_lost(p, t)) {
         list_remove(&p->running, t);
         p->st.gpu += result_ok(t);
+        if (result_ok(t)) {
+            p->dev[t->dev].shards++;
+            p->dev[t->dev].nodes += t->r.nodes;
+        }
         to_done(p, t, NULL);
     }
     if (--p->gpu_held == 0)             /* last: pool_destroy waits for it before it frees p */
@@ -149,14 +196,16 @@ static int pool_pick(nq_pool_t *p, nq_wtask_t **tp)
     nq_feed_t f;
     *tp = NULL;
     feed_fill(p, &f);
-    int how = feed_next(&f, p->cpu_running, p->queue != NULL, p->gpu && copy_candidate(p) != NULL);
+    int how = feed_next(&f, p->cpu_running, p->queue != NULL, p->ngpu && copy_candidate(p) != NULL);
     nq_wtask_t *t = NULL;
+    if ((how == FEED_GPU || how == FEED_COPY) && f.hungriest < 0)
+        how = FEED_WAIT;                /* every device failing: feed_next sees it at the next look */
     if (how == FEED_GPU && p->queue->t.kind != NQ_KIND_COUNT)
         how = FEED_CPU;                 /* solve and enumerate have no GPU path */
     if (how == FEED_GPU)
         t = p->queue;
     else if (how == FEED_CPU)
-        t = p->gpu && !f.failed ? p->queue_tail : p->queue;   /* beside a GPU: the newest, the smallest */
+        t = p->ngpu && !f.failed ? p->queue_tail : p->queue;   /* beside a GPU: the newest, the smallest */
     else if (how == FEED_COPY && !(t = pool_copy(p)))
         how = FEED_WAIT;
     if (t && how != FEED_COPY) {
@@ -164,6 +213,8 @@ static int pool_pick(nq_pool_t *p, nq_wtask_t **tp)
         t->next = p->running;
         p->running = t;
     }
+    if (t && (how == FEED_GPU || how == FEED_COPY))
+        t->dev = f.hungriest;
     *tp = t;
     return how;
 }
@@ -172,9 +223,10 @@ static int pool_pick(nq_pool_t *p, nq_wtask_t **tp)
 static void run_gpu(nq_pool_t *p, nq_wtask_t *t)
 {
     p->gpu_held++;                      /* queued in the engine: its progress moves with its launches */
+    p->dev[t->dev].held++;
     pthread_mutex_unlock(&p->lock);
     double t0 = nq_mono();
-    task_run_gpu(t, p->gpu, pool_gpu_done, p);
+    task_run_gpu(t, p->gpus[t->dev], pool_gpu_done, p);
     double s = nq_mono() - t0;
     pthread_mutex_lock(&p->lock);
     p->feed_s = p->feed_s > 0 ? (1 - FEED_S_WEIGHT) * p->feed_s + FEED_S_WEIGHT * s : s;
@@ -184,7 +236,7 @@ static void run_gpu(nq_pool_t *p, nq_wtask_t *t)
    end decides (copy_ended is the copy's side). */
 static void run_cpu(nq_pool_t *p, nq_wtask_t *t, void *push)
 {
-    int counted = p->gpu && t->t.kind == NQ_KIND_COUNT;
+    int counted = p->ngpu && t->t.kind == NQ_KIND_COUNT;
     t->on_cpu = counted;
     p->cpu_running += counted;
     /* started: the broker counts a lease stalled when its progress has not moved since it
@@ -211,7 +263,7 @@ static void run_cpu(nq_pool_t *p, nq_wtask_t *t, void *push)
    GPU holds drains meanwhile, and the thread may feed it or copy a CPU count then. */
 static void pool_wait(nq_pool_t *p)
 {
-    if (!p->gpu || (!p->queue && !p->cpu_running)) {
+    if (!p->ngpu || (!p->queue && !p->cpu_running)) {
         pthread_cond_wait(&p->work, &p->lock);   /* pool_submit and pool_gpu_done signal */
         return;
     }
@@ -248,8 +300,8 @@ static void *pool_thread(void *arg)
     return NULL;
 }
 
-nq_pool_t *pool_new(void *ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *gpu, int gpu_only,
-                    char *err, size_t errlen)
+nq_pool_t *pool_new(void *ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *const *gpus, uint32_t ngpu,
+                    int gpu_only, char *err, size_t errlen)
 {
     nq_pool_t *p = calloc(1, sizeof *p);
     if (!p || !(p->threads = calloc(threads, sizeof *p->threads))) {
@@ -260,7 +312,9 @@ nq_pool_t *pool_new(void *ctx, uint32_t threads, const char *notify_ep, nq_gpu_t
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->gpu_idle, NULL);
-    p->gpu = gpu;
+    p->ngpu = ngpu < NQ_GPU_MAX_DEVICES ? ngpu : NQ_GPU_MAX_DEVICES;
+    for (uint32_t i = 0; i < p->ngpu; i++)
+        p->gpus[i] = gpus[i];
     p->gpu_only = gpu_only;
     p->ctx = ctx;
     snprintf(p->notify_ep, sizeof p->notify_ep, "%s", notify_ep);
@@ -406,13 +460,26 @@ static void feed_fill(nq_pool_t *p, nq_feed_t *f)
     char err[8];
     memset(f, 0, sizeof *f);
     f->threads = p->nthreads;
-    f->gpu = p->gpu != NULL;
+    f->gpu = p->ngpu > 0;
     f->gpu_only = p->gpu_only;
     f->feed_s = p->feed_s;
-    if (p->gpu) {
-        gpu_load(p->gpu, &f->load);
-        f->failed = f->load.failing || gpu_failed(p->gpu, err, sizeof err);
+    f->ndev = p->ngpu;
+    for (uint32_t i = 0; i < p->ngpu; i++) {
+        gpu_load(p->gpus[i], &f->dev[i]);
+        f->dev[i].failing |= gpu_failed(p->gpus[i], err, sizeof err);
     }
+    feed_combine(f);
+}
+
+void pool_dev_stats(nq_pool_t *p, uint32_t i, nq_pool_dev_t *d)
+{
+    memset(d, 0, sizeof *d);
+    if (i >= p->ngpu)
+        return;
+    pthread_mutex_lock(&p->lock);
+    *d = p->dev[i];
+    d->failed = dev_failing(p, i);
+    pthread_mutex_unlock(&p->lock);
 }
 
 void pool_feed(nq_pool_t *p, nq_feed_t *f)

@@ -2,6 +2,7 @@
 #include "clock.h"
 #include "errf.h"
 #include "count.h"
+#include "link.h"
 #include "log.h"
 #include "rng.h"
 #include "resolve.h"
@@ -32,6 +33,9 @@ struct nq_worker {
     uint64_t nonce, broker_nonce;
     uint32_t hb_ms, liveness, credit;
     double last_recv, last_sent, backoff, next_connect;
+    int heard;                         /* the broker has said something on this connection */
+    nq_link_t link;                    /* the round trip, from RESULT to ACK (link.h): kept across
+                                          reconnects, since the link is the same */
     uint32_t silent_rounds;            /* connections in a row the broker never answered */
     double hello_at;                   /* when we last introduced ourselves */
     uint64_t sync, sync_echoed;        /* the broker's last sync token, and the last we echoed */
@@ -40,15 +44,23 @@ struct nq_worker {
     double rate_at;                    /* when the shard rate was last measured */
     uint64_t rate_shards;              /* results since then */
     double rate;                       /* shards a second, smoothed (0: not yet) */
-    int draining;                      /* its GPU failed: finishing what the CPU counts, taking nothing */
+    double shard_s;                    /* a shard's seconds on its thread, smoothed (0: not yet) */
+    int draining;                      /* its GPUs failed: finishing what the CPU counts, taking nothing */
     char fail[256];                    /* why */
+    uint32_t gpus_failed;              /* devices seen failed and logged */
+    uint8_t gpu_said[NQ_GPU_MAX_DEVICES];   /* device i's failure logged */
     char refused[NQ_STR_MAX + 128];    /* the broker told us this is not its workers' endpoint */
 };
 
-/* What this worker counts with: its GPU's name, or the CPU kernel's. */
-static const char *worker_kernel(const nq_worker_t *w)
+/* What this worker counts with: its GPUs' names (the first, and how many more), or the CPU kernel's. */
+static void worker_kernel(const nq_worker_t *w, char *out, size_t len)
 {
-    return w->cfg.gpu ? gpu_name(w->cfg.gpu) : count_kernel_name();
+    if (!w->cfg.ngpu)
+        snprintf(out, len, "%s", count_kernel_name());
+    else if (w->cfg.ngpu == 1)
+        snprintf(out, len, "gpu: %s", gpu_name(w->cfg.gpus[0]));
+    else
+        snprintf(out, len, "gpu: %s +%u more", gpu_name(w->cfg.gpus[0]), (unsigned)w->cfg.ngpu - 1);
 }
 
 static double now_s(void) { return nq_mono(); }
@@ -78,12 +90,11 @@ static void send_hello(nq_worker_t *w)
     nq_msg_t m = { .type = NQ_MSG_HELLO };
     snprintf(m.u.hello.worker_id, sizeof m.u.hello.worker_id, "%s", w->id);
     snprintf(m.u.hello.host, sizeof m.u.hello.host, "%s", w->host);
-    /* what it counts with (its GPU, or the CPU kernel: avx512, scalar): `nq workers` and the web
+    /* what it counts with (its GPUs, or the CPU kernel: avx512, scalar): `nq workers` and the web
        view show it beside its rate */
-    if (w->cfg.gpu)
-        snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s gpu: %s", NQ_VERSION, gpu_name(w->cfg.gpu));
-    else
-        snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s %s", NQ_VERSION, count_kernel_name());
+    char kern[NQ_STR_MAX - 32];   /* room for "nq-VERSION " */
+    worker_kernel(w, kern, sizeof kern);
+    snprintf(m.u.hello.build, sizeof m.u.hello.build, "nq-%s %s", NQ_VERSION, kern);
     m.u.hello.nonce = w->nonce;
     m.u.hello.threads = w->cfg.threads;
     send_msg(w, &m);
@@ -129,6 +140,7 @@ static void send_result(nq_worker_t *w, nq_wtask_t *t)
     m.u.result = t->r;
     send_msg(w, &m);
     t->sent_at = now_s();
+    t->sends++;
 }
 
 static void outbox_resend(nq_worker_t *w, double older_than)
@@ -143,6 +155,10 @@ static void outbox_ack(nq_worker_t *w, const nq_ack_t *a)
     for (nq_wtask_t **pp = &w->outbox; *pp; pp = &(*pp)->next) {
         nq_wtask_t *t = *pp;
         if (t->r.job == a->job && t->r.shard == a->shard && t->r.lease == a->lease) {
+            /* a result sent once and small: its ACK came a round trip (and a group commit, ~2 ms)
+               after it; a solution's parts took their upload time too */
+            if (t->sends == 1 && !t->cols)
+                link_sample(&w->link, now_s() - t->sent_at);
             *pp = t->next;
             task_free(t);
             return;
@@ -174,15 +190,19 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
             send_hello(w);
             outbox_resend(w, now_s());
             send_heartbeat(w);
-            char qk[NQ_LOG_QLEN];
-            nq_log(NQ_LOG_INFO, "worker.connected", "broker=%s outbox=%s kernel=%s", w->cfg.connect,
-                   w->outbox ? "resent" : "empty", nq_log_qs(qk, sizeof qk, worker_kernel(w)));
-        } else if (now_s() - w->hello_at > w->hb_ms / 1000.0) {
+            char qk[NQ_LOG_QLEN], qb[NQ_LOG_QLEN], kern[300];
+            worker_kernel(w, kern, sizeof kern);
+            nq_log(NQ_LOG_INFO, "worker.connected", "broker=%s outbox=%s kernel=%s",
+                   nq_log_v(qb, sizeof qb, w->cfg.connect),
+                   w->outbox ? "resent" : "empty", nq_log_qs(qk, sizeof qk, kern));
+        } else if (now_s() - w->hello_at > w->hb_ms / 1000.0 + link_allowance(&w->link)) {
             /* Not the answer to a HELLO: the broker forgot us (we were silent past its liveness
-               window, busy or cut off) and asks who we are. At most once a heartbeat, so the two
-               sides cannot start a HELLO/WELCOME loop. */
+               window, busy or cut off) and asks who we are. At most once a heartbeat and a round
+               trip, so the two sides cannot start a HELLO/WELCOME loop (on a far link the answer
+               to our last HELLO comes a round trip later). */
             send_hello(w);
-            nq_log(NQ_LOG_INFO, "worker.reintroduced", "broker=%s", w->cfg.connect);
+            char qb[NQ_LOG_QLEN];
+            nq_log(NQ_LOG_INFO, "worker.reintroduced", "broker=%s", nq_log_v(qb, sizeof qb, w->cfg.connect));
         }
         break;
     case NQ_MSG_CTL_REP:                /* a broker's answer to a client: we reached its control endpoint */
@@ -230,6 +250,7 @@ static int connect_broker(nq_worker_t *w, char *err, size_t errlen)
     }
     w->broker_nonce = 0;
     w->last_recv = now_s();
+    w->heard = 0;
     send_hello(w);
     return 0;
 }
@@ -259,7 +280,7 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
     }
     if (w->cfg.prefetch == NQ_PREFETCH_AUTO)
         w->cfg.prefetch = feed_prefetch(w->cfg.threads);
-    nq_feed_t f = { .threads = w->cfg.threads, .prefetch = w->cfg.prefetch, .gpu = w->cfg.gpu != NULL };
+    nq_feed_t f = { .threads = w->cfg.threads, .prefetch = w->cfg.prefetch, .gpu = w->cfg.ngpu > 0 };
     w->credit = feed_credit(&f);        /* a GPU worker raises it once its engine knows its fill */
     if (getrandom(&w->nonce, sizeof w->nonce, 0) != sizeof w->nonce)
         w->nonce = (uint64_t)time(NULL) ^ (uint64_t)getpid() << 20;
@@ -291,7 +312,8 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
     done_endpoint(w, ep, sizeof ep);
     w->pull = zmq_socket(w->ctx, ZMQ_PULL);
     if (zmq_bind(w->pull, ep) != 0 ||
-        !(w->pool = pool_new(w->ctx, w->cfg.threads, ep, w->cfg.gpu, w->cfg.gpu_only, err, errlen)) ||
+        !(w->pool = pool_new(w->ctx, w->cfg.threads, ep, w->cfg.gpus, w->cfg.ngpu, w->cfg.gpu_only, err,
+                             errlen)) ||
         connect_broker(w, err, errlen) != 0) {
         if (!err[0])
             snprintf(err, errlen, "cannot start the worker");
@@ -316,6 +338,8 @@ static void collect_done(nq_worker_t *w)
         t->next = w->outbox;
         w->outbox = t;
         w->rate_shards++;
+        double s = t->r.elapsed_us / 1e6;
+        w->shard_s = w->shard_s > 0 ? 0.8 * w->shard_s + 0.2 * s : s;
     }
 }
 
@@ -331,6 +355,7 @@ static void drain_socket(nq_worker_t *w)
         nq_msg_t m;
         char err[200];
         w->last_recv = now_s();
+        w->heard = 1;
         w->backoff = 1;
         w->silent_rounds = 0;
         if (proto_decode(zmq_msg_data(&f), zmq_msg_size(&f), &m, err, sizeof err) != 0) {
@@ -361,6 +386,8 @@ static void worker_credit(nq_worker_t *w, double now)
     pool_feed(w->pool, &f);
     f.prefetch = w->cfg.prefetch;
     f.rate = w->rate;
+    f.busy_rate = w->shard_s > 0 ? w->cfg.threads / w->shard_s : 0;
+    f.rtt = w->link.srtt;
     uint32_t c = feed_credit(&f);
     if (c < w->credit * 4 / 5 || c > w->credit * 5 / 4) {
         w->credit = c;
@@ -386,16 +413,21 @@ static void tick(nq_worker_t *w, double now)
         }
         return;
     }
-    if (now - w->last_recv > hb * w->liveness) {
+    /* A new connection's first answer takes the handshake's round trips; then the broker's
+       heartbeats come every hb however far it is, and a gap lasts the link's round trip longer. */
+    double window = link_window(&w->link, hb, w->liveness);
+    double silent = w->heard ? window : link_handshake_wait(&w->link, hb, w->liveness);
+    if (now - w->last_recv > silent) {
         double jitter = (double)rng_below(&w->rng, 1000) / 1000.0 * w->backoff * 0.25;
-        nq_log(NQ_LOG_WARN, "worker.broker_silent", "broker=%s reconnect_in=%.1fs", w->cfg.connect,
-               w->backoff + jitter);
+        char qb[NQ_LOG_QLEN];
+        nq_log(NQ_LOG_WARN, "worker.broker_silent", "broker=%s reconnect_in=%.1fs",
+               nq_log_v(qb, sizeof qb, w->cfg.connect), w->backoff + jitter);
         /* A broker with keys never answers a worker without them (CURVE never starts), so the
            worker sees silence, not a refusal: say what may be missing, once. */
         if (++w->silent_rounds == SILENT_ROUNDS_HINT && !w->cfg.key_file && !w->broker_nonce)
             nq_log(NQ_LOG_WARN, "worker.no_answer", "broker=%s rounds=%u hint=\"is the broker running "
                    "there? if it has keys, give this worker --key F and --broker-key F (nq keygen)\"",
-                   w->cfg.connect, w->silent_rounds);
+                   qb, w->silent_rounds);
         disconnect(w);
         w->next_connect = now + w->backoff + jitter;
         w->backoff = w->backoff * 2 > 32 ? 32 : w->backoff * 2;
@@ -404,7 +436,7 @@ static void tick(nq_worker_t *w, double now)
     worker_credit(w, now);
     if (now - w->last_sent >= hb || w->sync != w->sync_echoed)
         send_heartbeat(w);
-    outbox_resend(w, now - hb * w->liveness * 2);   /* an unacked result: say it again */
+    outbox_resend(w, now - 2 * window);   /* an unacked result: say it again */
 }
 
 /* Credit 0, and the tasks not started dropped: the broker takes their leases back (the next
@@ -417,6 +449,38 @@ static void take_no_more(nq_worker_t *w)
         n = t->next;
         task_free(t);
     }
+}
+
+/* Which engine counted what (for tests and the device check): shards on the GPUs and the CPU, the
+   copies, and each device's shards, nodes and state. */
+static void worker_stop_line(nq_worker_t *w)
+{
+    nq_pool_stats_t st;
+    pool_stats(w->pool, &st);
+    if (!w->cfg.ngpu) {
+        nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s", w->outbox ? "yes" : "no");
+        return;
+    }
+    char devs[NQ_GPU_MAX_DEVICES * 64] = "";
+    uint64_t launches = 0;
+    double busy = 0;
+    size_t off = 0;
+    for (uint32_t i = 0; i < w->cfg.ngpu && off < sizeof devs; i++) {
+        nq_gpu_stats_t gs;
+        nq_pool_dev_t d;
+        gpu_stats(w->cfg.gpus[i], &gs);
+        pool_dev_stats(w->pool, i, &d);
+        launches += gs.launches;
+        busy += gs.launch_s;
+        off += (size_t)snprintf(devs + off, sizeof devs - off, "%s%u:%llu/%llu%s", i ? "," : "", (unsigned)i,
+                                (unsigned long long)d.shards, (unsigned long long)d.nodes,
+                                d.failed ? "/failed" : "");
+    }
+    nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s gpu_shards=%llu cpu_shards=%llu copies=%llu copies_won=%llu "
+           "recounts=%llu launches=%llu gpu_busy_s=%.3f devices=%s", w->outbox ? "yes" : "no",
+           (unsigned long long)st.gpu, (unsigned long long)st.cpu, (unsigned long long)st.copies,
+           (unsigned long long)st.copies_won, (unsigned long long)st.recounts, (unsigned long long)launches,
+           busy, devs);
 }
 
 /* Stop taking work, hand back what has not started, send what is finished, say BYE. acks: wait
@@ -436,28 +500,34 @@ static void shutdown_gracefully(nq_worker_t *w, int acks)
     }
     nq_msg_t bye = { .type = NQ_MSG_BYE };
     send_msg(w, &bye);
-    nq_pool_stats_t st;
-    pool_stats(w->pool, &st);
-    nq_gpu_stats_t gs;
-    if (w->cfg.gpu)                     /* which engine counted what: for tests and the device check */
-        gpu_stats(w->cfg.gpu, &gs), nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s gpu_shards=%llu "
-               "cpu_shards=%llu copies=%llu copies_won=%llu launches=%llu gpu_busy_s=%.3f",
-               w->outbox ? "yes" : "no", (unsigned long long)st.gpu, (unsigned long long)st.cpu,
-               (unsigned long long)st.copies, (unsigned long long)st.copies_won,
-               (unsigned long long)gs.launches, gs.launch_s);
-    else
-        nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s", w->outbox ? "yes" : "no");
+    worker_stop_line(w);
 }
 
-/* The GPU failed: the shards it held ended as errors (the broker gives them to others). Hand back
-   what has not started and take nothing more; what the CPU counts is finished and sent first. */
+/* Its last GPU failed: the shards it held ended as errors (the broker gives them to others). Hand
+   back what has not started and take nothing more; what the CPU counts is finished and sent first. */
 static void gpu_lost(nq_worker_t *w, const char *why)
 {
-    char q[NQ_LOG_QLEN];
-    nq_log(NQ_LOG_ERROR, "worker.gpu_failed", "reason=%s", nq_log_qs(q, sizeof q, why));
     snprintf(w->fail, sizeof w->fail, "%s", why);
     w->draining = 1;
     take_no_more(w);
+}
+
+/* Each device that failed, said once with why (the others go on: the pool counts its shards
+   again); the last one to fail drains the worker. */
+static void gpu_check(nq_worker_t *w)
+{
+    char err[256], q[NQ_LOG_QLEN], qn[NQ_LOG_QLEN];
+    for (uint32_t i = 0; i < w->cfg.ngpu && !w->draining; i++) {
+        if (w->gpu_said[i] || !gpu_failed(w->cfg.gpus[i], err, sizeof err))
+            continue;
+        w->gpu_said[i] = 1;
+        w->gpus_failed++;
+        nq_log(NQ_LOG_ERROR, "worker.gpu_failed", "device=%u name=%s reason=%s devices_left=%u", (unsigned)i,
+               nq_log_qs(qn, sizeof qn, gpu_name(w->cfg.gpus[i])), nq_log_qs(q, sizeof q, err),
+               (unsigned)(w->cfg.ngpu - w->gpus_failed));
+        if (w->gpus_failed == w->cfg.ngpu)
+            gpu_lost(w, err);
+    }
 }
 
 int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
@@ -476,15 +546,14 @@ int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen)
             nq_log(NQ_LOG_ERROR, "worker.refused", "reason=%s", nq_log_qs(q, sizeof q, err));
             return 3;
         }
-        if (w->cfg.gpu && !w->draining && gpu_failed(w->cfg.gpu, err, errlen))
-            gpu_lost(w, err);
+        gpu_check(w);
         if (w->draining && pool_busy(w->pool) == 0)
             break;
         tick(w, now_s());
     }
     if (w->sock)
         shutdown_gracefully(w, atomic_load(stop) != WORKER_STOP_BROKER_GONE);
-    if (w->draining) {                  /* its GPU failed: exit 3 with why */
+    if (w->draining) {                  /* its last GPU failed: exit 3 with why */
         snprintf(err, errlen, "%s", w->fail);
         return 3;
     }

@@ -22,8 +22,9 @@ typedef struct {
     const char *key_file;        /* own CURVE key pair */
     const char *broker_key_file; /* broker's public key */
     const char *id;              /* NULL: host:pid:random */
-    nq_gpu_t *gpu;               /* count shards on this GPU (the caller's, opened and closed by it);
-                                    NULL: on the threads */
+    nq_gpu_t *const *gpus;       /* count shards on these GPUs, one engine a device (the caller's,
+                                    opened and closed by it); ngpu 0: on the threads */
+    uint32_t ngpu;
     int gpu_only;                /* with a GPU: the threads only feed it, counting nothing themselves */
 } nq_worker_cfg_t;
 
@@ -35,8 +36,9 @@ void worker_cfg_defaults(nq_worker_cfg_t *cfg);
 nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen);
 /* Works until *stop: then stops taking work, hands back what it holds (BYE) and returns 0. With
    *stop == WORKER_STOP_BROKER_GONE (an embedded broker that ended) it waits for no ACK first.
-   Returns 3 when the broker refuses it (bad key) or its GPU failed (after reporting the shards
-   the GPU held as errors and finishing those it counts on the CPU): err says why. */
+   Returns 3 when the broker refuses it (bad key) or its last GPU failed (after reporting the
+   shards that GPU held as errors and finishing those it counts on the CPU): err says why. A GPU
+   that fails while another goes on is logged (worker.gpu_failed) and its shards counted again. */
 #define WORKER_STOP_BROKER_GONE 2
 int worker_run(nq_worker_t *w, const atomic_int *stop, char *err, size_t errlen);
 /* From another thread, after setting *stop: worker_run sees it now, not at its next 50 ms wake-up. */

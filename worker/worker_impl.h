@@ -27,6 +27,7 @@ typedef struct nq_wtask {
     uint32_t *cols;                   /* solve: the solution (r.sol_n rows) */
     int cancelled;                    /* finished because of a CANCEL: nothing to send */
     double sent_at;                   /* outbox: last time sent */
+    uint32_t sends;                   /* ... and how often */
     double started;                   /* when it began (GPU tasks end on another thread) */
     void (*gpu_done)(void *ud, struct nq_wtask *t);   /* GPU tasks: called once it ended */
     void *gpu_ud;
@@ -35,15 +36,17 @@ typedef struct nq_wtask {
        points at the other until the first to end decides */
     int on_cpu, copied, is_copy;      /* copied: it has had a copy; is_copy: it is one */
     int lost;                         /* the copy ended first: this one sends nothing */
+    int dev;                          /* on the GPU: the device it went to (an index of the pool's) */
     struct nq_wtask *copy, *orig;
 } nq_wtask_t;
 
 typedef struct nq_pool nq_pool_t;
 
-/* gpu (may be NULL): where count tasks go, fed by the threads, which count on the CPU too unless
-   gpu_only; the pool does not own it. */
-nq_pool_t *pool_new(void *zmq_ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *gpu, int gpu_only,
-                    char *err, size_t errlen);
+/* gpus[0 .. ngpu) (none: ngpu 0): where count tasks go, the hungriest device first, fed by the
+   threads, which count on the CPU too unless gpu_only; the pool does not own them. A device that
+   fails while another goes on has its shards counted again (feed.c); the last one's end as errors. */
+nq_pool_t *pool_new(void *zmq_ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *const *gpus, uint32_t ngpu,
+                    int gpu_only, char *err, size_t errlen);
 void pool_destroy(nq_pool_t **p);
 void pool_submit(nq_pool_t *p, nq_wtask_t *t);
 nq_wtask_t *pool_take_done(nq_pool_t *p);           /* finished tasks, as a list */
@@ -54,8 +57,12 @@ nq_wtask_t *pool_take_queued(nq_pool_t *p);         /* not started: for handing 
 void pool_cancel_all(nq_pool_t *p);
 uint32_t pool_busy(nq_pool_t *p);                    /* queued + running */
 /* Shards each engine counted, and the GPU's copies of CPU counts (taken, and ended first). */
-typedef struct { uint64_t gpu, cpu, copies, copies_won; } nq_pool_stats_t;
+typedef struct { uint64_t gpu, cpu, copies, copies_won, recounts; } nq_pool_stats_t;
 void pool_stats(nq_pool_t *p, nq_pool_stats_t *st);
+/* Device i's part: shards it counted (copies that won included), their nodes, the shards it holds
+   now and whether it failed. */
+typedef struct { uint64_t shards, nodes; uint32_t held; int failed; } nq_pool_dev_t;
+void pool_dev_stats(nq_pool_t *p, uint32_t i, nq_pool_dev_t *d);
 uint32_t pool_progress(nq_pool_t *p, nq_hb_item_t *items, uint32_t max);   /* running, queued, done */
 /* Heartbeat items for the tasks of `list`, written from items[n] on, at most max in all: the new n. */
 uint32_t task_items(const nq_wtask_t *list, nq_hb_item_t *items, uint32_t n, uint32_t max);
@@ -65,13 +72,22 @@ typedef struct {
     uint32_t threads, prefetch;
     int gpu;                          /* a GPU worker */
     int gpu_only;                     /* its threads only feed the GPU */
-    int failed;                       /* its GPU failed */
+    int failed;                       /* its GPUs failed, every one */
     double feed_s;                    /* a feeder's seconds a shard (queueing it, its host part); 0 unknown */
-    nq_gpu_load_t load;               /* the engine's (gpu.h) */
+    uint32_t ndev;                    /* its devices (failed ones too) */
+    nq_gpu_load_t dev[NQ_GPU_MAX_DEVICES];   /* each engine's (gpu.h) */
+    nq_gpu_load_t load;               /* theirs together (feed_combine) */
+    int hungriest;                    /* the device to feed next (gpu_load_hungriest); -1 none */
     double rate;                      /* shards a second the worker finished lately; 0 unknown */
+    double busy_rate;                 /* shards a second its threads finish when none waits; 0 unknown */
+    double rtt;                       /* the broker's round trip, seconds; 0 unknown */
 } nq_feed_t;
-/* Fills f's threads, gpu, gpu_only, failed, feed_s and load from p. */
+/* Fills f's threads, gpu, gpu_only, failed, feed_s, dev, load and hungriest from p. */
 void pool_feed(nq_pool_t *p, nq_feed_t *f);
+/* f->load, failed and hungriest from f->dev[0 .. ndev): the live devices as one, consuming shards at
+   their rates together (held and fill summed, seconds a shard 1 / the sum of their rates), holding
+   the hungriest one's seconds of work (the first to want more). */
+void feed_combine(nq_feed_t *f);
 
 #define FEED_AHEAD_S 1.0              /* the GPU's work held before a thread counts on the CPU */
 enum { FEED_WAIT = 0, FEED_GPU, FEED_CPU, FEED_COPY };

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* ---- result: residues, workers, solutions, study ---- */
 
@@ -49,11 +50,39 @@ static int result_workers(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *er
     return pack_rows(db, st, pk_worker_name, "workers of job", pk, err, errlen);
 }
 
-/* seed, hash, shard, n, steps, seconds, and where its columns are (inline, or a file's path) */
+/* The threads of the job's workers as each last said: `nq run --workers 2` is one worker (one
+   identity) of 2 threads, which "1 worker" alone misreported. A DB row below 0 counts as 0. */
+static int result_threads(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
+{
+    uint64_t n = 0;
+    int rc = query_count_rows(db, "SELECT coalesce(sum(max(w.threads, 0)), 0) FROM job_workers jw"
+                                  " JOIN workers w ON w.id = jw.worker WHERE jw.job = ?", id, &n, err, errlen);
+    if (rc == 0)
+        msgpack_pack_uint64(pk, n);
+    return rc;
+}
+
+/* The size of a solution's file (-1: inline, or not there), so that a 337 MB answer beside the DB
+   is said, not found on the disk later. */
+static long long solution_bytes(sqlite3_stmt *st)
+{
+    const char *db_path = sqlite3_db_filename(sqlite3_db_handle(st), "main");
+    const char *path = (const char *)sqlite3_column_text(st, 7);
+    char file[4400];
+    struct stat sb;
+    if (sqlite3_column_int(st, 6) || !path || !db_path || !*db_path ||
+        solstore_row_file(db_path, path, file, sizeof file) != 0 || stat(file, &sb) != 0)
+        return -1;
+    return (long long)sb.st_size;
+}
+
+/* seed, hash, shard, n, steps, seconds, where its columns are (inline, or a file's path) and that
+   file's bytes */
 static void pk_solution(msgpack_packer *pk, sqlite3_stmt *st)
 {
     static const char *const keys[6] = { "seed", "hash", "shard", "n", "steps", "seconds" };
-    msgpack_pack_map(pk, 7);
+    long long bytes = solution_bytes(st);
+    msgpack_pack_map(pk, 8);
     for (int i = 0; i < 6; i++) {
         query_pack_str(pk, keys[i]);
         if (i == 1) query_pack_col_text(pk, st, i);
@@ -63,6 +92,9 @@ static void pk_solution(msgpack_packer *pk, sqlite3_stmt *st)
     query_pack_str(pk, "where");
     if (sqlite3_column_int(st, 6)) query_pack_str(pk, "inline");
     else query_pack_col_text(pk, st, 7);
+    query_pack_str(pk, "bytes");
+    if (bytes >= 0) msgpack_pack_uint64(pk, (uint64_t)bytes);
+    else msgpack_pack_nil(pk);
 }
 
 static int result_solutions(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
@@ -263,7 +295,7 @@ static int result_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, si
        does not is `nq check`'s question (every row) */
     int residues_ok = (unsigned)(j.total % 13) == j.res13 && (unsigned)(j.total % 15) == j.res15;
     /* count documents already carry nodes */
-    uint32_t extra = 2 + (is_count ? 2 : 1) + (is_solve ? 3 : 0);
+    uint32_t extra = 3 + (is_count ? 2 : 1) + (is_solve ? 3 : 0);
     msgpack_pack_map(pk, query_job_npairs(&j) + extra);
     query_pack_job(pk, &j);
     query_pack_str(pk, "core_seconds"); msgpack_pack_double(pk, j.core_seconds);
@@ -272,6 +304,9 @@ static int result_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, si
     }
     query_pack_str(pk, "workers");
     if ((rc = result_workers(db, j.id, pk, err, errlen)) != 0)
+        return rc;
+    query_pack_str(pk, "worker_threads");
+    if ((rc = result_threads(db, j.id, pk, err, errlen)) != 0)
         return rc;
     if (is_count) {
         query_pack_str(pk, "residues_ok"); if (residues_ok) msgpack_pack_true(pk); else msgpack_pack_false(pk);

@@ -387,7 +387,9 @@ static int migrate_one(nq_store_t *s, const nq_migration_t *m, char *err, size_t
         store_exec(s->db, "ROLLBACK");
         return -1;
     }
-    nq_log(NQ_LOG_INFO, "store.migrated", "db=%s version=%d name=%s", s->path, m->version, m->name);
+    char qd[NQ_LOG_QLEN];
+    nq_log(NQ_LOG_INFO, "store.migrated", "db=%s version=%d name=%s", nq_log_v(qd, sizeof qd, s->path), m->version,
+           m->name);
     return 0;
 }
 

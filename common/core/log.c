@@ -184,6 +184,16 @@ const char *nq_log_qs(char *buf, size_t len, const char *s)
     return nq_log_q(buf, len, s, s ? strlen(s) : 0);
 }
 
+const char *nq_log_v(char *buf, size_t len, const char *s)
+{
+    static const char plain[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/:@+,*-";
+    if (s && *s && strspn(s, plain) == strlen(s) && strlen(s) < len) {
+        memcpy(buf, s, strlen(s) + 1);
+        return buf;
+    }
+    return nq_log_qs(buf, len, s);
+}
+
 /* ---- JSON ----------------------------------------------------------------------------- */
 
 /* A JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)? */

@@ -51,6 +51,10 @@ const char *nq_log_q(char *buf, size_t len, const void *s, size_t n);
 /* The same for a NUL-terminated string; NULL gives "". */
 const char *nq_log_qs(char *buf, size_t len, const char *s);
 
+/* A value a user gave (a path, an endpoint): as it is when it is one plain token ([A-Za-z0-9._/:@+,*-]),
+   else quoted as nq_log_qs does, so `--db "c db.db"` logs db="c db.db", not a stray key. */
+const char *nq_log_v(char *buf, size_t len, const char *s);
+
 /*
  * Length (1..4) of the valid UTF-8 character starting at S (N bytes available), or 0
  * when S does not start one (stray continuation, overlong form, surrogate, > U+10FFFF,

@@ -62,6 +62,8 @@ nq_gpu_t *gpu_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen);
 /* Stops the engine: shards not finished end as cancelled (rc 2). */
 void gpu_close(nq_gpu_t **g);
 
+/* Nonzero when g runs on a CPU device (OpenCL on a CPU, as pocl): a GPU worker says so plainly. */
+int gpu_is_cpu(const nq_gpu_t *g);
 /* "NAME (PLATFORM)", e.g. "NVIDIA H100 80GB HBM3 (NVIDIA CUDA)". */
 const char *gpu_name(const nq_gpu_t *g);
 /* The parameters the engine runs with, one line. */
@@ -77,6 +79,13 @@ int gpu_nodes_cpu(const nq_gpu_t *g);
 /* The OpenCL devices of every platform, one "I: NAME (PLATFORM, TYPE)" line each, into buf;
    -1 with a reason when there is no platform. */
 int gpu_list_devices(char *buf, size_t len, char *err, size_t errlen);
+
+/* The devices one worker drives at most: a HEARTBEAT carries a figure for each (protocol.md). */
+#define NQ_GPU_MAX_DEVICES 16
+/* The OpenCL devices --gpu means, as indices of gpu_list_devices: the first GPU (or accelerator),
+   or every one (all), at most max, into idx[*n]. -1 when there is none, err naming the CPU devices
+   found and how to name one (--gpu-device): a CPU device is taken only when named. */
+int gpu_find_devices(int all, int *idx, int max, int *n, char *err, size_t errlen);
 
 /* rc 0: r holds the shard's result; 2: cancelled; -1: err says why (r is zeroed). Called on the
    engine's thread, or on the caller's (its host part ended last, or it needs no GPU): keep it
@@ -110,6 +119,10 @@ typedef struct {
     int failing;               /* it takes no more shards: its device failed, or it stops */
 } nq_gpu_load_t;
 void gpu_load(nq_gpu_t *g, nq_gpu_load_t *l);
+/* Of n devices' loads, the one to feed next: the live one whose queued work runs out first
+   (seconds once every live device measured its rate; before, the fewest shards held); -1
+   when every one is failing. */
+int gpu_load_hungriest(const nq_gpu_load_t *l, uint32_t n);
 
 /* Shards finished, launches, tasks and seconds spent in launches so far. */
 typedef struct { uint64_t shards, launches, tasks, host_tasks; double launch_s, busy_s; } nq_gpu_stats_t;

@@ -144,8 +144,48 @@ int gpu_list_devices(char *buf, size_t len, char *err, size_t errlen)
     return 0;
 }
 
-/* The device cfg names: its index, or the first GPU, else the first device of any kind. */
-static int cl_pick(int want, cl_device_id *dev, cl_platform_id *plat, char *err, size_t errlen)
+/* A GPU or an accelerator: what --gpu means without an index (a CPU device only by its index). */
+static int cl_is_gpu(cl_device_id d)
+{
+    cl_device_type t = 0;
+    clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof t, &t, NULL);
+    return (t & (CL_DEVICE_TYPE_GPU | CL_DEVICE_TYPE_ACCELERATOR)) != 0;
+}
+
+/* The refusal when --gpu finds no GPU: the CPU devices there are, and how to take one anyway. A
+   CPU device running the GPU kernel is ~60 times slower than the CPU kernels' own threads, so
+   taking one silently turned `nq bench count 20 --gpu` into 4 minutes against 85 s. */
+static int cl_no_gpu(const cl_device_id *devs, const cl_platform_id *plats, cl_uint n, char *err,
+                     size_t errlen)
+{
+    char list[600] = "";
+    size_t off = 0;
+    for (cl_uint i = 0; i < n && off < sizeof list; i++) {
+        char d[300];
+        cl_describe(devs[i], plats[i], d, sizeof d, 1);
+        off += (size_t)snprintf(list + off, sizeof list - off, "%s%u: %s", i ? "; " : "", (unsigned)i, d);
+    }
+    return nq_errf(err, errlen, "no GPU among the OpenCL devices here (%s): --gpu counts on GPUs only; to "
+                   "count on a CPU device through OpenCL anyway (slower than without --gpu), name it: "
+                   "--gpu-device 0", list);
+}
+
+int gpu_find_devices(int all, int *idx, int max, int *n, char *err, size_t errlen)
+{
+    cl_device_id devs[MAX_DEVICES];
+    cl_platform_id plats[MAX_DEVICES];
+    cl_uint nd;
+    if (cl_devices(devs, plats, &nd, err, errlen) != 0)
+        return -1;
+    *n = 0;
+    for (cl_uint i = 0; i < nd && *n < max && (all || *n == 0); i++)
+        if (cl_is_gpu(devs[i]))
+            idx[(*n)++] = (int)i;
+    return *n > 0 ? 0 : cl_no_gpu(devs, plats, nd, err, errlen);
+}
+
+/* The device cfg names: its index (any kind), or the first GPU (never a CPU device unasked). */
+static int cl_pick(int want, cl_device_id *dev, cl_platform_id *plat, int *cpu, char *err, size_t errlen)
 {
     cl_device_id devs[MAX_DEVICES];
     cl_platform_id plats[MAX_DEVICES];
@@ -156,16 +196,14 @@ static int cl_pick(int want, cl_device_id *dev, cl_platform_id *plat, char *err,
     if (want >= (int)n)
         return nq_errf(err, errlen, "--gpu-device %d: there are %u OpenCL device(s), 0 to %u "
                        "(nq bench count 8 --gpu --gpu-device list)", want, (unsigned)n, (unsigned)n - 1);
-    for (cl_uint i = 0; pick < 0 && i < n; i++) {
-        cl_device_type t = 0;
-        clGetDeviceInfo(devs[i], CL_DEVICE_TYPE, sizeof t, &t, NULL);
-        if (t & CL_DEVICE_TYPE_GPU)
+    for (cl_uint i = 0; pick < 0 && i < n; i++)
+        if (cl_is_gpu(devs[i]))
             pick = (int)i;
-    }
     if (pick < 0)
-        pick = 0;
+        return cl_no_gpu(devs, plats, n, err, errlen);
     *dev = devs[pick];
     *plat = plats[pick];
+    *cpu = !cl_is_gpu(devs[pick]);
     return 0;
 }
 
@@ -427,7 +465,7 @@ gpu_backend_t *gpu_cl_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
     c->b.wait = cl_wait;
     c->b.destroy = cl_destroy;
     c->b.backend = "OpenCL";
-    if (cl_pick(cfg->device, &c->dev, &plat, err, errlen) || cl_setup(c, cfg, err, errlen) ||
+    if (cl_pick(cfg->device, &c->dev, &plat, &c->b.cpu, err, errlen) || cl_setup(c, cfg, err, errlen) ||
         cl_build(c, cfg, err, errlen)) {
         cl_destroy(&c->b);
         return NULL;

@@ -478,14 +478,15 @@ static void engine_free(nq_gpu_t *g)
 /* Test-only fault switches (builds with -DNQ_TEST_FAULTS=ON, never packages): NQ_FAULT_GPU_WRONG=P
    makes that share of shards (picked by their descriptor) count one weight-8 solution too many,
    with residues to match, as a miscounting device would; NQ_FAULT_GPU_LOST=K fails the K-th
-   launch as a lost device; NQ_FAULT_GPU_SLOW=S makes each launch last S seconds at least (a slow
-   device: a worker's CPU counting beside it, on a busy test machine). */
+   launch as a lost device, on every device or, with NQ_FAULT_GPU_LOST_DEVICE=I, on device I alone
+   (a multi-GPU worker's others go on); NQ_FAULT_GPU_SLOW=S makes each launch last S seconds at
+   least (a slow device: a worker's CPU counting beside it, on a busy test machine). */
 static void engine_faults(nq_gpu_t *g)
 {
     const char *w = getenv("NQ_FAULT_GPU_WRONG"), *l = getenv("NQ_FAULT_GPU_LOST");
-    const char *slow = getenv("NQ_FAULT_GPU_SLOW");
+    const char *slow = getenv("NQ_FAULT_GPU_SLOW"), *ld = getenv("NQ_FAULT_GPU_LOST_DEVICE");
     g->fault_wrong = w ? atof(w) : 0;
-    g->fault_lost = l ? strtoull(l, NULL, 10) : 0;
+    g->fault_lost = l && (!ld || atoi(ld) == g->cfg.device) ? strtoull(l, NULL, 10) : 0;
     g->fault_slow = slow ? atof(slow) : 0;
 }
 #endif
@@ -566,6 +567,7 @@ void gpu_close(nq_gpu_t **gp)
 const char *gpu_name(const nq_gpu_t *g) { return g->be->name; }
 const char *gpu_params(const nq_gpu_t *g) { return g->be->params; }
 const char *gpu_backend_name(const nq_gpu_t *g) { return g->be->backend; }
+int gpu_is_cpu(const nq_gpu_t *g) { return g->be->cpu; }
 int gpu_nodes_cpu(const nq_gpu_t *g) { return g->cfg.kernel == NQ_GPU_KERNEL_PARITY; }
 
 const char *gpu_kernel_name(const nq_gpu_t *g)

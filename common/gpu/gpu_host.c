@@ -62,6 +62,7 @@ gpu_backend_t *gpu_host_open(const nq_gpu_cfg_t *cfg, char *err, size_t errlen)
     h->fast = fast;
     h->b.backend = "host";
     h->b.lanes = 1;
+    h->b.cpu = 1;
     snprintf(h->b.name, sizeof h->b.name, "host (the kernel as C)");
     snprintf(h->b.params, sizeof h->b.params, "%s kernel, wg 1, rows %d, %s", fast ? "fast" : "parity",
              cfg->rows_left, cfg->chunked ? "chunked" : cfg->sort ? "tasks largest first" : "tasks in order");

@@ -44,6 +44,7 @@ struct gpu_backend {
     const char *backend;            /* "OpenCL", "CUDA", "host" */
     char params[200];               /* what it was built with, one line */
     uint32_t lanes;                 /* work-items a launch runs at once (groups x work-group) */
+    int cpu;                        /* a CPU device (OpenCL on a CPU, as pocl; the host backend) */
 };
 
 /* The OpenCL device cfg names, with the kernel built for it. NULL with a reason. */

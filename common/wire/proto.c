@@ -46,21 +46,17 @@ typedef struct {
     size_t off;        /* offsetof the field in nq_msg_t */
     size_t aux;        /* F_STR: capacity of the char array; F_BIN: offsetof its length */
     uint64_t min, max; /* integers: range; F_STR: min length (max is aux - 1); F_BIN: max length */
-    int since;         /* the version that added it (0: every version); such fields come last */
 } field_t;
 
 #define OFF(path) offsetof(nq_msg_t, u.path)
 #define CAP(path) sizeof(((nq_msg_t *)0)->u.path)
-#define FU8(path, lo, hi)  { #path, F_U8,  OFF(path), 0, lo, hi , 0 }
-#define FU32(path, lo, hi) { #path, F_U32, OFF(path), 0, lo, hi , 0 }
-#define FI32(path, lo, hi) { #path, F_I32, OFF(path), 0, lo, hi , 0 }
-#define FU64(path, lo, hi) { #path, F_U64, OFF(path), 0, lo, hi , 0 }
+#define FU8(path, lo, hi)  { #path, F_U8,  OFF(path), 0, lo, hi }
+#define FU32(path, lo, hi) { #path, F_U32, OFF(path), 0, lo, hi }
+#define FI32(path, lo, hi) { #path, F_I32, OFF(path), 0, lo, hi }
+#define FU64(path, lo, hi) { #path, F_U64, OFF(path), 0, lo, hi }
 #define FANY(path)         FU64(path, 0, UINT64_MAX)
-#define FSTR(path, minlen) { #path, F_STR, OFF(path), CAP(path), minlen, 0, 0 }
-#define FBIN(path, lenpath, maxlen) { #path, F_BIN, OFF(path), OFF(lenpath), 0, maxlen, 0 }
-/* Fields a version added, appended to their message's list (older peers send a prefix of it). */
-#define FU8_SINCE(path, lo, hi, v) { #path, F_U8, OFF(path), 0, lo, hi, v }
-#define FANY_SINCE(path, v)        { #path, F_U64, OFF(path), 0, 0, UINT64_MAX, v }
+#define FSTR(path, minlen) { #path, F_STR, OFF(path), CAP(path), minlen, 0 }
+#define FBIN(path, lenpath, maxlen) { #path, F_BIN, OFF(path), OFF(lenpath), 0, maxlen }
 
 static const field_t f_hello[] = {
     FSTR(hello.worker_id, 1), FANY(hello.nonce), FSTR(hello.host, 0),
@@ -77,7 +73,7 @@ static const field_t f_task[] = {
     FANY(task.seed), FSTR(task.algo, 0), FANY(task.max_steps), FANY(task.proof),
 };
 static const field_t f_heartbeat[] = {
-    { "heartbeat.items", F_HB, 0, 0, 0, NQ_MAX_HEARTBEAT_ITEMS, 0 }, FANY(heartbeat.sync),
+    { "heartbeat.items", F_HB, 0, 0, 0, NQ_MAX_HEARTBEAT_ITEMS }, FANY(heartbeat.sync),
 };
 static const field_t f_result[] = {
     FANY(result.job), FANY(result.shard), FANY(result.lease), FU8(result.kind, 1, 3),
@@ -85,7 +81,7 @@ static const field_t f_result[] = {
     FU8(result.res13, 0, 12), FU8(result.res15, 0, 14), FANY(result.elapsed_us),
     FU64(result.sol_n, 0, NQ_MAX_N), FANY(result.proof),
     FBIN(result.payload, result.payload_len, NQ_MAX_PAYLOAD),   /* the big one */
-    FU8_SINCE(result.nodes_kind, 0, NQ_NODES_GPU_FAST, 4),
+    FU8(result.nodes_kind, 0, NQ_NODES_GPU_FAST),
 };
 static const field_t f_solpart[] = {
     FANY(solpart.job), FANY(solpart.shard), FANY(solpart.lease),
@@ -93,12 +89,12 @@ static const field_t f_solpart[] = {
     FANY(solpart.proof),
 };
 static const field_t f_ack[] = { FANY(ack.job), FANY(ack.shard), FANY(ack.lease) };
-static const field_t f_cancel[] = { FANY(cancel.job), FANY_SINCE(cancel.lease, 4) };
+static const field_t f_cancel[] = { FANY(cancel.job), FANY(cancel.lease) };
 static const field_t f_ctl_req[] = {
-    FSTR(ctl_req.op, 1), FANY(ctl_req.job), { "ctl_req.params", F_PARAMS, 0, 0, 0, NQ_MAX_CTL_PARAMS, 0 },
+    FSTR(ctl_req.op, 1), FANY(ctl_req.job), { "ctl_req.params", F_PARAMS, 0, 0, 0, NQ_MAX_CTL_PARAMS },
 };
 static const field_t f_ctl_rep[] = {
-    FI32(ctl_rep.code, 0, 3), FSTR(ctl_rep.error, 0), { "ctl_rep.doc", F_DOC, 0, 0, 0, 0, 0 },
+    FI32(ctl_rep.code, 0, 3), FSTR(ctl_rep.error, 0), { "ctl_rep.doc", F_DOC, 0, 0, 0, 0 },
 };
 
 /* Checks that involve more than one field; NULL-terminated reason or NULL when fine. */
@@ -155,15 +151,6 @@ static const mtype_t mtypes[NQ_MSG_TYPE_MAX] = {
     [NQ_MSG_CTL_REQ] = MT("CTL_REQ", f_ctl_req, ctl_req, NULL),
     [NQ_MSG_CTL_REP] = MT("CTL_REP", f_ctl_rep, ctl_rep, NULL),
 };
-
-/* The fields of mt that a frame of `version` has: a prefix of the list (later versions append). */
-static int fields_in(const mtype_t *mt, int version)
-{
-    int n = 0;
-    while (n < mt->nfields && mt->fields[n].since <= version)
-        n++;
-    return n;
-}
 
 const char *proto_type_name(int type)
 {
@@ -581,9 +568,11 @@ static int decode_envelope(rd_t *r, nq_msg_t *m, const mtype_t **mt)
     r->field = "version";
     if (rd_uint(r, 0, UINT64_MAX, &version))
         return -1;
-    if (version < NQ_PROTO_MIN || version > NQ_PROTO_VERSION)
-        return rd_fail(r, "is %llu, this build speaks %d to %d (wrong version: run the same nq release on "
-                       "the broker and its workers)", (unsigned long long)version, NQ_PROTO_MIN, NQ_PROTO_VERSION);
+    if (version != NQ_PROTO_VERSION) {
+        rd_fail(r, "is %llu, this build speaks %d (wrong version: run the same nq release on the broker, "
+                "its workers and its clients)", (unsigned long long)version, NQ_PROTO_VERSION);
+        return NQ_PROTO_WRONG_VERSION;
+    }
     r->field = "type";
     if (rd_uint(r, 0, UINT64_MAX, &type))
         return -1;
@@ -594,20 +583,18 @@ static int decode_envelope(rd_t *r, nq_msg_t *m, const mtype_t **mt)
     r->field = NULL;
     memset(&m->u, 0, (*mt)->size);   /* not all of the union: a CTL_REQ is 10 KB */
     m->type = (nq_msg_type_t)type;
-    m->version = (uint8_t)version;
-    int want = fields_in(*mt, (int)version);
-    if (h.v != 2 + (uint64_t)want)
-        return rd_fail(r, "has %llu fields, expected %d in version %llu", (unsigned long long)h.v - 2, want,
-                       (unsigned long long)version);
+    if (h.v != 2 + (uint64_t)(*mt)->nfields)
+        return rd_fail(r, "has %llu fields, expected %d", (unsigned long long)h.v - 2, (*mt)->nfields);
     return 0;
 }
 
 static int decode_all(rd_t *r, nq_msg_t *m)
 {
     const mtype_t *mt = NULL;
-    if (decode_envelope(r, m, &mt))
-        return -1;
-    for (int i = 0, n = fields_in(mt, m->version); i < n; i++)
+    int rc = decode_envelope(r, m, &mt);
+    if (rc)
+        return rc;
+    for (int i = 0; i < mt->nfields; i++)
         if (decode_field(r, &mt->fields[i], m))
             return -1;
     r->field = NULL;
@@ -638,10 +625,11 @@ int proto_decode(const void *buf, size_t len, nq_msg_t *m, char *err, size_t err
             snprintf(err, errlen, "%s (%zu bytes)", why, len);
         return -1;
     }
-    if (decode_all(&r, m)) {
+    int rc = decode_all(&r, m);
+    if (rc) {
         proto_msg_free(m);
         m->type = 0;
-        return -1;
+        return rc;
     }
     return 0;
 }
@@ -770,33 +758,6 @@ static int pack_field(msgpack_packer *pk, msgpack_sbuffer *sb, const nq_msg_t *m
     return -1;
 }
 
-/* Whether an integer field added by a later version holds anything but its default 0. */
-static bool field_set(const nq_msg_t *m, const field_t *f)
-{
-    const char *p = (const char *)m + f->off;
-    switch (f->kind) {
-    case F_U8: return *(const uint8_t *)p != 0;
-    case F_U32: return *(const uint32_t *)p != 0;
-    case F_I32: return *(const int32_t *)p != 0;
-    case F_U64: return *(const uint64_t *)p != 0;
-    default: return true;
-    }
-}
-
-/* A HELLO says what its sender speaks; anything else goes out in the oldest version that carries
-   it, so both versions read it (a client's requests, a count result of the CPU kernels). */
-int proto_version_of(const nq_msg_t *m)
-{
-    if (!m || m->type < 1 || m->type >= NQ_MSG_TYPE_MAX || m->type == NQ_MSG_HELLO)
-        return NQ_PROTO_VERSION;
-    const mtype_t *mt = &mtypes[m->type];
-    int v = NQ_PROTO_MIN;
-    for (int i = 0; i < mt->nfields; i++)
-        if (mt->fields[i].since > v && field_set(m, &mt->fields[i]))
-            v = mt->fields[i].since;
-    return v;
-}
-
 int proto_encode(const nq_msg_t *m, msgpack_sbuffer *sb)
 {
     if (!m || !sb || m->type < 1 || m->type >= NQ_MSG_TYPE_MAX)
@@ -814,11 +775,11 @@ int proto_encode(const nq_msg_t *m, msgpack_sbuffer *sb)
         return -1;
     }
     size_t start = sb->size;
-    int version = proto_version_of(m), n = fields_in(mt, version);
+    int n = mt->nfields;
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
     int rc = msgpack_pack_array(&pk, 2 + (size_t)n) |
-             msgpack_pack_uint8(&pk, (uint8_t)version) | msgpack_pack_uint8(&pk, (uint8_t)m->type);
+             msgpack_pack_uint8(&pk, NQ_PROTO_VERSION) | msgpack_pack_uint8(&pk, (uint8_t)m->type);
     for (int i = 0; i < n; i++)
         rc |= pack_field(&pk, sb, m, &mt->fields[i]);
     if (rc) {             /* out of memory: leave the buffer as it was */

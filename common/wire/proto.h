@@ -18,14 +18,8 @@
 #include <stdint.h>
 #include <msgpack.h>
 
-#define NQ_PROTO_VERSION      4            /* 2: TASK, RESULT and SOLPART carry a lease proof;
-                                              3: HEARTBEAT carries a sync token;
-                                              4: CANCEL may name one lease, RESULT says whose
-                                                 node count it carries */
-#define NQ_PROTO_MIN          3            /* the oldest version still understood: a version-4
-                                              field is appended to its message's list, and a
-                                              message whose version-4 fields are all 0 goes out
-                                              as version 3 (proto_encode) */
+#define NQ_PROTO_VERSION      4            /* the one version spoken: a frame of any other is
+                                              refused (proto_decode: NQ_PROTO_WRONG_VERSION) */
 #define NQ_MAX_FRAME          (64u << 20)  /* bytes; also ZMQ_MAXMSGSIZE on every socket */
 #define NQ_MAX_PAYLOAD        (48u << 20)  /* RESULT payload / SOLPART data bytes */
 #define NQ_MAX_HEARTBEAT_ITEMS 4096        /* leases reported in one HEARTBEAT */
@@ -106,7 +100,7 @@ typedef struct {
     const uint8_t *payload;       /* enumerate: packed solutions; solve: error text; into the frame */
     size_t payload_len;
     uint64_t proof;               /* the TASK's proof, unchanged */
-    uint8_t nodes_kind;           /* v4: NQ_NODES_CPU, or NQ_NODES_GPU_FAST: nodes are that kernel's own */
+    uint8_t nodes_kind;           /* NQ_NODES_CPU, or NQ_NODES_GPU_FAST: nodes are that kernel's own */
 } nq_result_t;
 
 /* Whose node count a count RESULT carries: the CPU kernels' (and the GPU's parity kernel, which
@@ -155,7 +149,6 @@ typedef struct {
 
 typedef struct {
     nq_msg_type_t type;
-    uint8_t version;              /* decode: the version the frame was in (NQ_PROTO_MIN..NQ_PROTO_VERSION) */
     union {
         nq_hello_t hello;
         nq_welcome_t welcome;
@@ -172,22 +165,21 @@ typedef struct {
 } nq_msg_t;
 
 /*
- * Encodes m into sb (which the caller has initialised; data appended), in the oldest version that
- * carries it: NQ_PROTO_VERSION for a HELLO (a worker says what it speaks) or a message with a
- * version-4 field set, NQ_PROTO_MIN otherwise, so a peer of either version reads it.
+ * Encodes m into sb (which the caller has initialised; data appended), in NQ_PROTO_VERSION.
  * Returns 0, or -1 if a field is out of range (a bug in the caller).
  */
 int proto_encode(const nq_msg_t *m, msgpack_sbuffer *sb);
-/* The version proto_encode writes m in: a peer that said an older one cannot be sent m. */
-int proto_version_of(const nq_msg_t *m);
 
 /*
  * Decodes one frame. Pointers in *m (spec, payload, data) point into buf and
- * are valid while buf is. Returns 0, or -1 with a one-line reason in err.
+ * are valid while buf is. Returns 0, or -1 (NQ_PROTO_WRONG_VERSION: -2) with a one-line reason in err.
  * On success call proto_msg_free(m) when done (frees heartbeat items and the
  * ctl reply zone); on failure nothing needs freeing.
  */
 int proto_decode(const void *buf, size_t len, nq_msg_t *m, char *err, size_t errlen);
+/* proto_decode's answer to a frame of another version (err says which): its sender runs another
+   nq release, and is told so by a frame in ours, which its own decoder refuses the same way. */
+#define NQ_PROTO_WRONG_VERSION (-2)
 void proto_msg_free(nq_msg_t *m);
 
 const char *proto_type_name(int type);   /* "HELLO", ..., or "?" */

@@ -222,8 +222,10 @@ int security_zap_start(void *ctx, const char *authorized, const char *control, c
         snprintf(err, errlen, "cannot start the ZAP thread");
         goto fail;
     }
-    nq_log(NQ_LOG_INFO, "auth.start", "worker_keys=%zu from=%s client_keys=%zu from=%s", z->workers.nkeys,
-           authorized, z->clients.nkeys, control ? control : "-");
+    char qw[NQ_LOG_QLEN], qc[NQ_LOG_QLEN];
+    nq_log(NQ_LOG_INFO, "auth.start", "worker_keys=%zu worker_keys_from=%s client_keys=%zu client_keys_from=%s",
+           z->workers.nkeys, nq_log_v(qw, sizeof qw, authorized), z->clients.nkeys,
+           nq_log_v(qc, sizeof qc, control ? control : "-"));
     zap_running = z;
     return 0;
 fail:

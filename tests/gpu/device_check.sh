@@ -80,7 +80,9 @@ fi
     echo "== nq's OpenCL devices"; timeout 30 "$NQ" bench count 4 --gpu --gpu-device list 2>&1
 } >>"$LOG/probe.txt" 2>&1
 want='(.*GPU)$'
-[ "${NQ_CHECK_ANY_DEVICE:-0}" = 1 ] && want='^0: '
+# --gpu takes GPUs only: the dry run on pocl's CPU device names it by index (feed_check.sh too)
+export GPU_OPT=--gpu
+[ "${NQ_CHECK_ANY_DEVICE:-0}" = 1 ] && want='^0: ' && GPU_OPT="--gpu-device 0"
 OCL_OK=0
 grep -q "$want" "$LOG/probe.txt" && OCL_OK=1
 
@@ -109,7 +111,8 @@ fi
 FAST_LIB=$CUDA/fast-ptx-wg128-r14.so
 CUDA_OK=0
 if [ -f "$FAST_LIB" ]; then
-    if NQ_GPU_CUDA=$FAST_LIB timeout 60 "$NQ" bench count 8 --gpu --json >"$LOG/cuda-probe.json" \
+    # shellcheck disable=SC2086  # GPU_OPT is one option or two words
+    if NQ_GPU_CUDA=$FAST_LIB timeout 60 "$NQ" bench count 8 $GPU_OPT --json >"$LOG/cuda-probe.json" \
             2>"$LOG/cuda-probe.err"; then
         CUDA_OK=1
     else
@@ -154,7 +157,7 @@ nqrun() {
     usable "$label" || return 1
     [ "$limit" -gt 5 ] || return 1
     # shellcheck disable=SC2086
-    out=$(env ${VENV[$label]} timeout "$limit" "$NQ" bench count "$n" --gpu --json 2>>"$LOG/check.log")
+    out=$(env ${VENV[$label]} timeout "$limit" "$NQ" bench count "$n" $GPU_OPT --json 2>>"$LOG/check.log")
     echo "{\"label\":\"$label\",\"result\":${out:-null}}" >>"$LOG/bench.jsonl"
     t=$(num seconds "$out")
     if [ -z "$t" ]; then
@@ -242,7 +245,7 @@ if usable "$BEST" && [ -n "$bench_t" ] && [ "$(left)" -gt 60 ]; then
     db=$(mktemp -u "$LOG/run-XXXX.db")
     t0=$(date +%s.%N)
     # shellcheck disable=SC2086
-    env ${VENV[$BEST]} timeout $(($(left) - 30)) "$NQ" run count "$N_RUN" --gpu --db "$db" --json \
+    env ${VENV[$BEST]} timeout $(($(left) - 30)) "$NQ" run count "$N_RUN" $GPU_OPT --db "$db" --json \
         >"$LOG/run.json" 2>>"$LOG/check.log"
     rc=$?
     RUN_T=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
@@ -258,7 +261,7 @@ EST=-
 if usable "$BEST" && [ "$(left)" -gt 60 ]; then
     lim=$(($(left) - 40)); [ "$lim" -gt 120 ] && lim=120
     # shellcheck disable=SC2086
-    env ${VENV[$BEST]} timeout "$lim" "$NQ" estimate count "$EST_N" --gpu --json >"$LOG/estimate.json" \
+    env ${VENV[$BEST]} timeout "$lim" "$NQ" estimate count "$EST_N" $GPU_OPT --json >"$LOG/estimate.json" \
         2>>"$LOG/check.log"
     EST=$(num gpu_years "$(cat "$LOG/estimate.json")")
     say "nq estimate count $EST_N --gpu ($BEST): ${EST:-failed} GPU-years"

@@ -25,6 +25,7 @@ LOG=${LOG:-${OUT:-$ROOT/.gpu-check}}
 LIMIT=${LIMIT:-240}
 FEED_N=${FEED_N:-21}
 FEED_CPU_N=${FEED_CPU_N:-20}
+GPU_OPT=${GPU_OPT:---gpu}               # device_check.sh's dry run on pocl: --gpu-device 0
 FIG=$ROOT/tests/gpu/cpu-figures.tsv
 PORT=${FEED_PORT:-27555}
 START=$SECONDS
@@ -84,7 +85,8 @@ field() { sed -n "s/.*$1=\([0-9.]*\).*/\1/p" <<<"$2"; }
 # 1. the GPU alone
 T_GPU=${BENCH_T:-}
 if [ -z "$T_GPU" ] && [ "$(left)" -gt 30 ]; then
-    out=$(timeout $(($(left) - 10)) "$NQ" bench count "$FEED_N" --gpu --json 2>>"$LOG/feed.log")
+    # shellcheck disable=SC2086  # GPU_OPT is one option or two words
+    out=$(timeout $(($(left) - 10)) "$NQ" bench count "$FEED_N" $GPU_OPT --json 2>>"$LOG/feed.log")
     T_GPU=$(num seconds "$out")
     say "N=$FEED_N nq bench --gpu: ${T_GPU:-failed}s"
 fi
@@ -94,7 +96,8 @@ need=$(awk -v t="$T_GPU" 'BEGIN { printf "%d", t * 1.4 + 15 }')   # a worker's r
 # 2. the GPU alone, through the queue
 T_ONLY=
 if [ "$(left)" -gt "$need" ]; then
-    queue_run gpu-only --gpu --gpu-only
+    # shellcheck disable=SC2086  # GPU_OPT is one option or two words
+    queue_run gpu-only $GPU_OPT --gpu-only
     T_ONLY=$Q_T OK_ONLY=$Q_OK
 else
     say "skipped the --gpu-only worker: $(left)s left, it wants $need"
@@ -103,7 +106,8 @@ fi
 # 3. GPU and CPU in one worker
 T_BOTH=
 if [ "$(left)" -gt "$need" ]; then
-    queue_run both --gpu
+    # shellcheck disable=SC2086  # GPU_OPT is one option or two words
+    queue_run both $GPU_OPT
     T_BOTH=$Q_T OK_BOTH=$Q_OK STOP_BOTH=$Q_STOP
 else
     say "skipped the GPU+CPU worker: $(left)s left, it wants $need"
@@ -112,7 +116,8 @@ fi
 # 4. the estimate
 T_EST=
 if [ "$(left)" -gt 40 ]; then
-    out=$(timeout $(($(left) - 20)) "$NQ" estimate count "$FEED_N" --gpu --json 2>>"$LOG/feed.log")
+    # shellcheck disable=SC2086  # GPU_OPT is one option or two words
+    out=$(timeout $(($(left) - 20)) "$NQ" estimate count "$FEED_N" $GPU_OPT --json 2>>"$LOG/feed.log")
     h=$(num gpu_hours "$out")
     [ -n "$h" ] && T_EST=$(awk -v h="$h" 'BEGIN { printf "%.3f", h * 3600 }')
     say "nq estimate count $FEED_N --gpu: ${T_EST:-failed}s"

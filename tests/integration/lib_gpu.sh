@@ -6,8 +6,10 @@ export POCL_CACHE_DIR=${POCL_CACHE_DIR:-${NQ_BUILD_DIR:-$T}/pocl-cache}
 # under ASan: what pocl and LLVM keep is theirs (see the file)
 export LSAN_OPTIONS=${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$SRC/tests/integration/lsan-opencl.supp
 mkdir -p "$POCL_CACHE_DIR"
+# --gpu takes GPUs only; pocl's devices are CPUs, which only an index names (docs/gpu.md)
+GPU="--gpu-device ${NQ_TEST_GPU_DEVICE:-0}"
 
-if ! "$NQ" bench count 4 --gpu --gpu-device list >"$T/devices.txt" 2>"$T/devices.err"; then
+if ! "$NQ" bench count 4 --gpu-device list >"$T/devices.txt" 2>"$T/devices.err"; then
     echo "skipped: no OpenCL platform here ($(cat "$T/devices.err")); install pocl-opencl-icd"
     exit 77
 fi
@@ -18,7 +20,7 @@ echo "OpenCL devices: $(tr '\n' ';' <"$T/devices.txt")"
 cpu_vs_gpu() {
     local n=$1; shift
     "$NQ" bench count "$n" --json "$@" >"$T/cpu.json" || fail "cpu bench $n"
-    "$NQ" bench count "$n" --gpu --json "$@" >"$T/gpu.json" 2>"$T/gpu.err" \
+    "$NQ" bench count "$n" $GPU --json "$@" >"$T/gpu.json" 2>"$T/gpu.err" \
         || fail "gpu bench $n: $(cat "$T/gpu.err")"
     local k keys="total unique"
     grep -q '"gpu_nodes_cpu":true' "$T/gpu.json" && keys="$keys nodes"

@@ -11,7 +11,7 @@ cd "$T" || exit 1
 ED="python3 $SRC/tests/tools/manifest_edit.py"
 
 start_broker v.db
-NQ_GPU_ROWS=6 start_worker gpu --gpu --threads 2 --id gpu1
+NQ_GPU_ROWS=6 start_worker gpu $GPU --threads 2 --id gpu1
 gpu_pid=$LAST_PID
 start_worker cpu --threads 1 --id cpu1
 cpu_pid=$LAST_PID

@@ -13,10 +13,10 @@
 cd "$T" || exit 1
 
 nodes12=$("$NQ" bench count 12 --json | json_get nodes)
-"$NQ" run count 12 --gpu --db run.db --json >run.json 2>run.err || fail "run count 12 --gpu: $(cat run.err)"
+"$NQ" run count 12 $GPU --db run.db --json >run.json 2>run.err || fail "run count 12 --gpu: $(cat run.err)"
 [ "$(json_get total <run.json)" = "$(oeis_total 12)" ] || fail "run --gpu total: $(cat run.json)"
 [ "$(json_get unique <run.json)" = "$(oeis_unique 12)" ] || fail "run --gpu unique: $(cat run.json)"
-"$NQ" run count 12 --gpu-kernel parity --db runp.db --json >run.json 2>run.err \
+"$NQ" run count 12 $GPU --gpu-kernel parity --db runp.db --json >run.json 2>run.err \
     || fail "run count 12 --gpu-kernel parity: $(cat run.err)"
 [ "$(json_get total <run.json)" = "$(oeis_total 12)" ] || fail "run --gpu parity total: $(cat run.json)"
 [ "$(json_get nodes <run.json)" = "$nodes12" ] \
@@ -24,18 +24,18 @@ nodes12=$("$NQ" bench count 12 --json | json_get nodes)
 ok "nq run count 12 --gpu: exact; with --gpu-kernel parity, the CPU's nodes"
 
 mkdir -p no-vendors
-OCL_ICD_VENDORS=$T/no-vendors "$NQ" run count 10 --gpu --db none.db >out 2>err; rc=$?
+OCL_ICD_VENDORS=$T/no-vendors "$NQ" run count 10 $GPU --db none.db >out 2>err; rc=$?
 [ "$rc" = 3 ] && grep -q "no OpenCL platform" err && [ "$(wc -l <err)" = 1 ] \
     || fail "run without platform: $rc $(cat err)"
 [ ! -e none.db ] || fail "run without a platform left a DB behind"
-OCL_ICD_VENDORS=$T/no-vendors "$NQ" worker --gpu --connect tcp://127.0.0.1:9 >out 2>err; rc=$?
+OCL_ICD_VENDORS=$T/no-vendors "$NQ" worker $GPU --connect tcp://127.0.0.1:9 >out 2>err; rc=$?
 [ "$rc" = 3 ] && grep -q "nq worker: no OpenCL platform" err || fail "worker without platform: $rc $(cat err)"
 ok "no OpenCL platform: nq run and nq worker say so in one line, exit 3, no DB made"
 
 # one GPU worker (the fast kernel, the default; --gpu-only: its shards all on the device) and one
 # CPU worker, every shard counted by both: quorum needs them to agree, on what both count alike
 start_broker q.db
-NQ_GPU_ROWS=6 start_worker gpu --gpu --gpu-only --threads 2 --id gpu1
+NQ_GPU_ROWS=6 start_worker gpu $GPU --gpu-only --threads 2 --id gpu1
 gpu_pid=$LAST_PID
 start_worker cpu --threads 1 --id cpu1
 cpu1_pid=$LAST_PID
@@ -57,7 +57,7 @@ ok "quorum 2 with a fast GPU worker and a CPU worker: exact, no conflict, no evi
 
 # the parity kernel beside the CPU: nodes compared too, and the job's nodes are the CPU's
 kill "$gpu_pid"
-NQ_GPU_ROWS=6 start_worker gpup --gpu-kernel parity --gpu-only --threads 2 --id gpup
+NQ_GPU_ROWS=6 start_worker gpup $GPU --gpu-kernel parity --gpu-only --threads 2 --id gpup
 gpu_pid=$LAST_PID
 wait_for 30 grep -q 'worker.join worker=gpup' "$T/broker.log" || fail "the parity GPU worker did not join"
 idp=$("$NQ" submit count 12 --quorum 2) || fail "submit quorum parity"
@@ -77,7 +77,7 @@ fi
 kill "$gpu_pid"
 # all three connected before the job, so the GPU worker takes its share of the shards (all on its
 # miscounting device: --gpu-only)
-NQ_FAULT_GPU_WRONG=0.5 NQ_GPU_ROWS=6 start_worker bad --gpu-kernel parity --gpu-only --threads 2 --id badgpu
+NQ_FAULT_GPU_WRONG=0.5 NQ_GPU_ROWS=6 start_worker bad $GPU --gpu-kernel parity --gpu-only --threads 2 --id badgpu
 bad_pid=$LAST_PID
 start_worker cpu2 --threads 1 --id cpu2
 cpu2_pid=$LAST_PID
@@ -97,7 +97,7 @@ stop_count() { sed -n "s/.*event=worker.stop .*$2=\([0-9]*\).*/\1/p" "$1" | tail
 
 # a GPU worker that counts on the CPU beside its device, slowed by a test switch so that it holds
 # more than a second of work: exact, and both engines counted shards
-NQ_FAULT_GPU_SLOW=0.1 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 start_worker both --gpu --threads 4 --id both
+NQ_FAULT_GPU_SLOW=0.1 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 start_worker both $GPU --threads 4 --id both
 both_pid=$LAST_PID
 wait_for 30 grep -q 'worker.join worker=both' "$T/broker.log" || fail "the CPU+GPU worker did not join"
 id4=$("$NQ" submit count 13) || fail "submit count 13"
@@ -113,12 +113,12 @@ ok "one GPU worker counting on the CPU beside its device: exact, $g shards on th
 
 # nq run is the same worker: both engines; --gpu-only, the GPU alone
 export NQ_FAULT_GPU_SLOW=0.1 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024
-"$NQ" run count 13 --gpu --workers 4 --db both.db --json --log-level info >run.json 2>run.err \
+"$NQ" run count 13 $GPU --workers 4 --db both.db --json --log-level info >run.json 2>run.err \
     || fail "run count 13 --gpu: $(tail -3 run.err)"
 [ "$(json_get total <run.json)" = "$(oeis_total 13)" ] || fail "run --gpu on both engines: total"
 g=$(stop_count run.err gpu_shards); c=$(stop_count run.err cpu_shards)
 [ "${g:-0}" -gt 0 ] && [ "${c:-0}" -gt 0 ] || fail "nq run --gpu: want both engines, got gpu=$g cpu=$c"
-"$NQ" run count 13 --gpu-only --workers 4 --db only.db --json --log-level info >run.json 2>run.err \
+"$NQ" run count 13 $GPU --gpu-only --workers 4 --db only.db --json --log-level info >run.json 2>run.err \
     || fail "run count 13 --gpu-only: $(tail -3 run.err)"
 [ "$(json_get total <run.json)" = "$(oeis_total 13)" ] || fail "run --gpu-only: total"
 [ "$(stop_count run.err cpu_shards)" = 0 ] && [ "$(stop_count run.err gpu_shards)" -gt 0 ] \
@@ -128,7 +128,7 @@ ok "nq run count 13 --gpu: $g shards on the GPU and $c on the CPU, exact; --gpu-
 
 # the GPU worker alone first, so that it holds shards when its device goes
 NQ_FAULT_GPU_LOST=3 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=2000 \
-    "$NQ" worker --connect "$WEP" --gpu --threads 2 --id lost >lost.log 2>lost.err &
+    "$NQ" worker --connect "$WEP" $GPU --threads 2 --id lost >lost.log 2>lost.err &
 lost=$!
 PIDS+=("$lost")
 wait_for 30 grep -q 'worker.join worker=lost' "$T/broker.log" || fail "the GPU worker did not join"
@@ -150,7 +150,7 @@ ok "a GPU lost mid-job: its shards come back as errors, the worker exits 3, the 
 # goes): the GPU's shards come back as errors, the CPU's finish before it exits 3, the job is exact
 kill "$cpu3_pid"
 NQ_FAULT_GPU_SLOW=0.1 NQ_FAULT_GPU_LOST=40 NQ_FAULT_PACE=20000 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 \
-    "$NQ" worker --connect "$WEP" --gpu --threads 4 --id lost2 >lost2.log 2>lost2.err &
+    "$NQ" worker --connect "$WEP" $GPU --threads 4 --id lost2 >lost2.log 2>lost2.err &
 lost2=$!
 PIDS+=("$lost2")
 wait_for 30 grep -q 'worker.join worker=lost2' "$T/broker.log" || fail "lost2 did not join"

@@ -1,88 +1,64 @@
 #!/usr/bin/env bash
-# Building a job's shard list never stalls the broker's loop. `submit count 32 --shard-seconds 1`
-# asks for 46 million shards (refused: the cap is 20 million) and `submit count 27` for 13
-# million (accepted); listing them takes the probes of every root and seconds of CPU. Built in
-# the loop, each submit held every answer back for 1-6 s, and six in a row stalled it long
-# enough for an honest worker to give up on the broker and reconnect. Here a client asks
-# `progress` and `status` every 10 ms meanwhile: the slowest answer must come within BOUND_MS,
-# and the worker must never find the broker silent. The aim is 50 ms, which the 95th percentile
-# meets; the bound leaves room for a loaded 2-core machine (answers there have taken up to 0.85 s,
-# the loop spending under 0.1 s of CPU in that turn and the rest waiting for a core). And the
-# loop's own rounds must not be busy.
+# Building a job's shard list never stalls the broker's loop. Built in the loop, each big submit
+# (`count 32 --shard-seconds 1`, `count 27`: seconds of CPU) held every answer back for 1-6 s,
+# and a few in a row made an honest worker give up on the broker. Here the list is held on the
+# lister's thread by a test-build gate (NQ_FAULT_LIST_GATE: it waits for a file), so what the test
+# sees is behaviour, not a race against the clock: while a list is held, the broker answers
+# `status` and `list`, and its worker keeps delivering results; once the gate opens, the submit is
+# answered. A restarted broker answers before its jobs' lists are built again, and while they are.
+# How long answers take meanwhile is printed, not bounded: on a loaded machine that is the load.
+# The caps stay: count 32 --shard-seconds 1 (46 million shards) is refused, count 27 (13 million)
+# accepted.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
 need_wire_python
+GATE=$T/gate
+export NQ_FAULT_LIST_GATE=$GATE
+held() { test -e "$GATE.held"; }
+done_shards() { job_field "$1" shards_done; }
 
-# The wall bound is for what a client sees, and a client on a shared 2-core machine also waits for
-# a core: in a whole sanitizer suite one answer took 852 ms, and in a normal one beside the other
-# tests 798 ms, while no round of the loop took over 0.25 s, so the wait was in the client or
-# ZeroMQ's I/O threads, behind the lister and the worker. The bound is 3 s, what such a machine
-# passes with programs of its own running; the old loop took 1-12 s per list (20-70 s in a
-# sanitizer build). What the loop itself spends, which no load changes, is checked apart: it logs
-# every round over 0.25 s with its CPU seconds, and no round may spend LOOP_CPU_MAX of CPU.
-BOUND_MS=3000
-LOOP_CPU_MAX=0.15
-# busy_rounds LOG: the broker's slow rounds that were its own work, not waiting (none expected)
-busy_rounds() { grep "event=broker.slow_round" "$1" | awk -v m="$LOOP_CPU_MAX" '{ for (i = 1; i <= NF; i++)
-                if ($i ~ /^cpu=/ && substr($i, 5) + 0 >= m) print }'; }
-slow_rounds() { grep -c "event=broker.slow_round" "$1"; }
-# The worker's liveness window: 2 s. The old loop stalled 3-6 s at the first of these submits (the
-# direction probes of N=32); a loaded sanitizer build that answers within BOUND_MS can still leave
-# a worker, itself short of CPU, without a heartbeat for lib.sh's 0.6 s.
-start_broker s.db --heartbeat-ms 500 --liveness 4
+touch "$GATE"                           # open: the first job's list goes through
+start_broker s.db
 start_worker w1 --threads 1 --id w1
-# 905 shards of ~0.2 s (seconds on a sanitizer build): it works throughout, and its results
-# are too few to load the loop (a commit costs tens of ms on a slow disk)
 job=$("$NQ" submit count 20 --depth 1) || fail "submit"
-working() { [ "$(job_field "$job" state)" = running ]; }
-wait_for 30 working || fail "the worker took no work"
+working() { [ "$(done_shards "$job")" -gt 0 ]; }
+wait_for 60 working || fail "the worker delivered nothing: $("$NQ" status "$job" --json)"
 
+# Hold count 27's list on the lister's thread, and ask the loop meanwhile.
+rm -f "$GATE" "$GATE.held"
+"$NQ" submit count 27 --timeout 600 >big.id 2>big.err &
+SUBMIT=$!
+PIDS+=("$SUBMIT")
+wait_for 60 held || fail "count 27's list never reached the lister"
+before=$(done_shards "$job")
 start lat "$PY" "$SRC/tests/tools/ctl_latency.py" "$CEP" --until "$T/stop" --every 10 "progress:$job" status
 LAT_PID=$LAST_PID
-sleep 0.5
-# Six refusals (1.5-3 s each here, 6-12 s the first, with the direction probes of N=32), or as
-# many as fit in 90 s: a sanitizer build takes 70 s for the first and 20 s for each other.
-t0=$SECONDS
-refused=0
-while [ $refused -lt 6 ] && { [ $refused = 0 ] || [ $((SECONDS - t0)) -lt 90 ]; }; do
-    "$NQ" submit count 32 --shard-seconds 1 --timeout 200 >out 2>&1 &&
-        fail "count 32 --shard-seconds 1 accepted"
-    grep -qF "cap of 20000000 shards per job" out || fail "refusal $((refused + 1)): $(cat out)"
-    refused=$((refused + 1))
-done
-big=$("$NQ" submit count 27 --timeout 200) || fail "count 27 refused"
-secs=$((SECONDS - t0))
-"$NQ" status "$big" --json | grep -q '"shards_total":13063645' || fail "count 27: $("$NQ" status "$big")"
+"$NQ" list --timeout 30 >list.txt || fail "the broker did not answer list while a list was built"
+more() { [ "$(done_shards "$job")" -gt "$before" ]; }
+wait_for 120 more || fail "no result was taken while a list was built ($before done)"
+kill -0 "$SUBMIT" 2>/dev/null || fail "the submit was answered before its list was built: $(cat big.id big.err)"
 touch stop
 wait "$LAT_PID" || fail "the latency client failed: $(cat lat.log)"
 read -r _ max asked < <(grep '^all ' lat.log)
-[ -n "${max:-}" ] || fail "no latency summary: $(cat lat.log)"
-awk -v m="$max" -v b="$BOUND_MS" 'BEGIN { exit !(m <= b) }' ||
-    fail "a control answer took $max ms (bound $BOUND_MS ms) while lists were built: $(tr '\n' ';' <lat.log)"
-[ -z "$(busy_rounds broker.log)" ] || fail "the loop itself was busy while lists were built: $(busy_rounds broker.log)"
-! grep -q "worker.broker_silent" w1.log ||
-    fail "the worker found the broker silent $(grep -c broker_silent w1.log) times"
-! grep -q "event=worker.lost" broker.log || fail "the broker lost its worker: $(grep worker.lost broker.log)"
-ok "$refused refused count 32 --shard-seconds 1 and count 27 accepted in $secs s: $asked answers," \
-   "slowest $max ms ($(tr '\n' ';' <lat.log)); $(slow_rounds broker.log) rounds over 0.25 s, none busy;" \
-   "the worker never saw the broker silent"
+[ "${asked:-0}" -gt 0 ] || fail "no answer while the list was held: $(cat lat.log)"
+ok "while count 27's list was held: $asked answers (slowest $max ms), results taken ($before -> $(done_shards "$job"))"
 
-# A restart loads both jobs, and their lists are built again (the direction probes of N=27 are
-# once a process: a second or more). The broker answers before the lists are in (it used to
-# answer nobody until they were), and keeps answering while they are built.
+touch "$GATE"
+wait "$SUBMIT" || fail "count 27 refused: $(cat big.err)"
+big=$(cat big.id)
+"$NQ" status "$big" --json | grep -q '"shards_total":13063645' || fail "count 27: $("$NQ" status "$big")"
+"$NQ" submit count 32 --shard-seconds 1 --timeout 200 >out 2>&1 && fail "count 32 --shard-seconds 1 accepted"
+grep -qF "cap of 20000000 shards per job" out || fail "count 32 --shard-seconds 1: $(cat out)"
+ok "the gate opened: count 27 answered ($big, 13,063,645 shards); count 32 --shard-seconds 1 refused by the cap"
+
+# A restart loads both jobs and builds their lists again: it answers before they are in.
 kill -TERM "$BROKER_PID"; wait "$BROKER_PID"
-BROKER_N=2 start_broker s.db --heartbeat-ms 500 --liveness 4
-! grep -q "event=job.listed job=$big " broker2.log || fail "the broker answered only once the lists were built"
-rm -f stop
-start lat2 "$PY" "$SRC/tests/tools/ctl_latency.py" "$CEP" --until "$T/stop" --every 10 "progress:$big" status
-LAT_PID=$LAST_PID
+rm -f "$GATE" "$GATE.held" stop
+BROKER_N=2 start_broker s.db
+wait_for 60 held || fail "the restarted broker built no list"
+"$NQ" status "$big" --json --timeout 30 >st.json || fail "the restarted broker did not answer before its lists"
+grep -q "event=job.listed job=$big " broker2.log && fail "count 27's list was in before the gate opened"
+touch "$GATE"
 listed() { grep -q "event=job.listed job=$big " broker2.log; }
-wait_for 200 listed || fail "count 27's list never came after the restart"
-touch stop
-wait "$LAT_PID" || fail "the latency client failed: $(cat lat2.log)"
-read -r _ max asked < <(grep '^all ' lat2.log)
-awk -v m="${max:-1e9}" -v b="$BOUND_MS" 'BEGIN { exit !(m <= b) }' ||
-    fail "a control answer took $max ms while the restarted broker listed its jobs: $(tr '\n' ';' <lat2.log)"
-[ -z "$(busy_rounds broker2.log)" ] || fail "the restarted loop was busy while lists were built: $(busy_rounds broker2.log)"
-ok "restarted: answered before the lists were in, which took $(grep -o "job=$big shards=[0-9]* seconds=[0-9.]*" \
-   broker2.log); $asked answers meanwhile, slowest $max ms"
+wait_for 300 listed || fail "count 27's list never came after the restart"
+ok "restarted: answered status while the lists were held; count 27 listed once the gate opened"

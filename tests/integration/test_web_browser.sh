@@ -34,7 +34,7 @@ ctx = zmq.Context()
 s = ctx.socket(zmq.DEALER)
 s.setsockopt(zmq.LINGER, 0)
 s.connect(sys.argv[1])
-pack = lambda *f: s.send(msgpack.packb([3, *f], use_bin_type=True))
+pack = lambda *f: s.send(msgpack.packb([4, *f], use_bin_type=True))
 pack(1, "html-peer", int.from_bytes(os.urandom(8), "little"), "<img src=x onerror=alert(2)>", 1,
      "<script>alert(3)</script>")
 pack(3, 0)                                   # CREDIT 0: it takes no work, it only stays alive

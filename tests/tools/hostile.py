@@ -14,7 +14,7 @@ import time
 import msgpack
 import zmq
 
-VERSION = 3
+VERSION = 4
 HELLO, WELCOME, CREDIT, TASK, HEARTBEAT, RESULT, SOLPART, ACK, CANCEL, BYE = range(1, 11)
 RES_OK, RES_NOTFOUND, RES_ERROR = 0, 1, 2
 
@@ -77,7 +77,7 @@ class Peer:
     def result(self, t, total=0, unique=0, status=RES_OK, payload=b"", proof=None, lease=None, nodes=1):
         self.send(RESULT, t["job"], t["shard"], t["lease"] if lease is None else lease, t["kind"], status,
                   total, unique, nodes, total % 13, total % 15, 1000, 0,
-                  t["proof"] if proof is None else proof, payload)
+                  t["proof"] if proof is None else proof, payload, 0)
 
     def take_all(self, quiet=0.7, limit=10):
         """Reads TASKs until none came for `quiet` seconds (or `limit` seconds passed)."""
@@ -187,7 +187,7 @@ def forge_flood(ctx, ep, count):
     t0 = time.monotonic()
     for i in range(int(count)):
         p.send(RESULT, 1, i % 64, int.from_bytes(os.urandom(8), "little"), 1, RES_OK, 0, 0, 1, 0, 0, 1, 0,
-               int.from_bytes(os.urandom(8), "little"), b"")
+               int.from_bytes(os.urandom(8), "little"), b"", 0)
     p.pump(0.5, heartbeat=False)
     print(f"forge_flood: {count} forged results in {time.monotonic() - t0:.2f} s")
     p.close()
@@ -197,7 +197,7 @@ def bad_ids(ctx, ep):
     """HELLOs whose worker id would forge log fields, or is not UTF-8; prints how many were welcomed."""
     frames = [msgpack.packb([VERSION, HELLO, wid, 1, "h", 1, "b"])
               for wid in ("w9 event=auth.refused key=FORGED level=error", 'a"b', "ok-id")]
-    frames.insert(1, b"\x97\x02\x01\xa2\xff\xfe\x01\xa1h\x01\xa1b")   # worker id bytes ff fe
+    frames.insert(1, b"\x97\x04\x01\xa2\xff\xfe\x01\xa1h\x01\xa1b")   # worker id bytes ff fe
     welcomed = 0
     for f in frames:
         s = ctx.socket(zmq.DEALER)
@@ -260,6 +260,24 @@ def export_rows0(ctx, ep, job):
     code = msgpack.unpackb(s.recv(), raw=False)[2] if s.poll(3000) else "none"
     print(f"export_rows0: code {code}")
     s.close(0)
+
+
+def other_versions(ctx, wep, cep):
+    """A HELLO and a control request in the protocol versions around ours (3 and 5): prints what
+    came back for each, as `VERSION TYPE [error]`, or `none`."""
+    for v in (VERSION - 1, VERSION + 1):
+        for ep, frame in ((wep, [v, HELLO, f"old-{v}", 1, "h", 1, "b"]), (cep, [v, 11, "list", 0, {}])):
+            s = ctx.socket(zmq.DEALER)
+            s.setsockopt(zmq.LINGER, 0)
+            s.connect(ep)
+            s.send(msgpack.packb(frame))
+            if s.poll(5000):
+                m = msgpack.unpackb(s.recv(), raw=False)
+                who = "worker" if ep == wep else "client"
+                print(f"{who} v{v}: {m[0]} {m[1]} {m[3] if m[1] == 12 else ''}")
+            else:
+                print(f"{'worker' if ep == wep else 'client'} v{v}: none")
+            s.close(0)
 
 
 def drop_tasks(ctx, ep, seconds):
@@ -363,7 +381,7 @@ def bad_solution(ctx, ep, n):
         p.send(SOLPART, t["job"], t["shard"], t["lease"], off // 4, data[off:off + chunk], t["proof"])
     for _ in range(2):
         p.send(RESULT, t["job"], t["shard"], t["lease"], t["kind"], RES_OK, 1, 0, 1, 1, 1, 1000, n,
-               t["proof"], b"")
+               t["proof"], b"", 0)
     p.pump(3)
     print(f"bad_solution: {n} rows sent, {p.acks} acked")
     p.close()
@@ -476,7 +494,7 @@ def cross_job(ctx, ep, other_job):
 SCENARIOS = {f.__name__: f for f in (grab_and_bye, lie_first, resend_saved, one_key_many_ids, hoard,
                                      outlive_restart, cross_job, error_rounds, impossible, bad_solution,
                                      burn_rounds, quorum_bypass, rehello_burn, error_results, quorum_voters, forge_flood,
-                                     bad_ids, hello_flood, export_rows0, takeover, drop_tasks)}
+                                     bad_ids, hello_flood, export_rows0, takeover, drop_tasks, other_versions)}
 
 if __name__ == "__main__":
     ctx = zmq.Context()

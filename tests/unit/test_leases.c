@@ -226,17 +226,21 @@ static nq_shard_state_t shard_state(uint64_t job, uint64_t shard)
     return store_shard_get(b->store, job, shard, &row) == 0 ? row.state : (nq_shard_state_t)-1;
 }
 
-/* A worker silent past heartbeat x liveness (0.6 s) loses its leases, each charged an attempt. */
+/* A worker silent past heartbeat x liveness (0.6 s) and its round trip (echoed tokens: a few fake
+   steps) loses its leases, each charged an attempt. */
 T_TEST(test_liveness_expiry)
 {
     setup();
     uint64_t job = submit(8, 1);
     fake_t w;
     fake_hello(&w, "w-silent", 11, 2);
+    w.echo = 1;
     run_for(0.3, 0.05, &w, NULL);       /* joined, heartbeating, holds two leases */
     T_EQ_U64(w.ntasks, 2);
     T_CHECK(shard_state(job, w.tasks[0].shard) == NQ_SHARD_LEASED);
-    run_for(1.0, 0.05, NULL, &w);       /* silent for 1 s of fake time */
+    run_for(3.0, 0.05, NULL, &w);       /* silent for 3 s of fake time: past the window and any round
+                                           trip a loaded machine made of its echoes (fake steps go on
+                                           while a message waits) */
     broker_round(b, 0);
     results_flush(b);
     T_CHECK(b->peers == NULL);
@@ -253,10 +257,12 @@ T_TEST(test_stalled_progress)
     uint64_t job = submit(8, 1);
     fake_t w;
     fake_hello(&w, "w-stuck", 12, 1);
+    w.echo = 1;                          /* its round trip measured: the stall timer adds only that */
     run_for(0.3, 0.05, &w, NULL);
     T_EQ_U64(w.ntasks, 1);
     uint64_t shard = w.tasks[0].shard;
-    for (int i = 0; i < 120; i++) {      /* 6 s of heartbeats that report the same progress */
+    for (int i = 0; i < 160; i++) {      /* 8 s of heartbeats that report the same progress (the stall
+                                            timer adds the round trip, in fake steps) */
         fake_now += 0.05;
         fake_heartbeat(&w, 42);
         usleep(1000);
@@ -374,6 +380,7 @@ T_TEST(test_quorum_votes)
     uint64_t nshards = j ? j->shards_total : 0;
     fake_t a, c, late;
     fake_hello(&late, "voter-late", 23, 1);
+    late.echo = 1;
     run_with(0.2, 0.05, (fake_t *[]){ &late, NULL });
     fake_hello(&a, "voter-a", 21, 16);
     run_with(0.2, 0.05, (fake_t *[]){ &late, &a, NULL });
@@ -393,7 +400,7 @@ T_TEST(test_quorum_votes)
     T_EQ_U64(j->shards_done, nshards - 1);
     T_CHECK(shard_state(job, x) != NQ_SHARD_DONE);    /* late holds X and says nothing */
     c.ntasks = 0;
-    run_with(1.5, 0.05, (fake_t *[]){ &a, &c, NULL });   /* late silent past 0.6 s: X goes to c */
+    run_with(3.0, 0.05, (fake_t *[]){ &a, &c, NULL });   /* late silent past 0.6 s and its round trip: X to c */
     T_EQ_U64(c.ntasks, 1);
     T_EQ_U64(c.tasks[0].shard, x);
     vote_all(&c, 0);

@@ -166,7 +166,7 @@ T_TEST(test_lister_stop_ends_a_long_search)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
     fprintf(stderr, "  stopped a search of minutes in %.3f s\n", took);
-    T_CHECK(took < 5);
+    T_CHECK(took < 60);                 /* a hang, not a speed: the search runs for minutes */
     nq_lister_done_t d;
     T_EQ_U64(lister_take(l, &d), 0);
     T_CHECK(lister_ask(l, &next) == -1);   /* stopped: asks are refused, not queued forever */

@@ -223,13 +223,13 @@ static void t_reject(int line, const void *buf, size_t len, const char *why)
     char err[256] = "";
     m.type = NQ_MSG_HELLO;
     int rc = proto_decode(buf, len, &m, err, sizeof err);
-    if (rc != -1 || !strstr(err, why) || m.type != 0) {
+    if (rc >= 0 || !strstr(err, why) || m.type != 0) {
         fprintf(stderr, "  line %d: expected rejection containing '%s', got rc=%d err='%s'\n",
                 line, why, rc, err);
         if (rc == 0)
             proto_msg_free(&m);
     }
-    T_CHECK(rc == -1 && strstr(err, why) != NULL && m.type == 0);
+    T_CHECK(rc < 0 && strstr(err, why) != NULL && m.type == 0);
 }
 
 /* Decodes a frame that must be accepted; caller frees *m. */
@@ -512,8 +512,8 @@ T_TEST(test_reject_empty_and_oversize)
     T_REJECT(big, (size_t)NQ_MAX_FRAME + 1, "exceeds NQ_MAX_FRAME");
     free(big);
     nq_msg_t m;
-    T_CHECK(proto_decode("\x92\x03\x0a", 3, NULL, NULL, 0) == -1);   /* no crash without err/m */
-    T_CHECK(proto_decode("\x91\x03", 2, &m, NULL, 0) == -1);
+    T_CHECK(proto_decode("\x92\x04\x0a", 3, NULL, NULL, 0) == -1);   /* no crash without err/m */
+    T_CHECK(proto_decode("\x91\x04", 2, &m, NULL, 0) == -1);
 }
 
 T_TEST(test_reject_garbage)
@@ -522,9 +522,9 @@ T_TEST(test_reject_garbage)
     T_REJECT("\xc1", 1, "invalid msgpack byte 0xc1");
     T_REJECT("\x80", 1, "is map, expected array");
     T_REJECT("\x90", 1, "array has 0 elements");
-    T_REJECT("\x91\x03", 2, "array has 1 elements");
+    T_REJECT("\x91\x04", 2, "array has 1 elements");
     T_REJECT("\x92\xa1" "1\x01", 4, "field 'version' is str, expected uint");
-    T_REJECT("\x92\x03\xcb\x00\x00\x00\x00\x00\x00\xf0\x3f", 11, "field 'type' is float, expected uint");
+    T_REJECT("\x92\x04\xcb\x00\x00\x00\x00\x00\x00\xf0\x3f", 11, "field 'type' is float, expected uint");
     nq_rng_t r;
     rng_init(&r, 1, 0);
     uint8_t buf[64];
@@ -535,7 +535,7 @@ T_TEST(test_reject_garbage)
         nq_msg_t m;
         char err[128];
         if (proto_decode(buf, len, &m, err, sizeof err) == 0)
-            proto_msg_free(&m);   /* possible in principle (e.g. "\x92\x03\x0a"), just free */
+            proto_msg_free(&m);   /* possible in principle (e.g. "\x92\x04\x0a"), just free */
     }
 }
 
@@ -557,34 +557,34 @@ T_TEST(test_reject_truncated_everywhere)
         msgpack_sbuffer_destroy(&sb);
     }
     /* the reasons name the failure */
-    T_REJECT("\x97\x03\x01\xaa" "abcdef", 10, "field 'worker_id' declared length 10 exceeds frame");
-    T_REJECT("\x93\x03\x03\xcd\x01", 5, "field 'credit' truncated");
-    T_REJECT("\x92\x03\xcd", 3, "field 'type' truncated");
-    T_REJECT("\x93\x03", 2, "message declared array of 3 elements exceeds frame");
+    T_REJECT("\x97\x04\x01\xaa" "abcdef", 10, "field 'worker_id' declared length 10 exceeds frame");
+    T_REJECT("\x93\x04\x03\xcd\x01", 5, "field 'credit' truncated");
+    T_REJECT("\x92\x04\xcd", 3, "field 'type' truncated");
+    T_REJECT("\x93\x04", 2, "message declared array of 3 elements exceeds frame");
 }
 
 T_TEST(test_reject_huge_declared_lengths)
 {
     /* HELLO whose worker_id claims 4 GiB */
-    T_REJECT("\x97\x03\x01\xdb\xff\xff\xff\xff" "abc", 11, "declared length 4294967295 exceeds frame");
+    T_REJECT("\x97\x04\x01\xdb\xff\xff\xff\xff" "abc", 11, "declared length 4294967295 exceeds frame");
     /* TASK whose spec claims 4 GiB, after valid leading fields */
-    T_REJECT("\x9d\x03\x04\x07\x01\x63\x02\x01\x12\xc6\xff\xff\xff\xff\x00", 15,
+    T_REJECT("\x9d\x04\x04\x07\x01\x63\x02\x01\x12\xc6\xff\xff\xff\xff\x00", 15,
              "field 'spec' declared length 4294967295 exceeds frame");
     /* top-level array of 2^32-1 elements in 5 bytes */
     T_REJECT("\xdd\xff\xff\xff\xff", 5, "declared array of 4294967295 elements exceeds frame");
     T_REJECT("\xdc\xff\xff\x01\x05", 5, "exceeds frame");
     /* HEARTBEAT with an items array of 2^32-1, and of 6 when the 15 bytes left hold 5 */
-    T_REJECT("\x94\x03\x05\xdd\xff\xff\xff\xff\x92\x00\x00", 11, "exceeds frame");
-    T_REJECT("\x94\x03\x05\xdc\x00\x06\x92\x00\x00\x92\x00\x00\x92\x00\x00\x92\x00\x00\x92\x00\x00",
+    T_REJECT("\x94\x04\x05\xdd\xff\xff\xff\xff\x92\x00\x00", 11, "exceeds frame");
+    T_REJECT("\x94\x04\x05\xdc\x00\x06\x92\x00\x00\x92\x00\x00\x92\x00\x00\x92\x00\x00\x92\x00\x00",
              21, "declares 6 items, more than the frame can hold");
     /* CTL_REQ whose params map claims 2^32-1 entries */
-    T_REJECT("\x95\x03\x0b\xa1x\x00\xdf\xff\xff\xff\xff\xa1k\x01", 14, "exceeds frame");
+    T_REJECT("\x95\x04\x0b\xa1x\x00\xdf\xff\xff\xff\xff\xa1k\x01", 14, "exceeds frame");
     /* CTL_REP documents: a bin32, an ext32, a map32 claiming gigabytes */
-    T_REJECT("\x95\x03\x0c\x00\xa0\xc6\x7f\xff\xff\xff\x00", 11, "field 'doc' declared length");
-    T_REJECT("\x95\x03\x0c\x00\xa0\xc9\x7f\xff\xff\xff\x01\x00", 12, "field 'doc' declared length");
-    T_REJECT("\x95\x03\x0c\x00\xa0\x91\xdf\x7f\xff\xff\xff\x00\x00", 13, "declared map of");
+    T_REJECT("\x95\x04\x0c\x00\xa0\xc6\x7f\xff\xff\xff\x00", 11, "field 'doc' declared length");
+    T_REJECT("\x95\x04\x0c\x00\xa0\xc9\x7f\xff\xff\xff\x01\x00", 12, "field 'doc' declared length");
+    T_REJECT("\x95\x04\x0c\x00\xa0\x91\xdf\x7f\xff\xff\xff\x00\x00", 13, "declared map of");
     /* a SOLPART whose data bin is over the payload cap (declared, not present) */
-    T_REJECT("\x98\x03\x07\x01\x01\x01\x00\xc6\x03\x00\x00\x04", 12, "exceeds frame");
+    T_REJECT("\x98\x04\x07\x01\x01\x01\x00\xc6\x03\x00\x00\x04", 12, "exceeds frame");
 }
 
 /* Every field of every sample, replaced by a value of each wrong msgpack type. */
@@ -670,54 +670,35 @@ T_TEST(test_reject_out_of_range)
     msgpack_sbuffer_destroy(&sb);
 }
 
+/* One version: any other is refused, and said to be (the broker answers such a sender). */
 T_TEST(test_reject_wrong_version)
 {
-    T_REJECT("\x92\x00\x0a", 3, "field 'version' is 0, this build speaks 3 to 4 (wrong version");
-    T_REJECT("\x92\x02\x0a", 3, "wrong version");   /* version 2: HEARTBEAT had no sync token */
+    T_REJECT("\x92\x00\x0a", 3, "field 'version' is 0, this build speaks 4 (wrong version");
+    T_REJECT("\x92\x02\x0a", 3, "wrong version");
+    T_REJECT("\x93\x03\x09\x07", 4, "wrong version");            /* [3, CANCEL, job 7]: a release before */
     T_REJECT("\x92\x05\x0a", 3, "wrong version");
     T_REJECT("\x92\xcf\xff\xff\xff\xff\xff\xff\xff\xff\x0a", 11, "wrong version");
     T_REJECT("\x92\xff\x0a", 3, "field 'version' out of range");   /* -1 */
-}
-
-/* Version 4 appended CANCEL's lease and RESULT's nodes_kind: a version-3 frame is the prefix
-   without them (they decode as 0), each version's frame must have exactly its own field count,
-   and a message goes out as version 3 unless it sets a version-4 field (or is a HELLO). */
-T_TEST(test_versions_3_and_4)
-{
     nq_msg_t m;
-    T_CHECK(t_accept("\x93\x03\x09\x07", 4, &m) == 0);             /* [3, CANCEL, job 7] */
-    T_CHECK(m.version == 3 && m.u.cancel.job == 7 && m.u.cancel.lease == 0);
+    char err[200];
+    T_EQ_U64(proto_decode("\x92\x03\x0a", 3, &m, err, sizeof err), (uint64_t)NQ_PROTO_WRONG_VERSION);
+    T_EQ_U64(proto_decode("\x92\x05\x0a", 3, &m, err, sizeof err), (uint64_t)NQ_PROTO_WRONG_VERSION);
+    T_EQ_U64(proto_decode("\x92\xa1" "1\x01", 4, &m, err, sizeof err), (uint64_t)-1);   /* no version at all */
+    T_CHECK(t_accept("\x94\x04\x09\x07\x05", 5, &m) == 0);      /* [4, CANCEL, job 7, lease 5] */
+    T_CHECK(m.u.cancel.job == 7 && m.u.cancel.lease == 5);
     proto_msg_free(&m);
-    T_CHECK(t_accept("\x94\x04\x09\x07\x05", 5, &m) == 0);         /* [4, CANCEL, job 7, lease 5] */
-    T_CHECK(m.version == 4 && m.u.cancel.job == 7 && m.u.cancel.lease == 5);
-    proto_msg_free(&m);
-    T_REJECT("\x94\x03\x09\x07\x05", 5, "has 2 fields, expected 1 in version 3");
-    T_REJECT("\x93\x04\x09\x07", 4, "has 1 fields, expected 2 in version 4");
-    nq_msg_t c = { .type = NQ_MSG_CANCEL };
-    c.u.cancel.job = 7;
-    T_EQ_U64(proto_version_of(&c), 3);
-    c.u.cancel.lease = 5;
-    T_EQ_U64(proto_version_of(&c), 4);
-    nq_msg_t r = { .type = NQ_MSG_RESULT };
-    r.u.result.kind = NQ_KIND_COUNT;
-    T_EQ_U64(proto_version_of(&r), 3);
-    r.u.result.nodes_kind = NQ_NODES_GPU_FAST;
-    T_EQ_U64(proto_version_of(&r), 4);
+    nq_msg_t c = { .type = NQ_MSG_CANCEL };                      /* every frame goes out in it */
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
-    T_CHECK(proto_encode(&r, &sb) == 0 && t_accept(sb.data, sb.size, &m) == 0);
-    T_CHECK(m.version == 4 && m.u.result.nodes_kind == NQ_NODES_GPU_FAST);
-    proto_msg_free(&m);
+    T_CHECK(proto_encode(&c, &sb) == 0 && sb.size == 5 && (uint8_t)sb.data[1] == NQ_PROTO_VERSION);
     msgpack_sbuffer_destroy(&sb);
-    nq_msg_t h = { .type = NQ_MSG_HELLO };
-    T_EQ_U64(proto_version_of(&h), NQ_PROTO_VERSION);      /* a worker says what it speaks */
 }
 
 T_TEST(test_reject_unknown_type)
 {
-    T_REJECT("\x92\x03\x00", 3, "field 'type' is 0 (unknown type)");
-    T_REJECT("\x92\x03\x0d", 3, "field 'type' is 13 (unknown type)");
-    T_REJECT("\x92\x03\xcc\xc8", 4, "is 200 (unknown type)");
+    T_REJECT("\x92\x04\x00", 3, "field 'type' is 0 (unknown type)");
+    T_REJECT("\x92\x04\x0d", 3, "field 'type' is 13 (unknown type)");
+    T_REJECT("\x92\x04\xcc\xc8", 4, "is 200 (unknown type)");
     T_CHECK(!strcmp(proto_type_name(0), "?"));
     T_CHECK(!strcmp(proto_type_name(13), "?"));
     T_CHECK(!strcmp(proto_type_name(-1), "?"));
@@ -727,9 +708,9 @@ T_TEST(test_reject_unknown_type)
 
 T_TEST(test_reject_field_count)
 {
-    T_REJECT("\x93\x03\x0a\x00", 4, "BYE: has 1 fields, expected 0");
-    T_REJECT("\x92\x03\x09", 3, "CANCEL: has 0 fields, expected 1");
-    T_REJECT("\x94\x03\x09\x01\x02", 5, "CANCEL: has 2 fields, expected 1");
+    T_REJECT("\x93\x04\x0a\x00", 4, "BYE: has 1 fields, expected 0");
+    T_REJECT("\x93\x04\x09\x01", 4, "CANCEL: has 1 fields, expected 2");
+    T_REJECT("\x95\x04\x09\x01\x02\x03", 6, "CANCEL: has 3 fields, expected 2");
     msgpack_sbuffer sb, bad;
     encode_sample(sample_index("hello"), &sb);
     frame_edit(&sb, 4, NULL, &bad);   /* drop 'host' */
@@ -749,7 +730,7 @@ T_TEST(test_reject_trailing_bytes)
         encode_sample(i, &sb);
         msgpack_sbuffer_write(&sb, "\x00", 1);
         T_REJECT(sb.data, sb.size, "trailing bytes (1 after the message)");
-        msgpack_sbuffer_write(&sb, "\x92\x03\x0a", 3);   /* a second whole message */
+        msgpack_sbuffer_write(&sb, "\x92\x04\x0a", 3);   /* a second whole message */
         T_REJECT(sb.data, sb.size, "trailing bytes (4 after the message)");
         msgpack_sbuffer_destroy(&sb);
     }
@@ -786,11 +767,11 @@ static msgpack_object obj_bin(const void *p, size_t len)
 static uint8_t *big_result(size_t len, size_t *flen)
 {
     msgpack_sbuffer sb;
-    encode_sample(sample_index("result-count"), &sb);   /* ends with bin8 of length 0: c4 00 */
-    T_CHECK(sb.size > 2 && (uint8_t)sb.data[sb.size - 2] == 0xc4);
-    size_t head = sb.size - 2;
-    *flen = head + 5 + len;
-    uint8_t *f = calloc(1, *flen);
+    encode_sample(sample_index("result-count"), &sb);   /* ends with bin8 of length 0, nodes_kind 0 */
+    T_CHECK(sb.size > 3 && (uint8_t)sb.data[sb.size - 3] == 0xc4 && sb.data[sb.size - 1] == 0);
+    size_t head = sb.size - 3;
+    *flen = head + 5 + len + 1;
+    uint8_t *f = calloc(1, *flen);                        /* ... and the payload, nodes_kind zeros */
     memcpy(f, sb.data, head);
     f[head] = 0xc6;
     for (int i = 0; i < 4; i++)
@@ -821,12 +802,12 @@ T_TEST(test_reject_bad_bins)
     T_REJECT(f, flen, "field 'payload' is 50331649 bytes, longer than 50331648");
     nq_msg_t m;
     char err[128];
-    T_CHECK(proto_decode(f, flen - 1, &m, err, sizeof err) == -1);   /* a byte short of its length */
+    T_CHECK(proto_decode(f, flen - 2, &m, err, sizeof err) == -1);   /* a byte short of its length */
     free(f);
     f = big_result(NQ_MAX_PAYLOAD, &flen);
     T_CHECK(t_accept(f, flen, &m) == 0);
     T_EQ_U64(m.u.result.payload_len, NQ_MAX_PAYLOAD);
-    T_CHECK(m.u.result.payload == f + flen - NQ_MAX_PAYLOAD);   /* zero copy: into the frame */
+    T_CHECK(m.u.result.payload == f + flen - 1 - NQ_MAX_PAYLOAD);   /* zero copy: into the frame */
     proto_msg_free(&m);
     free(f);
 }
@@ -920,7 +901,7 @@ static void ctlrep_frame(msgpack_sbuffer *sb, const char *prefix, size_t plen, c
                          size_t fill_count)
 {
     msgpack_sbuffer_init(sb);
-    msgpack_sbuffer_write(sb, "\x95\x03\x0c\x00\xa0", 5);
+    msgpack_sbuffer_write(sb, "\x95\x04\x0c\x00\xa0", 5);
     msgpack_sbuffer_write(sb, prefix, plen);
     for (size_t i = 0; i < fill_count; i++)
         msgpack_sbuffer_write(sb, &fill, 1);
@@ -941,7 +922,7 @@ T_TEST(test_reject_deep_doc)
     msgpack_sbuffer_destroy(&sb);
     /* maps count too: {"":{"":...{"":1}}} nine deep */
     msgpack_sbuffer_init(&sb);
-    msgpack_sbuffer_write(&sb, "\x95\x03\x0c\x00\xa0", 5);
+    msgpack_sbuffer_write(&sb, "\x95\x04\x0c\x00\xa0", 5);
     for (int i = 0; i < NQ_MAX_DOC_DEPTH + 1; i++)
         msgpack_sbuffer_write(&sb, "\x81\xa0", 2);
     msgpack_sbuffer_write(&sb, "\x01", 1);
@@ -1083,13 +1064,13 @@ static const char *source_dir(void)
 static size_t bad_seed(int i, msgpack_sbuffer *sb, const char **name)
 {
     static const struct { const char *name; const char *bytes; size_t len; } raw[] = {
-        { "bad-huge-str", "\x97\x03\x01\xdb\xff\xff\xff\xff" "abc", 11 },
+        { "bad-huge-str", "\x97\x04\x01\xdb\xff\xff\xff\xff" "abc", 11 },
         { "bad-huge-array", "\xdd\xff\xff\xff\xff", 5 },
-        { "bad-deep-doc", "\x95\x03\x0c\x00\xa0\x91\x91\x91\x91\x91\x91\x91\x91\x91\x01", 15 },
-        { "bad-version", "\x92\x02\x0a", 3 },   /* version 2: no longer spoken */
-        { "bad-unknown-type", "\x92\x03\x0d", 3 },
-        { "bad-hb-item", "\x94\x03\x05\x91\x93\x01\x02\x03", 8 },
-        { "bad-dup-param", "\x95\x03\x0b\xa2op\x00\x82\xa1n\x01\xa1n\x02", 14 },
+        { "bad-deep-doc", "\x95\x04\x0c\x00\xa0\x91\x91\x91\x91\x91\x91\x91\x91\x91\x01", 15 },
+        { "bad-version", "\x92\x03\x0a", 3 },   /* a version before this one */
+        { "bad-unknown-type", "\x92\x04\x0d", 3 },
+        { "bad-hb-item", "\x94\x04\x05\x91\x93\x01\x02\x03", 8 },
+        { "bad-dup-param", "\x95\x04\x0b\xa2op\x00\x82\xa1n\x01\xa1n\x02", 14 },
     };
     int nraw = (int)(sizeof raw / sizeof raw[0]);
     msgpack_sbuffer_init(sb);
