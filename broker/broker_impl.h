@@ -108,6 +108,9 @@ typedef struct nq_lease {
     nq_peer_t *peer;                   /* NULL: re-armed after restart, owner not yet back */
     uint64_t progress;
     double progress_at;                /* when progress last moved */
+    double sent_at, started_at;        /* when it was sent; when the broker first saw it move (0: not
+                                          yet): its holder's speed as the broker sees it (leases.c) */
+    int copied;                        /* a copy of it delivered first: its own result is a check vote */
     uint64_t sync;                     /* its peer's sync_sent when it was sent (see leases_heartbeat) */
     uint32_t listed;                   /* the hb_stamp of the last heartbeat that listed it */
     struct nq_lease *next_in_peer;
@@ -221,9 +224,10 @@ typedef struct nq_pending_result {
 /* A solve result's permutation being assembled from SOLPARTs. */
 typedef struct nq_solbuf {
     uint64_t job, shard, lease;
-    uint64_t n, received;
+    uint64_t n, received;              /* received: the rows from 0 on that have come, in order */
     uint32_t *cols;
-    double started;
+    double started, last_at;           /* last_at: its last part */
+    uint32_t tenths_logged;            /* upload progress logged (solutions.c) */
     struct nq_solbuf *next;
 } nq_solbuf_t;
 
@@ -428,6 +432,9 @@ int spotcheck_load(nq_broker_t *b, nq_job_t *j);
    store decides, and check copies that went missing are queued again. */
 int spotcheck_holds(nq_broker_t *b, nq_job_t *j, int idle);
 void spotcheck_tick(nq_broker_t *b, double now);
+/* The holder of a shard a tail copy decided lost its lease unheard: in a job without spot-checks
+   the copy's result stands as a first result does, and waits for no check (spotcheck.c). */
+void spotcheck_copy_alone(nq_broker_t *b, uint64_t job, uint64_t shard);
 void spotcheck_forget_job(nq_broker_t *b, uint64_t job);
 void spotcheck_free_all(nq_broker_t *b);
 

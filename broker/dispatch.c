@@ -9,11 +9,16 @@
  *     first): a worker takes from the front only when it is among the fastest, or when it would
  *     finish the shard well before the job's projected end; otherwise from the back, the
  *     smallest, so a slow machine never sits on a job's largest shards;
- *   - at the tail, when nothing is pending anywhere, an idle worker gets a copy of the lease that
- *     would finish last, when it would finish it sooner (a bounded tail). The first result
- *     decides; the other lease is cancelled (a per-lease CANCEL) or, if it arrives anyway, goes
- *     through the decided-shard rule like any later result. A copy never goes to the holder's
- *     identity or to one that voted on the shard, and a lost copy charges nothing.
+ *   - at the tail, when nothing is pending anywhere, an idle worker gets a copy of a lease that
+ *     would finish late, when it would finish it sooner (a bounded tail); the search looks past
+ *     leases not worth a copy. When the holder delivers first the copy is cancelled (a per-lease
+ *     CANCEL). When the copy does, its result is stored marked as a copy's and wanting a check,
+ *     which the holder's own result (it goes on) or a third identity gives (results.c): arriving
+ *     first decides nothing. A copy never goes to the holder's identity or to one that voted on
+ *     the shard, and a lost copy charges nothing.
+ *   - speeds are what the broker sees (leases.c, results.c): a worker's reported times can make
+ *     it look slower, never faster, and a lease whose progress falls far behind its holder's lane
+ *     brings that lane down, so the lease is projected to end late and is copied first.
  * Shards come from the job queues (jobq.c); under quorum a worker never gets a shard it holds or
  * voted on, and a spot-check copy goes to another identity than the shard's voters (spotcheck.c).
  */
@@ -218,7 +223,8 @@ static int cand_cmp(const void *x, const void *y)
 static int copyable(nq_broker_t *b, const nq_lease_t *l)
 {
     const nq_job_t *j;
-    return !l->check && !l->copy && !l->twin && l->peer && (j = jobq_find(b, l->job)) != NULL &&
+    return !l->check && !l->copy && !l->twin && !l->copied && l->peer &&
+           (j = jobq_find(b, l->job)) != NULL &&
            j->spec.kind != NQ_KIND_SOLVE;
 }
 
@@ -264,7 +270,7 @@ static int tail_copy(nq_broker_t *b, nq_peer_t *p)
         nq_job_t *j = jobq_find(b, l->job);
         double mine = l->cost / p->lane;
         if (mine >= COPY_GAIN * lease_left_s(b, l))
-            return 0;                   /* the rest finish sooner still */
+            continue;                   /* not worth it; one further down may be (its holder slower) */
         if (peers_ident_holds(b, p, l->job, l->shard) ||
             (j->spec.quorum > 1 && quorum_voted(b, l->job, l->shard, idents_who(b, p))))
             continue;

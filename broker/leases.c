@@ -67,7 +67,7 @@ nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shar
     l->job = job;
     l->shard = shard;
     l->attempt = attempt;
-    l->progress_at = b->now;
+    l->progress_at = l->sent_at = b->now;
     size_t h = lease_bucket(b, id);
     l->hnext = b->lease_tab[h];
     b->lease_tab[h] = l;
@@ -143,7 +143,12 @@ void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char
         return;
     }
     int64_t who = count_attempt && l->peer ? idents_who(b, l->peer) : 0;   /* charged once per identity */
+    int copied = l->copied;
     leases_remove(b, l);
+    if (copied) {                       /* a copy's result holds the shard: it stands alone now */
+        spotcheck_copy_alone(b, job, shard);
+        return;
+    }
     if (check) {                        /* a spot-check copy: the shard is done, the copy waits again */
         nq_job_t *j = jobq_find(b, job);
         if (j)
@@ -238,10 +243,31 @@ static void peer_rate_sample(nq_broker_t *b, nq_peer_t *p, double progress)
     p->rate_cum = cum;
 }
 
+/*
+ * p's lane as the broker sees it: on each lease it has watched move for LANE_SEEN_MIN_S, the
+ * progress (in cost units) over that time; the best of them is how fast p counts one shard now.
+ * A lane far above that (a worker that answered small shards at once and reports tiny elapsed
+ * times, then crawls through the large ones it was given for it) comes down to what is seen, so
+ * its leases are projected to end late and become the tail's first copies. Only ever down: the
+ * progress is the worker's word, and its results raise the lane again (results.c).
+ */
+#define LANE_SEEN_MIN_S 2.0            /* two default heartbeats: less says little about a shard */
+#define FAR_BEHIND 0.25                /* seen below this share of its lane: it is not that fast */
+
+static void peer_lane_seen(nq_broker_t *b, nq_peer_t *p, double best)
+{
+    if (best < 0 || p->lane <= 0 || best >= FAR_BEHIND * p->lane)
+        return;
+    if (ratelog_allow(b))
+        nq_log(NQ_LOG_INFO, "peer.behind", "worker=%s lane=%.3g seen=%.3g", p->hello.worker_id, p->lane,
+               best);
+    p->lane = best;
+}
+
 void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb)
 {
     uint32_t stamp = ++p->hb_stamp;
-    double progress = 0;
+    double progress = 0, seen = -1;
     for (uint32_t i = 0; i < hb->count; i++) {
         nq_lease_t *l = leases_find(b, hb->items[i].lease);
         if (!l)
@@ -254,15 +280,22 @@ void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb)
         if (hb->items[i].progress != l->progress) {
             l->progress = hb->items[i].progress;
             l->progress_at = b->now;
+            if (l->started_at == 0)
+                l->started_at = b->now;
         }
         nq_job_t *j = l->progress ? jobq_find(b, l->job) : NULL;
         double scale = j ? jobq_scale(j) : 0;
         if (scale > 0) {
             double done = (double)l->progress / scale;
-            progress += done < l->cost ? done : l->cost;
+            done = done < l->cost ? done : l->cost;
+            progress += done;
+            double ran = b->now - l->started_at;
+            if (ran >= LANE_SEEN_MIN_S && done / ran > seen)
+                seen = done / ran;
         }
     }
     peer_rate_sample(b, p, progress);
+    peer_lane_seen(b, p, seen);
     if (p->sync_timed && hb->sync >= p->sync_timed && hb->sync <= p->sync_sent) {
         if (hb->sync == p->sync_timed)  /* the worker echoes a new token at once */
             link_sample(&p->link, b->now - p->sync_timed_at);

@@ -160,15 +160,20 @@ static void result_error(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r, nq_
 
 /*
  * What a result teaches the scheduler (dispatch.c): the sender's lane (cost units a second on one
- * shard, from the elapsed time it reports), what it delivered, and, from results whose nodes are
- * the CPU kernels' (the unit a job's costs estimate), the job's nodes per cost unit. A worker that
- * misreports its time only misleads the scheduler about itself.
+ * shard), what it delivered, and, from results whose nodes are the CPU kernels' (the unit a job's
+ * costs estimate), the job's nodes per cost unit. The time is the longer of the elapsed time it
+ * reports and the time the broker saw the lease run (from its first progress to its result): its
+ * own word can make it look slower, never faster than the broker saw it. Both ends of that time are
+ * messages from the worker, so its link's delay (nq_link_t) is in neither, and a lease's wait in the
+ * worker's queue (no progress yet) is not counted against it.
  */
 #define LANE_WEIGHT 0.3
 
 static void results_learn(nq_broker_t *b, nq_peer_t *p, const nq_lease_t *l, const nq_result_t *r)
 {
-    double s = (double)r->elapsed_us / 1e6;
+    double s = (double)r->elapsed_us / 1e6, seen = l->started_at > 0 ? b->now - l->started_at : 0;
+    if (seen > s)
+        s = seen;
     if (l->cost <= 0)
         return;
     if (s >= 1e-3) {
@@ -274,16 +279,39 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
     result_accept(b, p, e, l);
 }
 
-/* A result that passed every check goes on: its lease ends (and its twin's), then quorum or
-   spot-checks or straight into the group; committed, then acknowledged. */
+/*
+ * A tail copy that delivers before its holder decides nothing by arriving first: its result is
+ * stored (so the job's tail does not wait on a slow holder) but marked as a copy's and wanting a
+ * check, which the holder's own result (its lease is not cancelled) or a third identity's check
+ * copy gives, whichever comes first; a disagreement is a dispute that a third identity settles
+ * (spotcheck.c, the one vote). So a liar with a claimed speed cannot decide a shard by copying it,
+ * and an honest holder is never cancelled unheard, nor made evidence against itself. Under a
+ * quorum every result is a vote already. Returns 1 for such a copy's result.
+ */
+static int copy_first(nq_broker_t *b, nq_lease_t *l)
+{
+    nq_job_t *j = jobq_find(b, l->job);
+    nq_lease_t *holder = l->twin;
+    if (!l->copy || !holder || !j || j->spec.quorum > 1)
+        return 0;
+    holder->copied = 1;                 /* no further copy of it: its result is a check vote now */
+    return 1;
+}
+
+/* A result that passed every check goes on: its lease ends (and its twin's, unless a copy
+   delivered first), then quorum or spot-checks or straight into the group; committed, then
+   acknowledged. */
 static void result_accept(nq_broker_t *b, nq_peer_t *p, nq_pending_result_t *e, nq_lease_t *l)
 {
     const nq_result_t *r = &e->r;
+    int by_copy = 0, copied = 0;
     if (l) {
         nq_lease_t *twin = l->twin;
+        by_copy = copy_first(b, l);
+        copied = l->copied;
         results_learn(b, p, l, r);
         leases_remove(b, l);            /* its credit is free again at once */
-        if (twin)                       /* a tail copy pair: the first result decides, the other stops */
+        if (twin && !by_copy)           /* the holder delivered first: the copy stops */
             leases_cancel(b, twin, "the other lease of its shard delivered first");
     }
     p->nodes_done += r->nodes;
@@ -294,11 +322,14 @@ static void result_accept(nq_broker_t *b, nq_peer_t *p, nq_pending_result_t *e, 
     if (j && j->spec.quorum > 1 && !shard_decided(b, r->job, r->shard) && quorum_gate(b, p, j, e) != 0)
         return;
     txn_begin(b);
-    if (j && j->spec.verify_ppm > 0 && b->store_ok && spotcheck_classify(b, p, j, e) < 0) {
+    int checked = j && (j->spec.verify_ppm > 0 || j->checks_open > 0 || copied || by_copy);
+    if (checked && b->store_ok && spotcheck_classify(b, p, j, e) < 0) {
         send_ack(b, p->rid, p->rid_len, &e->r);   /* its vote is in already: a resend */
         free(e->payload);
         return;
     }
+    if (by_copy && !e->spot_vote)
+        e->by.verify = e->by.copy = 1;
     b->ngroup++;
     if (b->store_ok && group_put(b, e) != 0)
         nq_log(NQ_LOG_ERROR, "store.put", "job=%llu shard=%llu", (unsigned long long)r->job,
@@ -356,7 +387,7 @@ static void group_apply(nq_broker_t *b)
                    "running: a result for an undecided shard is not kept\"", (unsigned long long)e->r.job,
                    (unsigned long long)e->r.shard, e->worker);
         }
-        if (j && j->spec.verify_ppm > 0)
+        if (j)                          /* checks: spot-checks', and tail copies' */
             spotcheck_after_commit(b, j, e);
         if (e->outcome == NQ_PUT_CONFLICT) {
             b->stats.results_conflict++;

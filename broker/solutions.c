@@ -11,9 +11,12 @@
 #include <string.h>
 
 /* Memory for solutions being assembled, at most: beyond it SOLPARTs are dropped (the RESULT is
-   then refused as incomplete and the seed is computed again). */
+   then refused as incomplete and the seed is computed again). A solution whose parts stop coming
+   for NQ_SOLBUF_IDLE_S is given up: timed from its last part, since over a slow link (40 MB of a
+   10^7-queen solution at 1 Mbit/s) the upload alone takes longer than that. */
 #define NQ_SOLBUF_MAX_BYTES (4ull << 30)
 #define NQ_SOLBUF_IDLE_S 300.0
+#define UPLOAD_LOG_MIN_ROWS (1u << 18)  /* solutions this large (1 MiB) log their upload's progress */
 
 nq_solbuf_t *solutions_take(nq_broker_t *b, const nq_result_t *r)
 {
@@ -40,7 +43,7 @@ void solutions_tick(nq_broker_t *b, double now)
 {
     for (nq_solbuf_t **pp = &b->solbufs; *pp;) {
         nq_solbuf_t *s = *pp;
-        if (now - s->started > NQ_SOLBUF_IDLE_S) {
+        if (now - s->last_at > NQ_SOLBUF_IDLE_S) {
             *pp = s->next;
             solutions_free(b, s);
         } else {
@@ -121,10 +124,42 @@ static verifying_t *verifying_take(nq_broker_t *b, uint64_t ticket)
     return NULL;
 }
 
+/*
+ * Each part is acknowledged with the rows held from 0 on, in a HEARTBEAT item [lease, rows] (token
+ * 0: not an inventory token). The worker keeps only a window of parts unacknowledged (worker.c),
+ * so its heartbeats never queue behind a whole solution on a slow link, and a part sent again
+ * (a resend after a reconnect) only moves it on to where we are.
+ */
+static void part_ack(nq_broker_t *b, nq_peer_t *p, uint64_t lease, uint64_t rows)
+{
+    nq_hb_item_t it = { lease, rows };
+    nq_msg_t m = { .type = NQ_MSG_HEARTBEAT };
+    m.u.heartbeat.items = &it;
+    m.u.heartbeat.count = 1;
+    outbox_send(b, p, &m);
+}
+
+/* Uploading is its lease's progress (the stall rule), and an operator sees a large one move. */
+static void part_progress(nq_broker_t *b, nq_peer_t *p, nq_solbuf_t *sb)
+{
+    nq_lease_t *l = leases_find(b, sb->lease);
+    if (l && l->peer == p)
+        l->progress_at = b->now;
+    uint32_t tenths = (uint32_t)(sb->received * 10 / sb->n);
+    if (sb->n < UPLOAD_LOG_MIN_ROWS || tenths == sb->tenths_logged)
+        return;
+    sb->tenths_logged = tenths;
+    nq_log(NQ_LOG_INFO, "result.upload", "job=%llu shard=%llu worker=%s rows=%llu of=%llu seconds=%.1f",
+           (unsigned long long)sb->job, (unsigned long long)sb->shard, p->hello.worker_id,
+           (unsigned long long)sb->received, (unsigned long long)sb->n, b->now - sb->started);
+}
+
 void solutions_on_part(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
 {
-    if (verifying_find(b, s->lease))
-        return;                         /* sent again while the first copy is being checked */
+    if (verifying_find(b, s->lease)) {  /* sent again while the first copy is being checked */
+        part_ack(b, p, s->lease, s->offset + s->data_len / 4);
+        return;
+    }
     nq_solbuf_t *sb = NULL;
     for (nq_solbuf_t *x = b->solbufs; x; x = x->next)
         if (x->job == s->job && x->shard == s->shard && x->lease == s->lease)
@@ -164,11 +199,18 @@ void solutions_on_part(nq_broker_t *b, nq_peer_t *p, const nq_solpart_t *s)
         b->stats.messages_bad++;
         return;
     }
-    for (uint64_t i = 0; i < count; i++) {
-        const uint8_t *d = s->data + 4 * i;
-        sb->cols[s->offset + i] = (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 | (uint32_t)d[3] << 24;
+    sb->last_at = b->now;
+    if (s->offset <= sb->received && s->offset + count > sb->received) {   /* parts come in order: an
+                                           earlier one again (a resend) or a gap adds nothing */
+        for (uint64_t i = sb->received - s->offset; i < count; i++) {
+            const uint8_t *d = s->data + 4 * i;
+            sb->cols[s->offset + i] = (uint32_t)d[0] | (uint32_t)d[1] << 8 | (uint32_t)d[2] << 16 |
+                                      (uint32_t)d[3] << 24;
+        }
+        sb->received = s->offset + count;
+        part_progress(b, p, sb);
     }
-    sb->received += count;
+    part_ack(b, p, s->lease, sb->received);
 }
 
 int solutions_verdict(nq_broker_t *b, nq_verify_t *d, nq_result_t *r, nq_peer_t **p)

@@ -163,7 +163,7 @@ int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_res
     e->by.spot = 1;
     if (sv.nvotes == 0 || sv.state != NQ_SHARD_DONE) {
         double rate = spot_rate(b, j, p, &rec);
-        e->by.verify = spot_draw(b, e->r.job, e->r.shard, rec.id) < rate;
+        e->by.verify = j->spec.verify_ppm > 0 && spot_draw(b, e->r.job, e->r.shard, rec.id) < rate;
         return 0;                       /* a first result */
     }
     if (sv.votes[0].who == rec.id || sv.verify == 0 || j->state == NQ_JOB_DONE)
@@ -183,7 +183,8 @@ static const verdict_policy_t SPOT_POLICY = { 2, 1 + SPOT_CHECKERS_MAX };
 
 /* The verdict's winner becomes the shard's result (when it is not the stored one already), its
    side is confirmed, and every identity the verdict flags is outvoted and swept. */
-static int spot_decided(nq_broker_t *b, nq_pending_result_t *e, const nq_shard_votes_t *sv, const verdict_t *d)
+static int spot_decided(nq_broker_t *b, nq_pending_result_t *e, const nq_shard_votes_t *sv,
+                        const verdict_t *d)
 {
     nq_store_t *s = b->store;
     uint64_t job = e->r.job, idx = e->r.shard;
@@ -335,8 +336,6 @@ static void on_sweep(void *ud, int64_t who, uint64_t next)
 
 int spotcheck_load(nq_broker_t *b, nq_job_t *j)
 {
-    if (j->spec.verify_ppm == 0)
-        return 0;
     spot_ctx_t c = { b, j };
     return store_spot_load(b->store, j->id, on_marked, on_sweep, &c);
 }
@@ -354,8 +353,8 @@ static void on_sweep_known(void *ud, int64_t who, uint64_t next)
 
 int spotcheck_holds(nq_broker_t *b, nq_job_t *j, int idle)
 {
-    if (j->spec.verify_ppm == 0)
-        return 0;
+    if (j->spec.verify_ppm == 0 && j->checks_open == 0 && j->sweeps == 0)
+        return 0;                       /* no spot-checks, and no tail copy's result waits for one */
     if (j->sweeps > 0 || (j->checks_open > 0 && !idle))
         return 1;
     /* the counter says none, or nothing moves: ask the store (the partial index: O(open)) */
@@ -400,6 +399,22 @@ void spotcheck_tick(nq_broker_t *b, double now)
             jobq_due(b, j);             /* may end the job: the loop settles it */
             return;
         }
+    }
+}
+
+/* The check a tail copy's result waited for was its holder's result, or a third identity's. A
+   holder gone unheard (it died, stalled, or lost its lease) is no threat the check guards against:
+   without spot-checks the result stands as any first result does, so a job whose last other
+   identity went away does not wait for ever. A dispute already open stays open. */
+void spotcheck_copy_alone(nq_broker_t *b, uint64_t job, uint64_t shard)
+{
+    nq_job_t *j = jobq_find(b, job);
+    if (!j || j->spec.verify_ppm > 0 || !b->store_ok)
+        return;
+    txn_begin(b);
+    if (store_shard_copy_alone(b->store, job, shard) == 1 && j->checks_open > 0) {
+        j->checks_open--;
+        jobq_due(b, j);
     }
 }
 

@@ -224,7 +224,8 @@ static int bench_on_gpu(const bench_opts_t *o, bench_t *b, char *kernel, size_t 
     snprintf(kernel, len, "gpu: %s%s [%s; %s; %llu launches, %llu tasks, %.2f s busy%s%s]", gpu_name(g),
              n > 1 ? " and more" : "", gpu_backend_name(g), gpu_params(g), (unsigned long long)st.launches,
              (unsigned long long)st.tasks, st.launch_s, n > 1 ? "; " : "", shares);
-    snprintf(gjson, glen, ",\"gpu_backend\":\"%s\",\"gpu_kernel\":\"%s\",\"gpu_nodes_cpu\":%s,\"gpu_devices\":%u",
+    snprintf(gjson, glen, ",\"gpu_backend\":\"%s\",\"gpu_kernel\":\"%s\",\"gpu_nodes_cpu\":%s,"
+             "\"gpu_devices\":%u",
              gpu_backend_name(g), gpu_kernel_name(g), gpu_nodes_cpu(g) ? "true" : "false", (unsigned)n);
     for (int k = 0; k < 2; k++) {       /* each device's share: "device_shards":[..],"device_nodes":[..] */
         size_t off = strlen(gjson);

@@ -36,9 +36,10 @@ void cli_gpu_close(nq_gpu_t **gs, uint32_t n);
 int cli_gpu_hungriest(nq_gpu_t *const *gs, uint32_t n);
 /* `nq estimate count --gpu`: the sample cmd_estimate.c draws from rng (probes with `extra` levels, or
    k whole shards), counted on the ng engines gs in one batch (dealt round the devices): each
-   sample's node estimate into nodes[k], and the batch's nodes per second into *rate (all devices'). 0, or -1 with a reason. */
-int estimate_gpu_sample(nq_gpu_t *const *gs, uint32_t ng, const nq_shards_t *sh, int probes, int extra, size_t k,
-                        nq_rng_t *rng, double *nodes, double *rate, char *err, size_t errlen);
+   sample's node estimate into nodes[k], and the batch's nodes per second into *rate (all
+   devices'). 0, or -1 with a reason. */
+int estimate_gpu_sample(nq_gpu_t *const *gs, uint32_t ng, const nq_shards_t *sh, int probes, int extra,
+                        size_t k, nq_rng_t *rng, double *nodes, double *rate, char *err, size_t errlen);
 /* --gpu's optional argument (NULL, or "all"): 0, or NQ_EXIT_USAGE (reported). */
 int cli_gpu_option(const char *cmd, const char *arg, cli_gpu_sel_t *sel);
 /* `--gpu all` written as two words becomes --gpu=all in argv (getopt_long takes an optional argument

@@ -401,8 +401,8 @@ int cmd_estimate(int argc, char **argv)
         rc = est_combine(&o, sh, probes, k, secs, nod, g ? est_ci(gpu_rate, 0) : est_rate(secs, nod, k), &r);
     char dev[400] = "";                 /* which kernel: the fast one's nodes are its own, not the CPU's */
     if (g)
-        snprintf(dev, sizeof dev, "%s%s [%s, %s kernel%s]", gpu_name(g), ng > 1 ? " and the others together" : "",
-                 gpu_backend_name(g), gpu_kernel_name(g), gpu_nodes_cpu(g) ? "" : ": nodes of its own");
+        snprintf(dev, sizeof dev, "%s%s [%s, %s kernel%s]", gpu_name(g),
+                 ng > 1 ? " and the others together" : "", gpu_backend_name(g), gpu_kernel_name(g), gpu_nodes_cpu(g) ? "" : ": nodes of its own");
     if (rc == 0 && g)
         est_print_gpu(&o, sh, k, probes, extra, &r, dev);
     else if (rc == 0)

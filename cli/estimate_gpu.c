@@ -66,8 +66,8 @@ static void est_draw(const nq_shards_t *sh, int probes, int extra, size_t k, nq_
     }
 }
 
-int estimate_gpu_sample(nq_gpu_t *const *gs, uint32_t ng, const nq_shards_t *sh, int probes, int extra, size_t k,
-                        nq_rng_t *rng, double *nodes, double *rate, char *err, size_t errlen)
+int estimate_gpu_sample(nq_gpu_t *const *gs, uint32_t ng, const nq_shards_t *sh, int probes, int extra,
+                        size_t k, nq_rng_t *rng, double *nodes, double *rate, char *err, size_t errlen)
 {
     uint8_t *specs = malloc(k * NQ_MAX_SPEC);
     size_t *lens = calloc(k, sizeof *lens);

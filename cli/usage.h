@@ -121,8 +121,8 @@
       "                     jobs past K (50000000)\n" }, \
     { "worker", cmd_worker, "run shards for a broker", \
       "usage: nq worker [--connect EP] [--threads K] [--prefetch P] [--key F --broker-key F] [--id ID]\n" \
-      "                 [--gpu [all] | --gpu-device I[,J...]|list] [--gpu-kernel fast|parity] [--gpu-only]\n" \
-      "                 [--log-format text|json] [--log-level L]\n" \
+      "                 [--gpu [all] | --gpu-device I[,J...]|list] [--gpu-kernel fast|parity]\n" \
+      "                 [--gpu-only] [--log-format text|json] [--log-level L]\n" \
       "\n" \
       "  --connect EP       the broker's worker endpoint (default tcp://127.0.0.1:7555)\n" \
       "  --threads K        compute threads (default: all cores)\n" \

@@ -13,7 +13,7 @@ set(NQ_DOCDIR "${CMAKE_INSTALL_PREFIX}/${NQ_DOCDIR_REL}")
 
 set(units "$ENV{DESTDIR}${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
 file(MAKE_DIRECTORY "${units}")
-foreach(unit nq-broker.service nq-worker@.service)
+foreach(unit nq-broker.service nq-worker@.service nq-gpu-worker@.service)
   file(READ "${NQ_DEPLOY}/systemd/${unit}.in" text)
   string(CONFIGURE "${text}" text @ONLY)
   message(STATUS "Installing: ${units}/${unit}")

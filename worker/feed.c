@@ -10,13 +10,12 @@
  * broker's largest-first order, the smallest): a core is ~60 times slower than an H100 (N=20: 16
  * cores 27.7 s, the GPU 7.3 s), and a large shard there would be the job's last to end. When
  * nothing is queued and the GPU wants work, it takes a copy of a shard the CPU is counting; the
- * first to end decides.
+ * first to end decides. A worker with several GPUs sees them as one device (feed_combine) for all
+ * of this, and hands each shard to the hungriest (gpu_load_hungriest).
  */
 #include "worker_impl.h"
 
 #include <string.h>
-
-/* A worker with several GPUs feeds them as one (feed_combine) and each shard to the hungriest. */
 
 #define FEED_MARGIN 1.25        /* feeders beyond the measured need: host parts vary shard to shard */
 #define CREDIT_AHEAD_S 3.0      /* the broker keeps a worker ~2 s ahead (dispatch.c): a cap above it */

@@ -300,8 +300,8 @@ static void *pool_thread(void *arg)
     return NULL;
 }
 
-nq_pool_t *pool_new(void *ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *const *gpus, uint32_t ngpu,
-                    int gpu_only, char *err, size_t errlen)
+nq_pool_t *pool_new(void *ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *const *gpus,
+                    uint32_t ngpu, int gpu_only, char *err, size_t errlen)
 {
     nq_pool_t *p = calloc(1, sizeof *p);
     if (!p || !(p->threads = calloc(threads, sizeof *p->threads))) {

@@ -20,7 +20,14 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#define SOLPART_ROWS (4u << 20)           /* 16 MB of columns per SOLPART frame */
+/* A solution goes up in parts of SOLPART_ROWS, and only a window of them unacknowledged: the
+   link's bytes a second times its round trip and UPLOAD_QUEUE_S, at least UPLOAD_WINDOW_MIN rows.
+   All of a 10^7-queen solution sent at once (40 MB) sat for 320 s in front of the heartbeats on a
+   1 Mbit/s link, and the broker took the worker for dead; a window keeps what a heartbeat waits
+   behind to about UPLOAD_QUEUE_S. */
+#define SOLPART_ROWS (16u << 10)          /* 64 KiB of columns: half a second at 1 Mbit/s */
+#define UPLOAD_WINDOW_MIN (4 * SOLPART_ROWS)
+#define UPLOAD_QUEUE_S 0.5
 #define SILENT_ROUNDS_HINT 2              /* silent connections before saying what may be missing */
 
 struct nq_worker {
@@ -45,6 +52,7 @@ struct nq_worker {
     uint64_t rate_shards;              /* results since then */
     double rate;                       /* shards a second, smoothed (0: not yet) */
     double shard_s;                    /* a shard's seconds on its thread, smoothed (0: not yet) */
+    double upload_rate;                /* rows a second the broker acknowledged in the last upload */
     int draining;                      /* its GPUs failed: finishing what the CPU counts, taking nothing */
     char fail[256];                    /* why */
     uint32_t gpus_failed;              /* devices seen failed and logged */
@@ -119,28 +127,70 @@ static void send_heartbeat(nq_worker_t *w)
         w->sync_echoed = w->sync;
 }
 
-/* SOLPARTs first (the permutation), then the RESULT that refers to them. */
-static void send_result(nq_worker_t *w, nq_wtask_t *t)
+static void send_part(nq_worker_t *w, nq_wtask_t *t)
 {
     static uint8_t chunk[SOLPART_ROWS * 4];
-    for (uint64_t off = 0; t->cols && off < t->r.sol_n; off += SOLPART_ROWS) {
-        uint64_t rows = t->r.sol_n - off < SOLPART_ROWS ? t->r.sol_n - off : SOLPART_ROWS;
-        for (uint64_t i = 0; i < rows; i++) {
-            uint32_t c = t->cols[off + i];
-            chunk[4 * i] = (uint8_t)c;
-            chunk[4 * i + 1] = (uint8_t)(c >> 8);
-            chunk[4 * i + 2] = (uint8_t)(c >> 16);
-            chunk[4 * i + 3] = (uint8_t)(c >> 24);
-        }
-        nq_msg_t p = { .type = NQ_MSG_SOLPART };
-        p.u.solpart = (nq_solpart_t){ t->r.job, t->r.shard, t->r.lease, off, chunk, rows * 4, t->r.proof };
-        send_msg(w, &p);
+    uint64_t off = t->sol_sent, rows = t->r.sol_n - off < SOLPART_ROWS ? t->r.sol_n - off : SOLPART_ROWS;
+    for (uint64_t i = 0; i < rows; i++) {
+        uint32_t c = t->cols[off + i];
+        chunk[4 * i] = (uint8_t)c;
+        chunk[4 * i + 1] = (uint8_t)(c >> 8);
+        chunk[4 * i + 2] = (uint8_t)(c >> 16);
+        chunk[4 * i + 3] = (uint8_t)(c >> 24);
     }
+    nq_msg_t p = { .type = NQ_MSG_SOLPART };
+    p.u.solpart = (nq_solpart_t){ t->r.job, t->r.shard, t->r.lease, off, chunk, rows * 4, t->r.proof };
+    if (send_msg(w, &p) == 0)
+        t->sol_sent += rows;
+}
+
+/* The parts the window allows, then (after the last) the RESULT that refers to them. */
+static void upload_pump(nq_worker_t *w, nq_wtask_t *t)
+{
+    double window = w->upload_rate * (w->link.srtt + UPLOAD_QUEUE_S);
+    uint64_t ahead = window > UPLOAD_WINDOW_MIN ? (uint64_t)window : UPLOAD_WINDOW_MIN;
+    uint64_t sent = t->sol_sent;
+    while (t->cols && t->sol_sent < t->r.sol_n && t->sol_sent - t->sol_acked < ahead && w->sock) {
+        send_part(w, t);
+        if (t->sol_sent == sent)
+            break;                      /* not sent (no connection): a resend starts it again */
+        sent = t->sol_sent;
+    }
+    if (t->result_sent || (t->cols && t->sol_sent < t->r.sol_n))
+        return;
     nq_msg_t m = { .type = NQ_MSG_RESULT };
     m.u.result = t->r;
-    send_msg(w, &m);
-    t->sent_at = now_s();
+    if (send_msg(w, &m) == 0)
+        t->result_sent = 1;
     t->sends++;
+}
+
+/* A result, or a solution's parts and then its RESULT: from the start, or from where the broker
+   says it is (the first acknowledgement moves it on). */
+static void send_result(nq_worker_t *w, nq_wtask_t *t)
+{
+    t->sol_sent = t->sol_acked = 0;
+    t->result_sent = 0;
+    t->sent_at = t->upload_at = now_s();
+    upload_pump(w, t);
+}
+
+/* The broker holds `rows` of lease's solution (a HEARTBEAT item from it): the window moves on. */
+static void upload_acked(nq_worker_t *w, uint64_t lease, uint64_t rows)
+{
+    for (nq_wtask_t *t = w->outbox; t; t = t->next) {
+        if (t->r.lease != lease || !t->cols || rows <= t->sol_acked || rows > t->r.sol_n)
+            continue;
+        double now = now_s();
+        t->sol_acked = rows;
+        if (t->sol_sent < rows)
+            t->sol_sent = rows;         /* a resend: it had these already */
+        t->sent_at = now;               /* moving: no resend */
+        if (now > t->upload_at)
+            w->upload_rate = (double)rows / (now - t->upload_at);
+        upload_pump(w, t);
+        return;
+    }
 }
 
 static void outbox_resend(nq_worker_t *w, double older_than)
@@ -212,7 +262,12 @@ static void on_message(nq_worker_t *w, const nq_msg_t *m)
     case NQ_MSG_TASK: on_task(w, &m->u.task); break;
     case NQ_MSG_ACK: outbox_ack(w, &m->u.ack); break;
     case NQ_MSG_CANCEL: pool_cancel(w->pool, m->u.cancel.job, m->u.cancel.lease); break;
-    case NQ_MSG_HEARTBEAT: w->sync = m->u.heartbeat.sync; break;   /* echoed by tick() */
+    case NQ_MSG_HEARTBEAT:
+        if (m->u.heartbeat.sync)        /* echoed by tick(); 0: only acknowledgements */
+            w->sync = m->u.heartbeat.sync;
+        for (uint32_t i = 0; i < m->u.heartbeat.count; i++)
+            upload_acked(w, m->u.heartbeat.items[i].lease, m->u.heartbeat.items[i].progress);
+        break;
     default:
         nq_log(NQ_LOG_WARN, "message.bad", "from=broker reason=\"unexpected %s\"", proto_type_name(m->type));
     }
@@ -476,8 +531,8 @@ static void worker_stop_line(nq_worker_t *w)
                                 (unsigned long long)d.shards, (unsigned long long)d.nodes,
                                 d.failed ? "/failed" : "");
     }
-    nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s gpu_shards=%llu cpu_shards=%llu copies=%llu copies_won=%llu "
-           "recounts=%llu launches=%llu gpu_busy_s=%.3f devices=%s", w->outbox ? "yes" : "no",
+    nq_log(NQ_LOG_INFO, "worker.stop", "unacked=%s gpu_shards=%llu cpu_shards=%llu copies=%llu "
+           "copies_won=%llu recounts=%llu launches=%llu gpu_busy_s=%.3f devices=%s", w->outbox ? "yes" : "no",
            (unsigned long long)st.gpu, (unsigned long long)st.cpu, (unsigned long long)st.copies,
            (unsigned long long)st.copies_won, (unsigned long long)st.recounts, (unsigned long long)launches,
            busy, devs);

@@ -26,8 +26,13 @@ typedef struct nq_wtask {
     uint8_t *payload;
     uint32_t *cols;                   /* solve: the solution (r.sol_n rows) */
     int cancelled;                    /* finished because of a CANCEL: nothing to send */
-    double sent_at;                   /* outbox: last time sent */
+    double sent_at;                   /* outbox: last time sent, or its upload last moved */
     uint32_t sends;                   /* ... and how often */
+    /* a solution's upload (worker.c): rows sent, rows the broker acknowledged, when it began, and
+       whether the RESULT (after the last part) went */
+    uint64_t sol_sent, sol_acked;
+    double upload_at;
+    int result_sent;
     double started;                   /* when it began (GPU tasks end on another thread) */
     void (*gpu_done)(void *ud, struct nq_wtask *t);   /* GPU tasks: called once it ended */
     void *gpu_ud;
@@ -45,8 +50,8 @@ typedef struct nq_pool nq_pool_t;
 /* gpus[0 .. ngpu) (none: ngpu 0): where count tasks go, the hungriest device first, fed by the
    threads, which count on the CPU too unless gpu_only; the pool does not own them. A device that
    fails while another goes on has its shards counted again (feed.c); the last one's end as errors. */
-nq_pool_t *pool_new(void *zmq_ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *const *gpus, uint32_t ngpu,
-                    int gpu_only, char *err, size_t errlen);
+nq_pool_t *pool_new(void *zmq_ctx, uint32_t threads, const char *notify_ep, nq_gpu_t *const *gpus,
+                    uint32_t ngpu, int gpu_only, char *err, size_t errlen);
 void pool_destroy(nq_pool_t **p);
 void pool_submit(nq_pool_t *p, nq_wtask_t *t);
 nq_wtask_t *pool_take_done(nq_pool_t *p);           /* finished tasks, as a list */

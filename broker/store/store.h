@@ -223,7 +223,7 @@ int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
    spot-checks, where the identity's record counts its stored results. unloaded: the broker does
    not run the job (failed, or its rows refused), so no quorum or check could see the result: it
    may confirm a decided shard or be evidence against it, and never decides one. */
-typedef struct { int64_t who; int verify, spot, unloaded; } nq_put_by_t;
+typedef struct { int64_t who; int verify, spot, unloaded, copy; } nq_put_by_t;   /* copy: by a tail copy */
 int store_result_put_by(nq_store_t *s, const nq_result_t *r, const char *worker,
                         const char *sol_hash, const char *sol_path, const nq_put_by_t *by);
 /* Votes that never agreed (quorum): r becomes the shard's first result and the shard CONFLICT at

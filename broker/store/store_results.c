@@ -31,12 +31,12 @@ static const char *const sql_text[R_COUNT] = {
         " s.who, s.nodes_kind FROM jobs j LEFT JOIN shards s ON s.job = j.id AND s.idx = ?2 WHERE j.id = ?1",
     [R_PUT_FIRST] =
         "INSERT INTO shards (job, idx, state, status, total, uniq, nodes, res13, res15, elapsed, worker,"
-        " lease, done_at, who, verify, nodes_kind) VALUES (?1, ?2, 'done', ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,"
-        " ?11, ?12, ?13, ?14, ?15)"
+        " lease, done_at, who, verify, nodes_kind, by_copy) VALUES (?1, ?2, 'done', ?3, ?4, ?5, ?6, ?7, ?8,"
+        " ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)"
         " ON CONFLICT (job, idx) DO UPDATE SET state = 'done', status = ?3, total = ?4, uniq = ?5,"
         " nodes = ?6, res13 = ?7, res15 = ?8, elapsed = ?9, worker = ?10, lease = ?11, done_at = ?12,"
         " leased_at = NULL, confirmations = 0, conflict_with = NULL, who = ?13, verify = ?14,"
-        " nodes_kind = ?15",
+        " nodes_kind = ?15, by_copy = ?16",
     [R_PUT_CONFIRM] =
         "UPDATE shards SET confirmations = confirmations + 1 WHERE job = ?1 AND idx = ?2",
     [R_PUT_CONFLICT] =
@@ -235,6 +235,7 @@ static int put_first(nq_store_t *s, const nq_result_t *r, const put_ctx_t *c, co
         sqlite3_bind_int64(q, 13, by->who);   /* for every job: resends are told by identity */
     sqlite3_bind_int(q, 14, by ? by->verify : 0);
     sqlite3_bind_int(q, 15, r->nodes_kind);
+    sqlite3_bind_int(q, 16, by ? by->copy : 0);
     int rc = store_step_done(q);
     if (rc)
         return store_fail(s, "result.first", rc);

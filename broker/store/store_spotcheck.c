@@ -13,7 +13,8 @@
 enum {
     S_IDENT_UPSERT, S_IDENT_GET, S_IDENT_STORED, S_IDENT_CONFIRMED, S_IDENT_OUTVOTED, S_IDENT_NAME,
     S_SHARD_FIRST, S_SHARD_CHECKS, S_CHECK_PUT, S_JOB_CHECKS, S_SET_VERIFY, S_REPLACE, S_CONFLICT,
-    S_FLAG, S_SWEEP_ROWS, S_SWEEP_MARK, S_SWEEP_SAVE, S_LOAD_SHARDS, S_LOAD_SWEEPS, S_OPEN, S_CONFIRM, S_COUNT
+    S_FLAG, S_SWEEP_ROWS, S_SWEEP_MARK, S_SWEEP_SAVE, S_LOAD_SHARDS, S_LOAD_SWEEPS, S_OPEN, S_CONFIRM,
+    S_COPY_ALONE, S_COUNT
 };
 
 static const char *const spot_sql[S_COUNT] = {
@@ -37,6 +38,7 @@ static const char *const spot_sql[S_COUNT] = {
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
     [S_JOB_CHECKS] = "UPDATE jobs SET checks = checks + 1, disagreed = disagreed + ?2 WHERE id = ?1",
     [S_SET_VERIFY] = "UPDATE shards SET verify = ?3 WHERE job = ?1 AND idx = ?2",
+    [S_COPY_ALONE] = "UPDATE shards SET verify = 0 WHERE job = ?1 AND idx = ?2 AND verify = 1 AND by_copy = 1",
     [S_REPLACE] =
         "UPDATE shards SET status = ?3, total = ?4, uniq = ?5, nodes = ?6, res13 = ?7, res15 = ?8,"
         " elapsed = ?9, nodes_kind = ?10, who = ?11, verify = 0, confirmations = 1,"
@@ -250,6 +252,13 @@ int store_shard_set_verify(nq_store_t *s, uint64_t job, uint64_t idx, int verify
     sqlite3_bind_int(q, 3, verify);
     int rc = store_step_done(q);
     return rc ? store_fail(s, "shard.verify", rc) : 0;
+}
+
+int store_shard_copy_alone(nq_store_t *s, uint64_t job, uint64_t idx)
+{
+    if (run2(s, S_COPY_ALONE, (int64_t)job, (int64_t)idx, "shard.copy_alone") != 0)
+        return -1;
+    return sqlite3_changes(s->db) > 0;
 }
 
 static store_sums_t vote_sums(const nq_vote_t *v)

@@ -69,6 +69,9 @@ int store_shard_votes(nq_store_t *s, uint64_t job, uint64_t idx, nq_shard_votes_
 /* Adds check seq (1..) to the shard's record and counts it in the job (checks, disagreed). */
 int store_check_put(nq_store_t *s, uint64_t job, uint64_t idx, int seq, const nq_vote_t *v, int agreed);
 int store_shard_set_verify(nq_store_t *s, uint64_t job, uint64_t idx, int verify);
+/* A tail copy's result whose check is still wanted (verify 1, by_copy) wants none now: 1 it did, 0
+   it was not such a shard, -1 error. */
+int store_shard_copy_alone(nq_store_t *s, uint64_t job, uint64_t idx);
 /* A dispute decided for a check: the shard's result becomes v, in its row and in the job's sums
    (the old result's contribution leaves them in the same step). verify goes to 0. */
 int store_shard_replace(nq_store_t *s, uint64_t job, uint64_t idx, const nq_vote_t *old, const nq_vote_t *v);

@@ -7,6 +7,7 @@
 #                                                NQ_KEY_FILE NQ_AUTHORIZED_KEYS NQ_CONTROL_KEYS NQ_INSECURE=1
 #   entrypoint.sh worker [EXTRA NQ OPTIONS...]   NQ_CONNECT (required) NQ_THREADS
 #                                                NQ_KEY_FILE NQ_BROKER_KEY_FILE
+#                                                NQ_GPU=all (every GPU) or NQ_GPU=0,2 (those)
 #   entrypoint.sh COMMAND [ARGS...]              any other nq command (submit, status, keygen...)
 # Both roles: NQ_LOG_FORMAT (default json), NQ_LOG_LEVEL (default info).
 # Keys come from files (container secrets); by default the ones under
@@ -56,6 +57,26 @@ broker() {
         --log-level "${NQ_LOG_LEVEL:-info}"
 }
 
+# NVIDIA's container toolkit mounts libnvidia-opencl.so.1 (capability compute) but, before its
+# 2026-06 releases, no ICD file naming it: without one the loader finds no platform. Where no
+# vendor file exists and the library does, write one to a folder of our own (the root file system
+# may be read-only) and point OCL_ICD_VENDORS at it, as tests/gpu/device_check.sh does.
+gpu_icd() {
+    [ -n "${OCL_ICD_VENDORS:-}" ] && return 0
+    ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1 && return 0
+    for lib in /usr/lib/x86_64-linux-gnu/libnvidia-opencl.so.1 /usr/lib64/libnvidia-opencl.so.1 \
+               /usr/local/nvidia/lib64/libnvidia-opencl.so.1 \
+               /usr/lib/aarch64-linux-gnu/libnvidia-opencl.so.1; do
+        [ -e "$lib" ] || continue
+        dir=${TMPDIR:-/tmp}/nq-icd
+        if ! mkdir -p "$dir" || ! printf '%s\n' "$lib" >"$dir/nvidia.icd"; then
+            die "cannot write an ICD file in $dir"
+        fi
+        export OCL_ICD_VENDORS="$dir"
+        return 0
+    done
+}
+
 worker() {
     [ -n "${NQ_CONNECT:-}" ] || die "set NQ_CONNECT to the broker endpoint, e.g. tcp://broker:7555"
     key=$(key_path NQ_KEY_FILE "${NQ_KEY_FILE:-}" "$SECRETS/nq.key")
@@ -66,6 +87,12 @@ worker() {
     set -- --connect "$NQ_CONNECT" "$@"
     [ -n "${NQ_THREADS:-}" ] && set -- "$@" --threads "$NQ_THREADS"
     [ -n "$key" ] && set -- "$@" --key "$key" --broker-key "$bkey"
+    case ${NQ_GPU:-} in
+        '') ;;
+        all) gpu_icd; set -- "$@" --gpu all ;;
+        *[!0-9,]*) die "NQ_GPU is all or device indices like 0,2 (got '$NQ_GPU')" ;;
+        *) gpu_icd; set -- "$@" --gpu-device "$NQ_GPU" ;;
+    esac
     exec "$NQ_BIN" worker "$@" --log-format "${NQ_LOG_FORMAT:-json}" \
         --log-level "${NQ_LOG_LEVEL:-info}"
 }

@@ -19,7 +19,7 @@ cleanup() {
 }
 trap cleanup EXIT
 export NQ_BIN=$NQ NQ_SECRETS_DIR=$tmp/no-secrets
-unset NQ_ROLE NQ_CONNECT NQ_KEY_FILE NQ_BROKER_KEY_FILE NQ_AUTHORIZED_KEYS NQ_CONTROL_KEYS NQ_INSECURE
+unset NQ_ROLE NQ_CONNECT NQ_KEY_FILE NQ_BROKER_KEY_FILE NQ_AUTHORIZED_KEYS NQ_CONTROL_KEYS NQ_INSECURE NQ_GPU
 
 # Waits (30 s at most) until the broker PID answers on $NQ_BROKER.
 wait_broker() {
@@ -44,6 +44,9 @@ expect 2 "NQ_ROLE must be"    -- NQ_ROLE=sorter sh "$EP"
 expect 2 "set NQ_CONNECT"     -- sh "$EP" worker
 expect 2 "does not exist"     -- NQ_CONNECT=tcp://127.0.0.1:1 NQ_KEY_FILE="$tmp/none.key" sh "$EP" worker
 expect 2 "or neither"         -- NQ_CONNECT=tcp://127.0.0.1:1 NQ_KEY_FILE="$tmp/some.key" sh "$EP" worker
+expect 2 "NQ_GPU is all or"   -- NQ_CONNECT=tcp://127.0.0.1:1 NQ_GPU=first sh "$EP" worker
+# --gpu all reaches nq: here no GPU (pocl's CPU devices are refused) or no OpenCL platform, exit 3
+expect 3 "nq worker: no "     -- NQ_CONNECT=tcp://127.0.0.1:1 NQ_GPU=all sh "$EP" worker
 expect 2 "no NQ_AUTHORIZED_KEYS" -- NQ_KEY_FILE="$tmp/some.key" sh "$EP" broker
 expect 2 "NQ_INSECURE must be" -- NQ_INSECURE=maybe NQ_DB="$tmp/x.db" sh "$EP" broker
 expect 2 "NQ_CONTROL_KEYS '$tmp/none' does not exist" -- NQ_CONTROL_KEYS="$tmp/none" NQ_DB="$tmp/x.db" sh "$EP" broker

@@ -53,13 +53,16 @@ if command -v systemd-analyze >/dev/null; then
     unit() { sed "s#@NQ_BINDIR@/nq#$exe#; s#@NQ_CONFDIR@#/etc/nq#g; s#@NQ_DOCDIR@#/usr/share/doc/nq#" "$1"; }
     unit "$D/systemd/nq-broker.service.in" > "$tmp/nq-broker.service"
     unit "$D/systemd/nq-worker@.service.in" > "$tmp/nq-worker@.service"
+    unit "$D/systemd/nq-gpu-worker@.service.in" > "$tmp/nq-gpu-worker@.service"
     cp "$tmp/nq-worker@.service" "$tmp/nq-worker@broker.example.org.service"
+    cp "$tmp/nq-gpu-worker@.service" "$tmp/nq-gpu-worker@broker.example.org.service"
     out=$(cd "$tmp" && systemd-analyze verify --man=no ./nq-broker.service \
-          ./nq-worker@.service ./nq-worker@broker.example.org.service 2>&1)
+          ./nq-worker@.service ./nq-worker@broker.example.org.service ./nq-gpu-worker@.service \
+          ./nq-gpu-worker@broker.example.org.service 2>&1)
     rc=$?
     # Unknown keys and bad values are only warnings there: any output is a failure.
     [[ $rc -eq 0 && -z $out ]] || fail "systemd-analyze verify: $out"
-    for u in nq-broker.service nq-worker@broker.example.org.service; do
+    for u in nq-broker.service nq-worker@broker.example.org.service nq-gpu-worker@broker.example.org.service; do
         # Hardening: exposure 2.0 or less ('OK') in systemd's own scoring.
         if ! (cd "$tmp" && systemd-analyze security --offline=yes --threshold=20 "./$u" >/dev/null 2>&1); then
             fail "systemd-analyze security: $u is exposed more than 2.0"

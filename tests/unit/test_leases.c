@@ -115,7 +115,7 @@ static void fake_hello(fake_t *w, const char *id, uint64_t nonce, uint32_t credi
 /* What an honest count of each (job, shard) gives, learnt from the TASKs' descriptors: the
    broker refuses a result that no count of its shard can give (count_bounds.h). */
 #define TRUTH_JOBS 8
-#define TRUTH_SHARDS 64
+#define TRUTH_SHARDS 512
 static nq_count_result_t truth[TRUTH_JOBS][TRUTH_SHARDS];
 
 static void learn_truth(const nq_task_t *t)
@@ -468,6 +468,114 @@ T_TEST(test_quorum_votes_survive_a_restart)
     T_CHECK(row.state == NQ_JOB_DONE);
     fake_close(&a);
     fake_close(&c);
+    teardown();
+}
+
+/* One integer a query on the test's DB gives (-1: none). */
+static int64_t sql_int(const char *sql, const char *text)
+{
+    sqlite3_stmt *q;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(store_db(b->store), sql, -1, &q, NULL) != SQLITE_OK)
+        return n;
+    if (text)
+        sqlite3_bind_text(q, 1, text, -1, SQLITE_STATIC);
+    if (sqlite3_step(q) == SQLITE_ROW)
+        n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return n;
+}
+
+static int worker_flagged(const char *id)
+{
+    return sql_int("SELECT flagged + conflicts FROM workers WHERE id = ?1", id) > 0;
+}
+
+/* A lie a count's bounds let pass: total 0, nodes tagged as the fast GPU kernel's, answered at once
+   with a tiny elapsed time. */
+static void fake_lie(fake_t *w, const nq_task_t *t)
+{
+    nq_msg_t m = { .type = NQ_MSG_RESULT };
+    m.u.result = (nq_result_t){ .job = t->job, .shard = t->shard, .lease = t->lease, .kind = NQ_KIND_COUNT,
+                                .nodes = 1, .elapsed_us = 1000, .proof = t->proof,
+                                .nodes_kind = NQ_NODES_GPU_FAST };
+    fake_send(w, &m);
+}
+
+/* Answers every task it holds truthfully and forgets them. */
+static void answer_all(fake_t *w)
+{
+    vote_all(w, 0);
+    w->ntasks = 0;
+}
+
+/*
+ * A tail copy turned against its holder (a hostile review's second scenario): `liar` does its
+ * share honestly, so it is measured fast, and is then given a copy of the lease the honest `holder`
+ * is still working on; it answers the copy at once with total 0. The copy decides nothing by
+ * arriving first: the holder is not cancelled, its result disagrees, a third identity settles the
+ * dispute for the holder, the liar is flagged, and the job ends exact with the holder unflagged.
+ * (Before: the copy's result decided the shard, the holder was cancelled, and N=10 ended wrong.)
+ */
+T_TEST(test_tail_copy_cannot_outvote_its_holder)
+{
+    setup();
+    uint64_t job = submit(10, 1);
+    T_CHECK(jobq_find(b, job) != NULL);
+    fake_t holder, liar, third;
+    fake_hello(&holder, "holder", 51, 1);
+    run_with(0.2, 0.05, (fake_t *[]){ &holder, NULL });
+    for (int i = 0; i < 50 && holder.ntasks == 1 && truth[job][holder.tasks[0].shard].total == 0; i++) {
+        answer_all(&holder);            /* hold a shard with solutions, so that total 0 is a lie */
+        run_with(0.2, 0.05, (fake_t *[]){ &holder, NULL });
+    }
+    T_EQ_U64(holder.ntasks, 1);
+    nq_task_t held = holder.tasks[0];
+    T_CHECK(truth[job][held.shard].total > 0);
+    fake_hello(&liar, "copy-liar", 52, 4);
+    nq_task_t copy = { 0 };
+    for (int round = 0; round < 200 && copy.lease == 0; round++) {
+        run_with(0.2, 0.05, (fake_t *[]){ &holder, &liar, NULL });
+        for (int i = 0; i < liar.ntasks; i++)
+            if (liar.tasks[i].shard == held.shard)
+                copy = liar.tasks[i];
+        if (copy.lease == 0)
+            answer_all(&liar);
+    }
+    T_CHECK(copy.lease != 0);           /* measured and idle at the tail: it got a copy */
+    fake_lie(&liar, &copy);
+    liar.ntasks = 0;
+    run_with(0.3, 0.05, (fake_t *[]){ &holder, &liar, NULL });
+    results_flush(b);
+    T_CHECK(jobq_find(b, job) != NULL);  /* not decided by the copy */
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT by_copy FROM shards WHERE job = %llu AND idx = %llu",
+             (unsigned long long)job, (unsigned long long)held.shard);
+    T_EQ_U64(sql_int(sql, NULL), 1);
+    fake_result(&holder, &held, 0);      /* the holder was not cancelled: it delivers */
+    holder.ntasks = 0;
+    run_with(0.3, 0.05, (fake_t *[]){ &holder, &liar, NULL });
+    results_flush(b);
+    T_CHECK(jobq_find(b, job) != NULL);  /* one against one: a dispute, not arrival order */
+    fake_credit(&holder, 0);
+    fake_credit(&liar, 0);
+    fake_hello(&third, "third", 53, 4);
+    for (int round = 0; round < 200 && jobq_find(b, job); round++) {
+        run_with(0.2, 0.05, (fake_t *[]){ &holder, &liar, &third, NULL });
+        answer_all(&third);
+        results_flush(b);
+    }
+    nq_job_row_t row;
+    T_CHECK(store_job_get(b->store, job, &row) == 0);
+    T_CHECK(row.state == NQ_JOB_DONE);
+    snprintf(sql, sizeof sql, "SELECT total_hi * 4294967296 + total_lo FROM jobs WHERE id = %llu",
+             (unsigned long long)job);
+    T_EQ_U64(sql_int(sql, NULL), 724);  /* N=10 */
+    T_CHECK(!worker_flagged("holder"));
+    T_CHECK(worker_flagged("copy-liar"));
+    fake_close(&holder);
+    fake_close(&liar);
+    fake_close(&third);
     teardown();
 }
 

@@ -1331,9 +1331,9 @@ T_TEST(test_concurrent_readonly)
         nq_result_t x = count_result(job, i, 1 + i, 100 + i);
         T_CHECK(store_result_put(w, &x, "w", NULL, NULL) == NQ_PUT_NEW);
     }
-    double t0 = now_mono();
+    /* The writer holds its transaction throughout: a reader that needed it could only fail after
+       its busy timeout, so opening at all shows it does not wait (no clock asked). */
     nq_store_t *ro = open_ok(path, 1);
-    T_CHECK(now_mono() - t0 < 2.0);                     /* not waiting for the writer */
     nq_job_row_t row;
     T_CHECK(ro && store_job_get(ro, job, &row) == 0);
     T_EQ_U64(row.shards_done, 1);                       /* the last committed state */

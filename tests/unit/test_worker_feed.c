@@ -312,7 +312,8 @@ T_TEST(test_pool_counts_on_cpu_and_gpu_exactly)
 
 /* CPU counts that never end on their own (paced to a node in 1000 s: NQ_FAULT_PACE), beside a
    slow device (each launch a second at least: the two launches that fill it are two seconds of work
-   whatever the machine's speed, so the threads the feeders leave count on the CPU): once nothing is queued the GPU takes copies of them, the
+   whatever the machine's speed, so the threads the feeders leave count on the CPU): once nothing
+   is queued the GPU takes copies of them, the
    copies end first and decide, and every shard is still sent once, exact. What is checked is the
    mechanism (no CPU count can end first), not a race between the two, which a busy machine moved. */
 T_TEST(test_pool_gpu_copies_slow_cpu_counts)
