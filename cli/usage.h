@@ -190,7 +190,7 @@
       "the copy is page-checked before it is reported. Restore: stop the broker, move OUT and\n" \
       "OUT.solutions/ to PATH and PATH.solutions/.\n" }, \
     { "audit", cmd_audit, "check a job's manifest and count some of its shards again", \
-      "usage: nq audit FILE [--sample K] [--seed S] [--shards A-B] [--threads T]\n" \
+      "usage: nq audit FILE [--sample K | --catch P%] [--seed S] [--shards A-B] [--threads T]\n" \
       "\n" \
       "Checks a manifest (nq export JOB --manifest FILE) with only the file and this program:\n" \
       "its hash tree against its root line, every descriptor against the job's shard list,\n" \
@@ -199,6 +199,9 @@
       "again with the kernel, those the checks refuted first, and says which agree.\n" \
       "  --sample K         count K shards again, refuted ones first, the rest drawn at random\n" \
       "                     (default 10; 0 = none)\n" \
+      "  --catch P%         draw the sample that catches a manifest with P % of its lines wrong\n" \
+      "                     with probability 0.99 (1% draws 459, whatever the file's size); the\n" \
+      "                     audit prints that share for every sample it draws\n" \
       "  --seed S           the draw's seed (default: a secure random one, printed): the same\n" \
       "                     seed, the same shards\n" \
       "  --shards A-B       count shards A to B instead (0-based, as in the file)\n" \
