@@ -66,7 +66,9 @@
     "  --max-attempts A   a shard that fails A times is FAILED (default 5)\n" \
     "  --quorum Q         results per shard that must agree (default 1)\n" \
     "  --verify-rate P    count: check about P of the results on another worker\n" \
-    "                     (adaptive spot-checks; e.g. 0.02; default off)\n" \
+    "                     (adaptive spot-checks; e.g. 0.02; default off). With --quorum 1 and\n" \
+    "                     no --verify-rate, a lying worker's own shards can end wrong\n" \
+    "                     (docs/security.md)\n" \
     "  solve only:\n" \
     "  --algo A[,B...]    method(s) (default qs4; 'nq bench solve --algo list')\n" \
     "  --restarts R       seeds S0..S0+R-1, one shard each (default 1)\n" \
