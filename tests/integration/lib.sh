@@ -7,6 +7,10 @@ NQ=${NQ:-nq}
 SRC=${NQ_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 T=$(mktemp -d "${TMPDIR:-/tmp}/nq-test.XXXXXX")
 PIDS=()
+# The suite writes only in its temporary folders: a DB path too long for a unix socket gets its
+# control socket in $XDG_RUNTIME_DIR (else /tmp), where a broker the cleanup kills with -9 left it
+# behind. A folder of its own, beside $T (tests list $T's files), gone with it.
+XDG_RUNTIME_DIR=$(mktemp -d "${TMPDIR:-/tmp}/nq-run.XXXXXX") && export XDG_RUNTIME_DIR
 
 cleanup() {
     local p
@@ -17,6 +21,7 @@ cleanup() {
     done
     wait 2>/dev/null
     if [ "${KEEP_TMP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
+    rm -rf "$XDG_RUNTIME_DIR"
 }
 trap cleanup EXIT INT TERM
 
