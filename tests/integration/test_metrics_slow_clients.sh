@@ -11,7 +11,7 @@ cd "$T" || exit 1
 command -v curl >/dev/null || { echo "skipped: no curl"; exit 0; }
 command -v python3 >/dev/null || { echo "skipped: no python3"; exit 0; }
 
-start_broker m.db --metrics "127.0.0.1:@MPORT@"
+start_broker m.db --http "127.0.0.1:@MPORT@"
 
 cat >slow.py <<'EOF'
 import json, os, select, socket, sys, time
