@@ -14,7 +14,7 @@ command -v python3 >/dev/null || { echo "skipped: no python3"; exit 0; }
 
 tok=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
 printf '%s\n' "$tok" >m.tok
-start_broker m.db --metrics "127.0.0.1:@MPORT@" --http-token-file m.tok
+start_broker m.db --http "127.0.0.1:@MPORT@" --http-token-file m.tok
 
 cat >flood.py <<'EOF'
 import os, select, socket, sys, time

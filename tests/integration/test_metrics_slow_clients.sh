@@ -59,7 +59,7 @@ closed() { python3 -c 'import json, sys
 print(sum(1 for c in json.load(open(sys.argv[2])) if c["src"] == sys.argv[1] and c["closed_after"] is not None))' "$1" "$2"; }
 
 # ---- 1. the deadline off: only the cap and eviction can close a trickler ----
-NQ_FAULT_HTTP_REQUEST_MS=3600000 start_broker m.db --metrics "127.0.0.1:@MPORT@"
+NQ_FAULT_HTTP_REQUEST_MS=3600000 start_broker m.db --http "127.0.0.1:@MPORT@"
 start slow python3 slow.py "$MPORT" slow.json 600
 wait_for 30 test -e slow.json.ready || fail "slow clients did not start"
 for i in 1 2 3; do
@@ -78,7 +78,7 @@ ok "3 scrapes: HTTP 200 while $held of the 20 tricklers from the scraper's addre
 kill "$BROKER_PID"; wait "$BROKER_PID" 2>/dev/null
 
 # ---- 2. the deadline on: it closes every trickler, though each sends a byte a second ----
-BROKER_N=2 start_broker m2.db --metrics "127.0.0.1:@MPORT@"
+BROKER_N=2 start_broker m2.db --http "127.0.0.1:@MPORT@"
 start slow2 python3 slow.py "$MPORT" slow2.json 12
 wait_for 30 test -e slow2.json.ready || fail "slow clients did not start"
 wait_for 60 test -e slow2.json || fail "slow clients did not finish"
