@@ -652,6 +652,7 @@ void broker_destroy(nq_broker_t **bp)
     listings_stop(b);                   /* before the sockets it answers on and pokes */
     outbox_flush(b);                    /* ... and its answers go out */
     lister_destroy(&b->lister);
+    lister_destroy(&b->orderer);
     results_free_all(b);
     outbox_free(b);
     dispatch_free(b);

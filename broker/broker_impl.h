@@ -265,7 +265,9 @@ struct nq_broker {
     const atomic_int *stop;            /* cfg.stop, then broker_run's: checked inside long loops */
 
     nq_job_t *jobs;                    /* active jobs, priority desc then id asc */
-    nq_lister_t *lister;               /* builds shard lists off the loop (lister.h) */
+    nq_lister_t *lister;               /* builds shard lists off the loop (lister.h): a submit's shape */
+    nq_lister_t *orderer;              /* ... and a job's lease order, seconds each: apart, so a submit
+                                          never waits behind another job's estimates */
     nq_listing_t *listings;            /* what it builds, for whom (listings.c) */
     uint32_t listing_submits;          /* ... of them, clients' submits waiting for an answer */
     uint64_t listing_ticket;           /* the last ticket handed out */

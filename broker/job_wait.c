@@ -35,6 +35,9 @@ void job_wait_why(nq_broker_t *b, const nq_job_t *j, char *buf, size_t len)
         snprintf(buf, len, "for the store: its last commit failed, so nothing is leased until it commits");
     else if (connected == 0)
         snprintf(buf, len, "for a worker: none is connected");
+    else if (j->list_ticket)
+        snprintf(buf, len, "for its shard list: the cost estimates that order its leases are being "
+                 "built (seconds for a large job)");
     else if (ready == 0)
         snprintf(buf, len, "for a worker: all %u connected are quarantined or pause this job after "
                  "their errors", connected);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct item {
     offload_item_t link;               /* first: what the offload queues */
@@ -17,6 +18,7 @@ typedef struct item {
 
 struct nq_lister {
     nq_offload_t *o;
+    atomic_int held;                    /* tests: builds wait while set (lister_test_hold) */
 };
 
 static void item_free(offload_item_t *it)
@@ -28,11 +30,14 @@ static void item_free(offload_item_t *it)
 
 static void build(void *ud, offload_item_t *link, const atomic_int *stop)
 {
-    (void)ud;
+    nq_lister_t *l = ud;
+    while (atomic_load(&l->held) && !atomic_load(stop))
+        usleep(1000);
     item_t *it = (item_t *)link;
     const nq_lister_req_t *r = &it->req;
     nq_shards_limits_t lim = { .max_shards = r->max_shards, .max_steps = r->max_steps, .stop = stop,
-                               .order = r->order };
+                               .order = r->order,
+                               .unordered = r->unordered };
     double t0 = nq_mono();
     it->done.ticket = r->ticket;
     char *err = it->done.err;
@@ -48,7 +53,7 @@ static void build(void *ud, offload_item_t *link, const atomic_int *stop)
 nq_lister_t *lister_new(void *ctx, const char *wake_ep, char *err, size_t errlen)
 {
     nq_lister_t *l = calloc(1, sizeof *l);
-    nq_offload_ops_t ops = { build, item_free, NULL, "lists shards", "NQ_FAULT_LIST_GATE" };
+    nq_offload_ops_t ops = { build, item_free, l, "lists shards", "NQ_FAULT_LIST_GATE" };
     if (!l || !(l->o = offload_new(ctx, wake_ep, &ops, err, errlen))) {
         if (!l)
             nq_errf(err, errlen, "out of memory");
@@ -76,6 +81,13 @@ int lister_take(nq_lister_t *l, nq_lister_done_t *out)
     free(it);
     return 1;
 }
+
+#ifdef NQ_TEST_FAULTS
+void lister_test_hold(nq_lister_t *l, int held)
+{
+    atomic_store(&l->held, held);
+}
+#endif
 
 void lister_stop(nq_lister_t *l)
 {

@@ -25,6 +25,7 @@ typedef struct nq_lister_req {
     uint64_t max_shards, max_steps;
     double seconds;                    /* > 0: the depth is shards_new_for_seconds' (count only) */
     int order;                         /* the lease order: NQ_ORDER_*, 0 = NQ_ORDER_ROOTS */
+    int unordered;                     /* 1: without the order (its estimates): see shards_ordered */
 } nq_lister_req_t;
 
 typedef struct {
@@ -48,5 +49,9 @@ int lister_take(nq_lister_t *l, nq_lister_done_t *out);
    it; requests and answers not taken are dropped. Later asks are refused. */
 void lister_stop(nq_lister_t *l);
 void lister_destroy(nq_lister_t **l);   /* stops it first */
+#ifdef NQ_TEST_FAULTS
+/* Tests only: while held, the thread waits before each list (to see what waits for one). */
+void lister_test_hold(nq_lister_t *l, int held);
+#endif
 
 #endif

@@ -4,6 +4,8 @@
  * retry), or a client whose submit is answered when it does. The loop takes the
  * lists that have come at every round and hands each to whom it is for; a
  * ticket no listing holds any more (its job ended meanwhile) only frees its list.
+ * Two listers: a submit's list without its order (the count its answer needs)
+ * on one, a job's lease order (its cost estimates: seconds) on the other.
  */
 #include "broker_impl.h"
 #include "errf.h"
@@ -17,7 +19,8 @@
 int listings_start(nq_broker_t *b, const char *wake_ep, char *err, size_t errlen)
 {
     b->lister = lister_new(b->ctx, wake_ep, err, errlen);
-    return b->lister ? 0 : -1;
+    b->orderer = b->lister ? lister_new(b->ctx, wake_ep, err, errlen) : NULL;
+    return b->orderer ? 0 : -1;
 }
 
 uint64_t listings_ask(nq_broker_t *b, nq_lister_req_t *r, const nq_listing_t *x)
@@ -27,7 +30,8 @@ uint64_t listings_ask(nq_broker_t *b, nq_lister_req_t *r, const nq_listing_t *x)
         return 0;
     *l = *x;
     l->ticket = r->ticket = ++b->listing_ticket;
-    if (!b->lister || lister_ask(b->lister, r) != 0) {
+    nq_lister_t *by = r->unordered ? b->lister : b->orderer;
+    if (!by || lister_ask(by, r) != 0) {
         free(l);
         return 0;
     }
@@ -53,7 +57,7 @@ static nq_listing_t *listing_take(nq_broker_t *b, uint64_t ticket)
 
 int listings_take(nq_broker_t *b, nq_listing_t **x, nq_lister_done_t *d)
 {
-    if (!b->listings || !lister_take(b->lister, d))
+    if (!b->listings || (!lister_take(b->lister, d) && (!b->orderer || !lister_take(b->orderer, d))))
         return 0;
     *x = listing_take(b, d->ticket);
     return 1;
@@ -63,6 +67,8 @@ void listings_stop(nq_broker_t *b)
 {
     if (b->lister)
         lister_stop(b->lister);
+    if (b->orderer)
+        lister_stop(b->orderer);
     while (b->listings) {
         nq_listing_t *x = b->listings;
         b->listings = x->next;

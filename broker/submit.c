@@ -4,8 +4,11 @@
  * then storing the job's row. Shards get rows only when leased (004_campaign.sql),
  * so a submit costs the same for 10 shards or 10^8: the list is a pure function
  * of the job's parameters. In the broker a client's submit is checked in the
- * loop, its list is built by the lister (lister.h: seconds of CPU for a large
- * job), and the client is answered when the list comes: the loop never waits.
+ * loop, its list is built by the lister (lister.h) without its lease order, and
+ * the client is answered when that comes: the job's row needs only the count.
+ * The order's cost estimates, most of a large list's time (N=27: seconds), are
+ * built next, as after a restart (jobs.c): the job leases nothing until then.
+ * The loop never waits.
  */
 #include "broker_impl.h"
 #include "errf.h"
@@ -146,7 +149,7 @@ static void list_request(const nq_job_spec_t *spec, const nq_shard_caps_t *caps,
 {
     *r = (nq_lister_req_t){ .kind = spec->kind, .n = (int)spec->n, .depth = (int)spec->depth,
                             .encoding = NQ_SHARD_ENCODING, .max_shards = cap_job(caps),
-                            .max_steps = SUBMIT_LIST_STEPS, .order = NQ_ORDER_CURRENT };
+                            .max_steps = SUBMIT_LIST_STEPS, .order = NQ_ORDER_CURRENT, .unordered = 1 };
 }
 
 /* A list refused: over the per-job cap says so in check_caps' words (the list stopped at the cap,
@@ -166,7 +169,8 @@ static nq_shards_t *submit_list(const nq_job_spec_t *spec, const nq_shard_caps_t
 {
     nq_lister_req_t r;
     list_request(spec, caps, &r);
-    nq_shards_limits_t lim = { .max_shards = r.max_shards, .max_steps = r.max_steps, .order = r.order };
+    nq_shards_limits_t lim = { .max_shards = r.max_shards, .max_steps = r.max_steps, .order = r.order,
+                               .unordered = r.unordered };
     char why[256];
     nq_shards_t *list = shards_new_limited(r.kind, r.n, r.depth, r.encoding, &lim, why, sizeof why);
     if (!list)
@@ -261,6 +265,8 @@ static int submit_accept(nq_broker_t *b, nq_job_spec_t *spec, nq_shards_t *list,
     }
     nq_job_row_t row;
     char why[320] = "";
+    if (list && !shards_ordered(list))
+        shards_destroy(&list);          /* the job asks the lister for its ordered list */
     if (jobs_load_id(b, *id, list, &row, why, sizeof why) != 0)   /* the list goes to the job */
         return nq_errf(err, errlen, "job %llu stored but could not be loaded%s%s", (unsigned long long)*id,
                        why[0] ? ": " : "", why);

@@ -18,9 +18,11 @@
 #define CMD "bench"   /* messages read "nq bench: ..." and point to 'nq help bench' */
 
 /*
- * Threads take runs of the broker's lease order (shards_at: the largest shards first by their
- * estimates, so no thread is left with a big shard at the end) and count each shard as shards_each_at encodes
- * it: O(1) a shard, and nothing per shard kept in memory. (Until 2026-11-23 every descriptor
+ * Threads take runs of the list in index order (a list without its lease order: the order's cost
+ * estimates took 13 us a shard, 2.0x the count's time at N=17, depth 3, for a one-pass count that
+ * needs none; runs of at most 64 small shards keep the end balanced), or with NQ_ORDER=1|2 of
+ * that lease order (shards_at: the largest shards first by their estimates), and count each
+ * shard as shards_each_at encodes it: O(1) a shard, and nothing per shard kept in memory. (Until 2026-11-23 every descriptor
  * was first copied into one arena with an index and an order array: ~40 bytes a shard, 0.5 GB
  * at N=27, depth 4, and at N=16, depth 4 a seventh of the run in copies and page faults.)
  */
@@ -96,13 +98,13 @@ static void *bench_thread(void *arg)
 }
 
 /* NQ_ORDER=1|2: the lease order the threads take shards in (a benchmark knob: docs/benchmarks.md
-   compares them); unset, the order a new job of the broker gets. */
+   compares them); unset, index order, with no estimates built (0). */
 static int bench_order(void)
 {
     const char *e = getenv("NQ_ORDER");
     if (e && strcmp(e, "1") == 0)
         return NQ_ORDER_ROOTS;
-    return e && strcmp(e, "2") == 0 ? NQ_ORDER_COST : NQ_ORDER_CURRENT;
+    return e && strcmp(e, "2") == 0 ? NQ_ORDER_COST : 0;
 }
 
 /* Runs of up to 64 shards, enough of them that the last runs (the smallest shards) balance. */
@@ -249,8 +251,10 @@ int cmd_bench_count(int argc, char **argv)
     if (rc)
         return rc < 0 ? NQ_EXIT_OK : rc;
     double t0 = now_s();
-    nq_shards_t *shards = shards_new_ordered(NQ_KIND_COUNT, (int)o.n, (int)o.depth, NQ_SHARD_ENCODING,
-                                             bench_order(), err, sizeof err);
+    nq_shards_limits_t lim = { .max_shards = NQ_SHARD_MAX_LIST, .max_steps = UINT64_MAX,
+                               .order = bench_order(), .unordered = bench_order() == 0 };
+    nq_shards_t *shards = shards_new_limited(NQ_KIND_COUNT, (int)o.n, (int)o.depth, NQ_SHARD_ENCODING,
+                                             &lim, err, sizeof err);
     if (!shards)
         return cli_usage_error(CMD, "%s", err);
     bench_t b = { .list = shards, .nshards = shards_count(shards),

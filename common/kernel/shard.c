@@ -287,7 +287,7 @@ nq_shards_t *shards_new_for_seconds(int kind, int n, double seconds, nq_shards_l
 
 int shard_depth_for_seconds(int kind, int n, double seconds, char *err, size_t errlen)
 {
-    nq_shards_limits_t lim = { .max_shards = NQ_SHARD_MAX_LIST, .max_steps = UINT64_MAX };
+    nq_shards_limits_t lim = { .max_shards = NQ_SHARD_MAX_LIST, .max_steps = UINT64_MAX, .unordered = 1 };
     nq_shards_t *l = shards_new_for_seconds(kind, n, seconds, &lim, err, errlen);
     int d = l ? shards_depth(l) : -1;
     shards_destroy(&l);

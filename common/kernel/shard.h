@@ -142,6 +142,9 @@ typedef struct {
                                          that is told to stop; the cost estimates check it at
                                          every unit too) */
     int order;                        /* the lease order: NQ_ORDER_*, 0 = NQ_ORDER_ROOTS */
+    int unordered;                    /* 1: the list without its lease order, whose cost estimates
+                                         are most of a large list's time (N=27: seconds); see
+                                         shards_ordered */
     int why;                          /* out: NQ_SHARDS_* */
 } nq_shards_limits_t;
 enum {
@@ -173,6 +176,10 @@ uint64_t shards_at(const nq_shards_t *s, uint64_t pos);
    list of descriptors in memory. */
 int shards_each_at(const nq_shards_t *s, uint64_t pos, uint64_t count, shards_each_fn fn, void *ud);
 int shards_order(const nq_shards_t *s);
+/* 0 for a list made with limits.unordered: its count, descriptors and walks are all there, but
+   its lease order is the index order (shards_at(pos) = pos) and every shard costs 1. For what
+   needs no order: a job's row, a one-pass benchmark. */
+int shards_ordered(const nq_shards_t *s);
 /* Estimated nodes of count_shard on shard idx (by list index), and on the shard at lease position
    pos: > 0 for every shard (0 past the end). Order 1 shares each root's estimate evenly among
    its shards: a scheduler works with it, only less well. In nodes of the job's encoding; an

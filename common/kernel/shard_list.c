@@ -328,6 +328,8 @@ int list_order_set(nq_shards_t *s, nq_shards_limits_t *lim, char *err, size_t er
     }
     order_free(s);
     s->order = lim->order ? lim->order : NQ_ORDER_ROOTS;
+    if (lim->unordered)
+        return 0;
     if (order_build(s, lim->stop, &stopped) == 0)
         return 0;
     lim->why = stopped ? NQ_SHARDS_STOPPED : NQ_SHARDS_REFUSED;

@@ -173,8 +173,8 @@ static uint64_t slot_start(const nq_shards_t *s, size_t k)
 
 uint64_t shards_at(const nq_shards_t *s, uint64_t pos)
 {
-    if (pos >= shards_count(s))
-        return pos;                     /* past the end, as asked */
+    if (pos >= shards_count(s) || !shards_ordered(s))
+        return pos;                     /* past the end, as asked; or in index order */
     size_t k = slot_of(s, pos);
     return list_unit_first(s, s->unit, s->perm[k]) + (pos - slot_start(s, k));
 }
@@ -184,6 +184,8 @@ uint64_t shards_at(const nq_shards_t *s, uint64_t pos)
 int shards_each_at(const nq_shards_t *s, uint64_t pos, uint64_t count, shards_each_fn fn, void *ud)
 {
     uint64_t total = shards_count(s), end = pos >= total ? pos : count < total - pos ? pos + count : total;
+    if (!shards_ordered(s))
+        return pos < end ? list_each_range(s, pos, end, fn, ud) : 0;
     while (pos < end) {
         size_t k = slot_of(s, pos);
         uint64_t first = shards_at(s, pos), run = 1;
@@ -203,11 +205,14 @@ int shards_each_at(const nq_shards_t *s, uint64_t pos, uint64_t count, shards_ea
 /* ---- costs ---- */
 
 int shards_order(const nq_shards_t *s) { return s->order; }
+int shards_ordered(const nq_shards_t *s) { return s->perm != NULL; }
 
 double shards_cost(const nq_shards_t *s, uint64_t idx)
 {
     if (idx >= shards_count(s))
         return 0;
+    if (!shards_ordered(s))
+        return 1;
     if (s->unit == UNIT_SHARD)
         return costs_unpack(s->cost_key[idx]);
     size_t b = list_block_of(s, idx), u = s->unit == UNIT_BLOCK ? b : s->block_root[b];
@@ -223,6 +228,8 @@ double shards_cost_before(const nq_shards_t *s, uint64_t pos)
 {
     if (pos >= shards_count(s))
         return shards_cost_total(s);
+    if (!shards_ordered(s))
+        return (double)pos;
     size_t k = slot_of(s, pos);
     uint64_t into = pos - slot_start(s, k);
     if (into == 0)
@@ -232,4 +239,7 @@ double shards_cost_before(const nq_shards_t *s, uint64_t pos)
     return s->cost_before[k] + (double)into * each;
 }
 
-double shards_cost_total(const nq_shards_t *s) { return s->cost_before[s->nunits]; }
+double shards_cost_total(const nq_shards_t *s)
+{
+    return shards_ordered(s) ? s->cost_before[s->nunits] : (double)shards_count(s);
+}

@@ -7,6 +7,10 @@ NQ=${NQ:-nq}
 SRC=${NQ_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 T=$(mktemp -d "${TMPDIR:-/tmp}/nq-test.XXXXXX")
 PIDS=()
+# The suite writes only in its temporary folders: a DB path too long for a unix socket gets its
+# control socket in $XDG_RUNTIME_DIR (else /tmp), where a broker the cleanup kills with -9 left it
+# behind. A folder of its own, beside $T (tests list $T's files), gone with it.
+XDG_RUNTIME_DIR=$(mktemp -d "${TMPDIR:-/tmp}/nq-run.XXXXXX") && export XDG_RUNTIME_DIR
 
 cleanup() {
     local p
@@ -17,6 +21,7 @@ cleanup() {
     done
     wait 2>/dev/null
     if [ "${KEEP_TMP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
+    rm -rf "$XDG_RUNTIME_DIR"
 }
 trap cleanup EXIT INT TERM
 
@@ -95,7 +100,7 @@ grouped() { echo "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\
 json_get() { grep -o "\"$1\":[^,}]*" | head -1 | cut -d: -f2- | tr -d '"'; }
 
 # Starts a broker on fresh ports: sets BROKER_PID, WEP (workers), CEP (control); exports NQ_BROKER.
-# An argument @MPORT@ becomes a fresh port too (then in $MPORT), e.g. --metrics 127.0.0.1:@MPORT@.
+# An argument @MPORT@ becomes a fresh port too (then in $MPORT), e.g. --http 127.0.0.1:@MPORT@.
 # Ports already set in WPORT/CPORT (a restart on the same endpoints) are kept; fresh ones are
 # drawn again when the broker could not bind them (another test may have taken one meanwhile).
 start_broker() {

@@ -71,4 +71,5 @@ PIDS+=("$!")
 wait_for 20 "$NQ" list --db "$long/nq.db" || fail "no broker found for a long DB path: $(cat "$T/broker-long.log")"
 "$NQ" submit count 6 --db "$long/nq.db" >/dev/null 2>err.txt || fail "submit to the long path's broker"
 grep -q "answered by the broker of .*(ipc://.*/nq-[0-9a-f]*.ctl)" err.txt || fail "long path: $(cat err.txt)"
+grep -qF "(ipc://$XDG_RUNTIME_DIR/nq-" err.txt || fail "the long path's socket is outside the test's folder: $(cat err.txt)"
 ok "a DB path too long for a unix socket still has its own endpoint"

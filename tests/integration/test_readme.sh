@@ -58,7 +58,7 @@ git -C "$SRC" ls-files -z | (cd "$SRC" && tar --null --ignore-failed-read -T - -
     tar -C src -xf - || fail "cannot copy the tracked files"
 [ ! -e src/build ] || fail "the copy has a build/"
 if [ ${#AS_USER[@]} -gt 0 ]; then
-    chmod 755 "$T" && chown -R nobody: src home || fail "cannot hand the copy to nobody"
+    chmod 755 "$T" && chown -R nobody: src home "$XDG_RUNTIME_DIR" || fail "cannot hand the copy to nobody"
 fi
 "${AS_USER[@]}" touch src/.writable 2>/dev/null && rm src/.writable || fail "the README's user cannot write the copy"
 export HOME=$T/home

@@ -53,3 +53,13 @@ n=$(grep -c "event=result.rejected.*worker=hostile-solver.*solution fails verifi
 [ "$n" = 1 ] || fail "$n refusals of the clashing solution: $(grep hostile-solver "$T/broker2.log")"
 [ "$(job_field "$id" solutions_found)" = 0 ] || fail "a clashing solution was stored"
 ok "a clashing 300,000-queen solution, sent twice: checked off the loop, refused once ($out)"
+
+# An honest resend that crossed its ACK (its parts were dropped while the first copy was checked):
+# the RESULT alone comes after the shard is decided. It is acknowledged, not refused as a solution
+# "missing or incomplete" (which struck the worker, and warned in the README's solve of 10^8).
+id=$("$NQ" submit solve 100002) || fail "submit"
+out=$("$PY" "$SRC/tests/tools/hostile.py" resend_after_ack "$WEP" 100002) || fail "resend_after_ack: $out"
+[ "$out" = "resend_after_ack: 2 acked" ] || fail "the resend was not acknowledged: $out"
+grep -q "event=result.rejected.*worker=resender" "$T/broker2.log" && fail "a resend was refused: $(grep resender "$T/broker2.log")"
+[ "$(job_field "$id" solutions_found)" = 1 ] || fail "the resent solution: $("$NQ" status "$id" --json)"
+ok "a RESULT resent after its ACK, without its parts: acknowledged, not refused"

@@ -387,6 +387,32 @@ def bad_solution(ctx, ep, n):
     p.close()
 
 
+def resend_after_ack(ctx, ep, n):
+    """Not hostile: an honest worker whose resend crossed its ACK. Takes one solve task of `n` rows
+    (n even, n % 6 == 0: the classic construction solves it), sends the solution in SOLPARTs and
+    its RESULT, waits for the ACK, then sends the RESULT once more without the parts (the broker
+    dropped the resend's parts while it checked the first copy). Prints the ACKs it got."""
+    n = int(n)
+    p = Peer(ctx, ep, "resender", credit=1)
+    p.pump(5, want_tasks=1)
+    if not p.tasks:
+        print("resend_after_ack: no task")
+        return
+    t = p.tasks[0]
+    cols = list(range(1, n, 2)) + list(range(0, n, 2))   # rows 0..n/2-1 on odd columns, then even
+    data = b"".join(c.to_bytes(4, "little") for c in cols)
+    chunk = 4 << 20
+    for off in range(0, len(data), chunk):
+        p.send(SOLPART, t["job"], t["shard"], t["lease"], off // 4, data[off:off + chunk], t["proof"])
+    result = (RESULT, t["job"], t["shard"], t["lease"], t["kind"], RES_OK, 1, 0, 1, 1, 1, 1000, n, t["proof"], b"", 0)
+    p.send(*result)
+    p.pump(60, want_acks=1)
+    p.send(*result)
+    p.pump(30, want_acks=2)
+    print(f"resend_after_ack: {p.acks} acked")
+    p.close()
+
+
 def resend_saved(ctx, ep, path, total=0, server_pub_file="", key_file=""):
     """Comes back as the session saved in `path` and sends `total` for each of its leases, with
     their proofs: a former holder rewriting what it once held."""
@@ -495,7 +521,8 @@ def cross_job(ctx, ep, other_job):
 SCENARIOS = {f.__name__: f for f in (grab_and_bye, lie_first, resend_saved, one_key_many_ids, hoard,
                                      outlive_restart, cross_job, error_rounds, impossible, bad_solution,
                                      burn_rounds, quorum_bypass, rehello_burn, error_results, quorum_voters, forge_flood,
-                                     bad_ids, hello_flood, export_rows0, takeover, drop_tasks, other_versions)}
+                                     bad_ids, hello_flood, export_rows0, takeover, drop_tasks, other_versions,
+                                     resend_after_ack)}
 
 if __name__ == "__main__":
     ctx = zmq.Context()

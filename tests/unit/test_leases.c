@@ -579,6 +579,156 @@ T_TEST(test_tail_copy_cannot_outvote_its_holder)
     teardown();
 }
 
+/* A true result sent at once with a tiny elapsed time: what a worker that knows the answers of small
+   shards in advance can do to be measured the fastest. */
+static void fake_fast(fake_t *w, const nq_task_t *t)
+{
+    const nq_count_result_t *c = &truth[t->job % TRUTH_JOBS][t->shard % TRUTH_SHARDS];
+    nq_msg_t m = { .type = NQ_MSG_RESULT };
+    m.u.result = (nq_result_t){ .job = t->job, .shard = t->shard, .lease = t->lease, .kind = NQ_KIND_COUNT,
+                                .total = c->total, .unique = c->unique, .nodes = c->nodes, .res13 = c->res13,
+                                .res15 = c->res15, .elapsed_us = 1000, .proof = t->proof };
+    fake_send(w, &m);
+}
+
+/*
+ * The hoarder of a hostile review's first scenario: it answers its first 3 (small) shards at once,
+ * reporting 1 ms each, so it is measured the fastest and given the largest shards; then it moves
+ * each lease's progress by one node per heartbeat and never delivers. What the broker sees of
+ * that progress brings its lane down, its leases become the tail's first copies, the honest
+ * workers copy and check them, and the job ends exact. (Before: its leases were projected to end
+ * at once, no copy was made, and the job never ended.)
+ */
+T_TEST(test_hoarder_cannot_stall_the_job)
+{
+    setup();
+    uint64_t job = submit(10, 1);
+    T_CHECK(jobq_find(b, job) != NULL);
+    fake_t hoarder, h1, h2;
+    fake_hello(&hoarder, "hoarder", 61, 8);
+    fake_hello(&h1, "honest-1", 62, 2);
+    fake_hello(&h2, "honest-2", 63, 2);
+    fake_t *all[] = { &hoarder, &h1, &h2 };
+    int answered = 0;
+    uint64_t step = 0;
+    for (; step < 2400 && jobq_find(b, job); step++) {   /* 120 s of fake time at most */
+        fake_now += 0.05;
+        fake_heartbeat(&hoarder, 1 + step / 20);         /* one node a second */
+        fake_heartbeat(&h1, 1 + step * 1000);
+        fake_heartbeat(&h2, 1 + step * 1000);
+        usleep(2000);
+        broker_round(b, 5);
+        for (int i = 0; i < 3; i++)
+            fake_read(all[i]);
+        while (answered < 3 && hoarder.ntasks > 0) {      /* the first three, at once, then it hoards */
+            fake_fast(&hoarder, &hoarder.tasks[hoarder.ntasks - 1]);
+            hoarder.ntasks--;
+            answered++;
+        }
+        if (step % 4 == 3) {                              /* the honest ones take 0.2 s a round */
+            answer_all(&h1);
+            answer_all(&h2);
+        }
+        results_flush(b);
+    }
+    T_EQ_U64(answered, 3);
+    T_CHECK(hoarder.ntasks > 0);                          /* it held leases to the end */
+    nq_job_row_t row;
+    T_CHECK(store_job_get(b->store, job, &row) == 0);
+    T_CHECK(row.state == NQ_JOB_DONE);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT total_hi * 4294967296 + total_lo FROM jobs WHERE id = %llu",
+             (unsigned long long)job);
+    T_EQ_U64(sql_int(sql, NULL), 724);                    /* N=10 */
+    for (int i = 0; i < 3; i++)
+        fake_close(all[i]);
+    teardown();
+}
+
+/* How a scripted voter answers: true counts, with CPU nodes off by `extra`, or the fast GPU kernel's. */
+typedef enum { VOTE_TRUE, VOTE_NODES1, VOTE_GPU } vote_how_t;
+
+static void fake_answer(fake_t *w, vote_how_t how)
+{
+    for (int i = 0; i < w->ntasks; i++) {
+        const nq_task_t *t = &w->tasks[i];
+        const nq_count_result_t *c = &truth[t->job % TRUTH_JOBS][t->shard % TRUTH_SHARDS];
+        nq_msg_t m = { .type = NQ_MSG_RESULT };
+        m.u.result = (nq_result_t){ .job = t->job, .shard = t->shard, .lease = t->lease,
+                                    .kind = NQ_KIND_COUNT, .total = c->total, .unique = c->unique,
+                                    .nodes = how == VOTE_GPU ? 7 : c->nodes + (how == VOTE_NODES1),
+                                    .res13 = c->res13, .res15 = c->res15, .proof = t->proof,
+                                    .nodes_kind = how == VOTE_GPU ? NQ_NODES_GPU_FAST : NQ_NODES_CPU };
+        fake_send(w, &m);
+    }
+    w->ntasks = 0;
+}
+
+/* Rounds of 0.05 s for `steps`: every voter heartbeats, and answers what it holds every 4th. */
+static void vote_rounds(int steps, fake_t **w, const vote_how_t *how, int n, uint64_t job)
+{
+    for (int step = 0; step < steps && jobq_find(b, job); step++) {
+        fake_now += 0.05;
+        for (int i = 0; i < n; i++)
+            fake_heartbeat(w[i], 1 + (uint64_t)step * 1000);
+        usleep(2000);
+        broker_round(b, 5);
+        for (int i = 0; i < n; i++) {
+            fake_read(w[i]);
+            if (step % 4 == 3)
+                fake_answer(w[i], how[i]);
+        }
+        results_flush(b);
+    }
+}
+
+/*
+ * An honest checker outvoted (a hostile review's third scenario), with every result checked: a
+ * liar with the true totals but CPU nodes + 1, an honest CPU worker, and an honest fast-GPU worker,
+ * whose nodes compare with nobody's. The GPU vote agrees with both on the answer and must never
+ * pair with the liar against the honest CPU count: while only these three keys vote, the nodes
+ * disputes stay open (a GPU vote never settles one) and nobody is flagged. A second honest CPU key
+ * settles them: the liar is flagged, the honest ones never are, and the job ends exact. (Before:
+ * the majority paired the liar with the GPU vote, and the honest CPU checker was flagged.)
+ */
+T_TEST(test_gpu_vote_never_outvotes_an_honest_cpu_checker)
+{
+    setup();
+    nq_job_spec_t spec = { .kind = NQ_KIND_COUNT, .n = 8, .max_attempts = 5, .quorum = 1,
+                           .verify_ppm = 1000000 };
+    uint64_t job = 0;
+    char err[256];
+    T_CHECK(submit_sync(b, &spec, &job, err, sizeof err) == 0);
+    fake_t liar, cpu, gpu, cpu2;
+    fake_hello(&liar, "nodes-liar", 71, 2);
+    fake_hello(&cpu, "honest-cpu", 72, 2);
+    fake_hello(&gpu, "honest-gpu", 73, 2);
+    fake_t *three[] = { &liar, &cpu, &gpu };
+    vote_how_t how3[] = { VOTE_NODES1, VOTE_TRUE, VOTE_GPU };
+    vote_rounds(400, three, how3, 3, job);
+    T_CHECK(!worker_flagged("honest-cpu"));
+    T_CHECK(!worker_flagged("honest-gpu"));
+    T_CHECK(jobq_find(b, job) != NULL);   /* the nodes disputes wait for a CPU vote */
+    fake_hello(&cpu2, "honest-cpu-2", 74, 2);
+    fake_t *four[] = { &liar, &cpu, &gpu, &cpu2 };
+    vote_how_t how4[] = { VOTE_NODES1, VOTE_TRUE, VOTE_GPU, VOTE_TRUE };
+    vote_rounds(2000, four, how4, 4, job);
+    nq_job_row_t row;
+    T_CHECK(store_job_get(b->store, job, &row) == 0);
+    T_CHECK(row.state == NQ_JOB_DONE);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT total_hi * 4294967296 + total_lo FROM jobs WHERE id = %llu",
+             (unsigned long long)job);
+    T_EQ_U64(sql_int(sql, NULL), 92);    /* N=8 */
+    T_CHECK(worker_flagged("nodes-liar"));
+    T_CHECK(!worker_flagged("honest-cpu"));
+    T_CHECK(!worker_flagged("honest-gpu"));
+    T_CHECK(!worker_flagged("honest-cpu-2"));
+    for (int i = 0; i < 4; i++)
+        fake_close(four[i]);
+    teardown();
+}
+
 /*
  * Spot-checks across a restart, with every result checked (--verify-rate 1). `a` delivers every
  * shard; `b2` holds every check copy when the broker goes down. The restarted broker queues a
