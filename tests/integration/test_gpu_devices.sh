@@ -41,7 +41,7 @@ ok "bench count 13 on two devices: exact, shards $shards"
 dev_shards() { sed -n "s/.*event=worker.stop .*devices=\([^ ]*\).*/\1/p" "$1" | tr ',' '\n' \
     | sed -n "s/^$2:\([0-9]*\)\/.*/\1/p"; }
 
-start_broker devs.db --metrics "127.0.0.1:@MPORT@"
+start_broker devs.db --http "127.0.0.1:@MPORT@"
 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 start_worker two $TWO --gpu-only --threads 2 --id two
 two_pid=$LAST_PID
 wait_for 30 grep -q 'worker.join worker=two' "$T/broker.log" || fail "the two-device worker did not join"
