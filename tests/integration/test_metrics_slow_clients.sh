@@ -8,8 +8,8 @@
 # by themselves after 12 s.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
-command -v curl >/dev/null || { echo "skipped: no curl"; exit 0; }
-command -v python3 >/dev/null || { echo "skipped: no python3"; exit 0; }
+command -v curl >/dev/null || { echo "skipped: no curl"; exit 77; }
+command -v python3 >/dev/null || { echo "skipped: no python3"; exit 77; }
 
 start_broker m.db --http "127.0.0.1:@MPORT@"
 
