@@ -9,8 +9,8 @@
 # Before that rule 5 or 6 of the 20 timed out. Bounded: the flood stops by itself after 20 s.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
-command -v curl >/dev/null || { echo "skipped: no curl"; exit 0; }
-command -v python3 >/dev/null || { echo "skipped: no python3"; exit 0; }
+command -v curl >/dev/null || { echo "skipped: no curl"; exit 77; }
+command -v python3 >/dev/null || { echo "skipped: no python3"; exit 77; }
 
 tok=$(od -An -tx1 -N24 /dev/urandom | tr -d ' \n')
 printf '%s\n' "$tok" >m.tok

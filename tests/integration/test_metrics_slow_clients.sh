@@ -12,8 +12,8 @@
 # No speed is asserted: a loaded machine may take its time, and curl's limit only catches a hang.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
-command -v curl >/dev/null || { echo "skipped: no curl"; exit 0; }
-command -v python3 >/dev/null || { echo "skipped: no python3"; exit 0; }
+command -v curl >/dev/null || { echo "skipped: no curl"; exit 77; }
+command -v python3 >/dev/null || { echo "skipped: no python3"; exit 77; }
 
 cat >slow.py <<'EOF'
 import json, os, select, socket, sys, time
