@@ -30,6 +30,8 @@
 #ifndef NQ_QUERY_H
 #define NQ_QUERY_H
 
+#include "proto.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <msgpack.h>
@@ -47,10 +49,9 @@
 /* Live data the broker adds to documents. lookup returns 0 when it knows the worker (then *w
    holds its current values: kernel is the build its HELLO named, a GPU worker's names its device;
    rtt_s its link's round trip, 0 before it is measured), else -1. job (may be NULL) returns 0 when
-   the job is active in
-   the broker: then pending and leased count copies waiting and out on workers (quorum and check
-   copies too; the store has one lease per shard row) and waiting says why pending work is not
-   taken ("" when it is). */
+   the job is active in the broker: then pending and leased count copies waiting and out on
+   workers (quorum and check copies too; the store has one lease per shard row) and waiting says
+   why pending work is not taken ("" when it is). */
 #define QUERY_KERNEL_MAX 256
 typedef struct {
     int alive;
@@ -63,6 +64,8 @@ typedef struct {
     int (*lookup)(void *ud, const char *worker_id, query_worker_live_t *w);
     void *ud;
     int (*job)(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, char *waiting, size_t len);
+    /* (may be NULL) a live GPU worker's devices as its last heartbeat said, into out: how many */
+    uint32_t (*devices)(void *ud, const char *worker_id, nq_hb_device_t *out, uint32_t max);
 } query_live_t;
 
 /* Packs v as a uint when it fits 64 bits, else as EXT 1 (16 bytes LE). 0 ok. */
@@ -74,10 +77,11 @@ int query_job(sqlite3 *db, uint64_t id, const query_live_t *live, msgpack_packer
 int query_list(sqlite3 *db, msgpack_packer *pk, char *err, size_t errlen);
 
 /* Array of {id, host, pubkey, threads, first_seen, last_seen, shards_done, nodes,
-   seconds, nodes_per_s, conflicts, flagged, alive, leases, kernel, rtt_s}, by id. Without live
-   (NULL), alive, leases, kernel and rtt_s are nil and nodes_per_s = nodes/seconds from the DB;
-   with live, a worker the broker knows gets its live values (rtt_s nil until measured), others
-   alive=false, kernel and rtt_s nil. */
+   seconds, nodes_per_s, conflicts, flagged, alive, leases, kernel, devices, rtt_s}, by id; devices:
+   a live GPU worker's [{device, name, state ("counting" or "failed"), queued, shards,
+   shards_per_s}], else empty. Without live (NULL), alive, leases, kernel and rtt_s are nil and
+   nodes_per_s = nodes/seconds from the DB; with live, a worker the broker knows gets its live
+   values (rtt_s nil until measured), others alive=false, kernel and rtt_s nil. */
 int query_workers(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen);
 /* Characters of a worker's public key that tables show (nq workers, the web view): enough to tell
    keys apart (12 Z85 digits, 76 bits) and to find its .pub file; the document has the whole key. */

@@ -46,7 +46,7 @@ int solstore_row_file(const char *db_path, const char *row_path, char *out, size
 /* ---- solstore_check.c: whether a stored solution is whole ---- */
 
 /* The row's permutation (its inline blob, or else the file at `file`) hashes to the row's hash
-   (64 digits: BLAKE2b; 32: the v1 hash). 0 it does, 1 it does not or cannot be read (why says
+   (BLAKE2b, 64 digits). 0 it does, 1 it does not or cannot be read (why says
    which: missing, damaged, another solution). */
 int solstore_verify(const char *hash, uint64_t n, const void *blob, size_t bloblen, const char *file,
                     char *why, size_t whylen);
