@@ -171,6 +171,8 @@ struct nq_peer {
     double last_recv, last_sent;       /* monotonic seconds */
     nq_lease_t *leases;
     uint64_t nodes_done;               /* for nodes/s */
+    nq_hb_device_t *devices;           /* a GPU worker's devices, as its last HEARTBEAT said (NULL: none) */
+    uint32_t ndevices;
     /* How fast it counts, in the shards' cost units a second (leases.c, results.c), so that GPU and
        CPU workers, whose node counts differ, compare: rate, all it does, from its results and its
        heartbeats' progress; lane, on one shard, from its results' elapsed times. 0: not measured
@@ -465,6 +467,8 @@ void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p);   /* counts it; logs a ra
 int peers_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_t shard);
 void peers_tick(nq_broker_t *b, double now);       /* heartbeats, dead peers, stalled leases */
 void peers_free_all(nq_broker_t *b);
+/* Keeps what p's heartbeat says of its GPUs (at most NQ_MAX_HB_DEVICES, checked on decode). */
+void peers_devices(nq_peer_t *p, const nq_heartbeat_t *hb);
 
 /* ---- leases.c ---- */
 nq_lease_t *leases_find(nq_broker_t *b, uint64_t id);

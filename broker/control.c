@@ -174,6 +174,20 @@ static int live_lookup(void *ud, const char *worker_id, int *alive, double *node
     return 0;
 }
 
+/* A live GPU worker's devices for `nq workers`. */
+static uint32_t live_devices(void *ud, const char *worker_id, nq_hb_device_t *out, uint32_t max)
+{
+    nq_broker_t *b = ud;
+    for (nq_peer_t *p = b->peers; p; p = p->next)
+        if (strcmp(p->hello.worker_id, worker_id) == 0) {
+            uint32_t n = p->ndevices < max ? p->ndevices : max;
+            if (n)
+                memcpy(out, p->devices, n * sizeof *out);
+            return n;
+        }
+    return 0;
+}
+
 /* Live figures for `nq status JOB`: copies pending and out, and why it waits (job_wait.c). */
 static int live_job(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, char *waiting, size_t len)
 {
@@ -276,7 +290,7 @@ void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const n
                 results_flush(b);
             db = store_db(b->store);
         }
-        query_live_t live = { live_lookup, b, live_job, live_solutions };
+        query_live_t live = { live_lookup, b, live_job, live_devices, live_solutions };
         code = control_query(db, store_path(b->store), &live, req, &pk, err, sizeof err);
     }
     outbox_reply(b, rid, rid_len, code, code ? err : NULL, code ? NULL : &doc);

@@ -100,9 +100,9 @@ static int job_refused(uint64_t id, const char *reason, char *why, size_t whylen
  */
 static int job_list(nq_broker_t *b, nq_job_t *j, const nq_job_row_t *row, nq_shards_t *list)
 {
-    if (row->spec.kind == NQ_KIND_SOLVE || (row->spec.encoding == 0 && row->frontier >= row->shards_total)) {
+    if (row->spec.kind == NQ_KIND_SOLVE) {
         shards_destroy(&list);
-        return 0;                       /* solve shards are seeds; encoding 0: rows hold every descriptor */
+        return 0;                       /* solve shards are seeds */
     }
     if (list) {
         j->list = list;

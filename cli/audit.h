@@ -48,6 +48,10 @@ int audit_reservoir_init(audit_reservoir_t *r, size_t cap, uint64_t seed, uint64
 /* Offers one line; returns the slot it takes (to fill in), or NULL when it is not kept. */
 audit_pick_t *audit_reservoir_offer(audit_reservoir_t *r);
 void audit_reservoir_free(audit_reservoir_t *r);
+/* audit_power.c: the smallest share of wrong lines that `drawn` lines drawn at random catch with
+   probability 0.99 (1 when none are drawn), and the lines to draw to catch `share` (0 < share < 1). */
+double audit_power_share(uint64_t drawn);
+uint64_t audit_power_sample(double share);
 /* Counts every pick's descriptor from the list with `threads` threads (in the caller's when
    none can start). */
 void audit_recount(const nq_shards_t *list, audit_pick_t *p, size_t n, unsigned threads);

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,26 @@ typedef struct {
     const char *file;
     uint64_t sample, seed, a, b;
     int range, seeded;
+    double catch_share;                /* --catch: the share of wrong lines to catch (0: not given) */
     unsigned threads;
 } audit_args_t;
+
+/* --catch P%: a share of wrong lines, "1%" or "0.01", above 0 and below 1 (100 %). */
+static int parse_catch(const char *s, audit_args_t *o)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(s, &end);
+    int pct = end != s && *end == '%' && end[1] == '\0';
+    if (pct)
+        v /= 100;
+    if (end == s || errno || (!pct && *end) || !isfinite(v) || !(v > 0) || v >= 1)
+        return cli_usage_error("audit", "--catch takes the share of wrong lines to catch, above 0 and below"
+                               " 100%%, like 1%% or 0.01 (got '%s')", s);
+    o->catch_share = v;
+    o->sample = audit_power_sample(v);
+    return 0;
+}
 
 /* "A-B" with A <= B. */
 static int parse_range(const char *s, audit_args_t *o)
@@ -58,9 +77,10 @@ static int audit_args(int argc, char **argv, audit_args_t *o)
     static const struct option longopts[] = {
         { "sample", required_argument, NULL, 'k' }, { "seed", required_argument, NULL, 's' },
         { "shards", required_argument, NULL, 'r' }, { "threads", required_argument, NULL, 't' },
+        { "catch", required_argument, NULL, 'c' },
         { "help", no_argument, NULL, 'h' }, { 0, 0, 0, 0 } };
     uint64_t v;
-    int c, rc = 0, sampled = 0;
+    int c, rc = 0, sampled = 0, caught = 0;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     *o = (audit_args_t){ .sample = DEFAULT_SAMPLE, .threads = cores > 0 ? (unsigned)cores : 1 };
     optind = 1;
@@ -72,6 +92,8 @@ static int audit_args(int argc, char **argv, audit_args_t *o)
             rc = cli_parse_u64("audit", "--seed", optarg, 0, UINT64_MAX, &o->seed), o->seeded = 1;
         else if (c == 'r')
             rc = parse_range(optarg, o);
+        else if (c == 'c')
+            rc = parse_catch(optarg, o), caught = 1;
         else if (c == 't' && (rc = cli_parse_u64("audit", "--threads", optarg, 1, MAX_THREADS, &v)) == 0)
             o->threads = (unsigned)v;
         else if (c == 'h')
@@ -81,8 +103,10 @@ static int audit_args(int argc, char **argv, audit_args_t *o)
     }
     if (rc)
         return rc;
-    if (o->range && (sampled || o->seeded))
-        return cli_usage_error("audit", "--shards A-B and --sample/--seed exclude each other");
+    if (o->range && (sampled || o->seeded || caught))
+        return cli_usage_error("audit", "--shards A-B and --sample/--seed/--catch exclude each other");
+    if (sampled && caught)
+        return cli_usage_error("audit", "--sample K and --catch P%% exclude each other: --catch sets K");
     if (optind != argc - 1)
         return cli_usage_error("audit", optind == argc ? "expected the manifest file: nq audit FILE"
                                                        : "expected one manifest file");
@@ -109,6 +133,7 @@ typedef struct {
     audit_pick_t *p;                  /* the draw, sorted by index; at the end everything counted */
     size_t n, cap;
     size_t want;
+    uint64_t shards;                  /* the header's */
     audit_reservoir_t refuted, evidence;
     size_t drawn_refuted, drawn_evidence;   /* suspect lines the draw took anyway */
 } picks_t;
@@ -183,6 +208,7 @@ static int choose(const audit_args_t *o, const nq_manifest_head_t *h, picks_t *k
                                (unsigned long long)h->shards - 1);
     if (o->range)
         return 0;
+    k->shards = h->shards;
     k->want = (size_t)(o->sample < h->shards ? o->sample : h->shards);
     k->n = k->want;
     k->p = audit_sample(h->shards, k->want, o->seed);
@@ -190,6 +216,23 @@ static int choose(const audit_args_t *o, const nq_manifest_head_t *h, picks_t *k
         audit_reservoir_init(&k->evidence, k->want, o->seed, RNG_STREAM_EVIDENCE) != 0)
         return cli_error("audit", "out of memory for %zu shards", k->want);
     return 0;
+}
+
+/* What the draw proves (audit_power.c): the smallest share of wrong lines it catches with
+   probability 0.99. The suspect lines on top of it only add to that. */
+static void power_line(const picks_t *k)
+{
+    if (k->shards > 0 && k->n >= k->shards) {
+        printf("audit: power: every line is counted again: a manifest with any line wrong fails this audit\n");
+        return;
+    }
+    if (k->n == 0) {
+        printf("audit: power: no line is drawn: the sample proves nothing (--catch P%% draws one that does)\n");
+        return;
+    }
+    double f = audit_power_share(k->n) * 100;
+    printf("audit: power: a manifest with %.3g %% of its lines wrong would fail this audit with probability"
+           " 0.99 at --sample %zu (--catch P%% draws the sample that catches P %%)\n", f, k->n);
 }
 
 /* Sample: the draw in its order, then the suspect lines on top of it; the seed is printed before
@@ -210,6 +253,7 @@ static int finish_sample(picks_t *k)
                " with evidence against a late result, on top of %zu drawn with seed %llu (--seed %llu draws"
                " the same)\n", n, k->refuted.n, (unsigned long long)(k->refuted.seen + k->drawn_refuted),
                k->evidence.n, (unsigned long long)(k->evidence.seen + k->drawn_evidence), k->n, seed, seed);
+    power_line(k);
     k->n = n;
     return 0;
 }

@@ -422,7 +422,7 @@ int cmd_run(int argc, char **argv)
     if ((rc = run_check_spec(&spec)))
         return rc;
     static char token[HTTP_TOKEN_MAX + 1];
-    if ((rc = cli_http_options("run", "--http", a.http, a.http_token_file, token, sizeof token)))
+    if ((rc = cli_http_options("run", a.http, a.http_token_file, token, sizeof token)))
         return rc;
     uint64_t id;
     int done = 0, db_new = 0;

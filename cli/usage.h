@@ -66,7 +66,9 @@
     "  --max-attempts A   a shard that fails A times is FAILED (default 5)\n" \
     "  --quorum Q         results per shard that must agree (default 1)\n" \
     "  --verify-rate P    count: check about P of the results on another worker\n" \
-    "                     (adaptive spot-checks; e.g. 0.02; default off)\n" \
+    "                     (adaptive spot-checks; e.g. 0.02; default off). With --quorum 1 and\n" \
+    "                     no --verify-rate, a lying worker's own shards can end wrong\n" \
+    "                     (docs/security.md)\n" \
     "  solve only:\n" \
     "  --algo A[,B...]    method(s) (default qs4; 'nq bench solve --algo list')\n" \
     "  --restarts R       seeds S0..S0+R-1, one shard each (default 1)\n" \
@@ -109,7 +111,6 @@
       "  --insecure         allow a non-loopback --bind without keys\n" \
       "  --http ADDR        the web view at http://ADDR/ (jobs, workers, /api/...) and Prometheus\n" \
       "                     metrics at /metrics; loopback only, unless a token guards it\n" \
-      "                     (--metrics ADDR is the same)\n" \
       "  --http-token-file F  every request must carry this token (Authorization: Bearer, or\n" \
       "                     ?token= once in a browser); required for a non-loopback ADDR\n" \
       "  --heartbeat-ms MS  heartbeat interval (default 1000); --liveness K: dead after K missed (4)\n" \
@@ -190,7 +191,7 @@
       "the copy is page-checked before it is reported. Restore: stop the broker, move OUT and\n" \
       "OUT.solutions/ to PATH and PATH.solutions/.\n" }, \
     { "audit", cmd_audit, "check a job's manifest and count some of its shards again", \
-      "usage: nq audit FILE [--sample K] [--seed S] [--shards A-B] [--threads T]\n" \
+      "usage: nq audit FILE [--sample K | --catch P%] [--seed S] [--shards A-B] [--threads T]\n" \
       "\n" \
       "Checks a manifest (nq export JOB --manifest FILE) with only the file and this program:\n" \
       "its hash tree against its root line, every descriptor against the job's shard list,\n" \
@@ -199,6 +200,9 @@
       "again with the kernel, those the checks refuted first, and says which agree.\n" \
       "  --sample K         count K shards again, refuted ones first, the rest drawn at random\n" \
       "                     (default 10; 0 = none)\n" \
+      "  --catch P%         draw the sample that catches a manifest with P % of its lines wrong\n" \
+      "                     with probability 0.99 (1% draws 459, whatever the file's size); the\n" \
+      "                     audit prints that share for every sample it draws\n" \
       "  --seed S           the draw's seed (default: a secure random one, printed): the same\n" \
       "                     seed, the same shards\n" \
       "  --shards A-B       count shards A to B instead (0-based, as in the file)\n" \

@@ -32,6 +32,24 @@ ok "export: $shards shard lines, root $root, kept in the store, shown by nq resu
 "$NQ" audit m.txt --shards 0-$((shards - 1)) >out 2>&1 || fail "audit of every shard: $(cat out)"
 ok "audit: 20 sampled shards agree (the same 20 for the same seed, any threads); every shard agrees"
 
+# What a sample proves: 20 lines catch 20.6 % wrong with probability 0.99; --catch 50% draws 7.
+"$NQ" audit m.txt --sample 20 --seed 1 >out 2>&1 || fail "audit: $(cat out)"
+grep -q "^audit: power: a manifest with 20.6 % of its lines wrong would fail this audit with probability 0.99 at --sample 20" out \
+    || fail "no power line for --sample 20: $(cat out)"
+"$NQ" audit m.txt --catch 50% --seed 1 >out 2>&1 || fail "audit --catch: $(cat out)"
+[ "$(grep -c ': agrees' out)" = 7 ] && grep -q "48.2 % of its lines wrong .* at --sample 7 " out \
+    || fail "--catch 50% did not draw 7 lines: $(cat out)"
+"$NQ" audit m.txt --catch 0.5 --seed 1 >out2 2>&1 && [ "$(grep agrees out)" = "$(grep agrees out2)" ] \
+    || fail "--catch 0.5 and --catch 50% drew differently"
+"$NQ" audit m.txt --catch 1% >out 2>&1 || fail "audit --catch 1%: $(cat out)"
+grep -q "every line is counted again" out || fail "--catch 1% of $shards lines (459 > $shards): $(cat out)"
+for bad in 0 0% 100% 1 abc -1% 1%% nan 5e-1x ''; do
+    "$NQ" audit m.txt --catch "$bad" >out 2>&1; rc=$?
+    [ $rc = 2 ] && grep -q -- "--catch" out || fail "--catch '$bad': exit $rc, $(cat out)"
+done
+"$NQ" audit m.txt --catch 1% --sample 5 >out 2>&1; [ $? = 2 ] || fail "--catch with --sample accepted"
+ok "audit prints the share of wrong lines its sample catches at 0.99; --catch P% draws for it; bad ones refused"
+
 # Shard 1 of N=10 depth 1 has a total; +195 keeps both residues (195 = 13 * 15).
 t1=$(sed -n 3p m.txt | cut -d' ' -f3)
 forged=$((t1 + 195))

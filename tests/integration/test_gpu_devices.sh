@@ -5,6 +5,7 @@
 # a device lost mid-job (the test-only NQ_FAULT_GPU_LOST_DEVICE) has its shards counted again by
 # the other or the CPU: exact, nothing counted twice, the worker names the device and goes on.
 . "$(dirname "$0")/lib.sh"
+cd "$T" || exit 1
 export POCL_DEVICES="pthread pthread"
 . "$(dirname "$0")/lib_gpu.sh"
 [ "$(grep -c '' "$T/devices.txt")" -ge 2 ] || { echo "skipped: pocl shows one device here"; exit 77; }
@@ -40,7 +41,7 @@ ok "bench count 13 on two devices: exact, shards $shards"
 dev_shards() { sed -n "s/.*event=worker.stop .*devices=\([^ ]*\).*/\1/p" "$1" | tr ',' '\n' \
     | sed -n "s/^$2:\([0-9]*\)\/.*/\1/p"; }
 
-start_broker devs.db
+start_broker devs.db --http "127.0.0.1:@MPORT@"
 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 start_worker two $TWO --gpu-only --threads 2 --id two
 two_pid=$LAST_PID
 wait_for 30 grep -q 'worker.join worker=two' "$T/broker.log" || fail "the two-device worker did not join"
@@ -48,11 +49,31 @@ id=$("$NQ" submit count 13) || fail "submit"
 wait_for 120 job_done "$id" || fail "count 13 on one worker with two devices did not finish"
 [ "$(job_field "$id" total)" = "$(oeis_total 13)" ] || fail "two devices: total"
 [ "$(job_field "$id" unique)" = "$(oeis_unique 13)" ] || fail "two devices: unique"
+# seen per device (protocol 5's HEARTBEAT): nq workers, its --json and /metrics, after a heartbeat
+# that followed the last result
+sleep 1.5
+"$NQ" workers >workers.txt 2>/dev/null || fail "nq workers"
+for d in 0 1; do
+    grep -Eq "^  device $d  pthread-.*  counting +[0-9]+ queued +[1-9][0-9,]* shards" workers.txt \
+        || fail "nq workers does not show device $d with its shards: $(cat workers.txt)"
+done
+"$NQ" workers --json 2>/dev/null | grep -o '"devices":\[[^]]*\]' | grep -q '"device":1,"name":"pthread-' \
+    || fail "nq workers --json has no devices: $("$NQ" workers --json 2>/dev/null)"
+if command -v curl >/dev/null; then
+    curl -s -m 5 "http://127.0.0.1:$MPORT/metrics" >metrics.txt || fail "no /metrics"
+    for d in 0 1; do
+        grep -Eq "^nq_worker_device_shards\{worker=\"two\",device=\"$d\",name=\"pthread-[^\"]*\"\} [1-9]" metrics.txt \
+            || fail "/metrics has no series for device $d: $(grep device metrics.txt)"
+        grep -q "^nq_worker_device_up{worker=\"two\",device=\"$d\",.*} 1$" metrics.txt \
+            || fail "/metrics: device $d not up"
+    done
+fi
 kill -TERM "$two_pid"
 wait "$two_pid" || fail "the two-device worker did not stop cleanly"
 d0=$(dev_shards "$T/two.log" 0); d1=$(dev_shards "$T/two.log" 1)
 [ "${d0:-0}" -gt 0 ] && [ "${d1:-0}" -gt 0 ] || fail "want both devices to count: $(grep stop "$T/two.log")"
-ok "one worker, two devices (--gpu-only): exact, device 0 $d0 shards and device 1 $d1"
+ok "one worker, two devices (--gpu-only): exact, device 0 $d0 shards and device 1 $d1;" \
+   "nq workers, --json and /metrics show each device"
 
 if "$NQ" --version | grep -q "fault switches"; then
     NQ_FAULT_GPU_LOST=3 NQ_FAULT_GPU_LOST_DEVICE=1 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 \
@@ -68,6 +89,9 @@ if "$NQ" --version | grep -q "fault switches"; then
         || fail "no worker.gpu_failed line naming device 1: $(grep -i gpu "$T/half.log")"
     grep -q "result.error.*worker=half" "$T/broker.log" && fail "a lost device's shard reached the broker as an error"
     kill -0 "$half_pid" || fail "the worker did not go on with device 0"
+    sleep 1.5
+    "$NQ" workers 2>/dev/null | grep -Eq "^  device 1  .*  failed " \
+        || fail "nq workers does not show device 1 failed: $("$NQ" workers 2>/dev/null)"
     kill -TERM "$half_pid"
     wait "$half_pid" || fail "the worker with one device left did not stop cleanly"
     r=$(sed -n 's/.*event=worker.stop .*recounts=\([0-9]*\).*/\1/p' "$T/half.log")

@@ -11,7 +11,7 @@ ulimit -c 0
 "$NQ" help worker >/dev/null || fail "no nq"
 if ! "$NQ" --version | grep -q "fault switches"; then
     echo "skipped: this nq was built without -DNQ_TEST_FAULTS=ON (tests/run.sh turns it on)"
-    exit 0
+    exit 77
 fi
 start_broker w.db
 start_worker good1 --threads 1 --id good1
@@ -31,6 +31,9 @@ ok "quorum 2 with a worker corrupting half its results: exact, and the faulty wo
 # Without quorum, a corrupted total with stale residues is refused and recomputed.
 pkill -f -- "--id bad" 2>/dev/null
 NQ_FAULT_CORRUPT=0.5 start_worker bad2 --threads 1 --id bad2
+# joined before the job exists, or the good workers may finish it first (a loaded machine did)
+joined() { "$NQ" workers --json | grep -o '"id":"bad2"[^}]*"alive":true' >/dev/null; }
+wait_for 30 joined || fail "bad2 did not join"
 id2=$("$NQ" submit count 13) || fail "submit"
 wait_for 120 job_done "$id2" || fail "job without quorum did not finish"
 [ "$(job_field "$id2" total)" = "$(oeis_total 13)" ] || fail "total with residue checks"

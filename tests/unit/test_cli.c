@@ -1,6 +1,7 @@
 /* Strict number parsing: the base of every refused CLI input. */
 #include "t.h"
 #include "cli.h"
+#include "audit.h"
 
 T_TEST(test_parse_ok)
 {
@@ -23,6 +24,18 @@ T_TEST(test_parse_refused)
     T_CHECK(nq_parse_u64("0", 1, 32, &v) == -1);
     T_CHECK(nq_parse_u64("33", 1, 32, &v) == -1);
     T_CHECK(nq_parse_u64(NULL, 1, 32, &v) == -1);
+}
+
+/* 459 lines catch 1 % wrong with probability 0.99, and 458 do not; the share and the sample are
+   each other's inverse. */
+T_TEST(test_audit_power)
+{
+    T_EQ_U64(audit_power_sample(0.01), 459);
+    T_CHECK(audit_power_share(459) <= 0.01 && audit_power_share(458) > 0.01);
+    T_EQ_U64(audit_power_sample(0.5), 7);
+    for (uint64_t k = 1; k < 5000; k += 37)
+        T_EQ_U64(audit_power_sample(audit_power_share(k)), k);
+    T_CHECK(audit_power_share(0) == 1.0);
 }
 
 T_RUN_ALL()
