@@ -35,7 +35,15 @@ fi
 [ "$(json_num two.json total)" = "$(oeis_total 13)" ] || fail "bench on two devices: $(cat two.json)"
 shards=$(grep -o '"device_shards":\[[0-9]*,[0-9]*\]' two.json | grep -o '[0-9,]*\]' | tr -d ']')
 [ "${shards%,*}" -gt 0 ] && [ "${shards#*,}" -gt 0 ] || fail "a device took no shard: $(cat two.json)"
-ok "bench count 13 on two devices: exact, shards $shards"
+"$NQ" run count 12 $TWO --db run2.db --json --log-level info >run2.json 2>run2.err \
+    || fail "nq run on two devices: $(tail -3 run2.err)"
+[ "$(json_get total <run2.json)" = "$(oeis_total 12)" ] || fail "nq run on two devices: $(cat run2.json)"
+grep -q 'event=worker.stop .*devices=0:[0-9]*/[0-9]*,1:[0-9]*/[0-9]*' run2.err \
+    || fail "nq run's worker did not drive both devices: $(grep worker.stop run2.err)"
+"$NQ" estimate count 12 --sample 8 $TWO --json >est2.json 2>err || fail "estimate on two devices: $(cat err)"
+grep -Eq '"gpu_hours":[0-9.e+-]+,' est2.json && grep -q 'and the others together' est2.json \
+    || fail "estimate on two devices: $(cat est2.json)"
+ok "bench count 13 on two devices: exact, shards $shards; nq run and nq estimate on both"
 
 # dev_shards LOG I: the shards device I counted, from the worker's stop line (devices=I:SHARDS/NODES)
 dev_shards() { sed -n "s/.*event=worker.stop .*devices=\([^ ]*\).*/\1/p" "$1" | tr ',' '\n' \
