@@ -157,15 +157,15 @@ typedef struct {
 
 static int run_query(nq_http_t *h, const doc_req_t *q, msgpack_packer *pk, char *err, size_t errlen)
 {
-    query_live_t live = { live_lookup, h, live_job, live_devices };
+    query_live_t live = { live_lookup, h, live_job, live_devices, NULL };
     uint64_t job = q->job;
     if (q->export)
         return query_export(h->db, job, q->cursor, q->rows, 0, pk, err, errlen);
     switch (q->kind) {
     case WEB_DOC_JOB: return query_job(h->db, job, &live, pk, err, errlen);
-    case WEB_DOC_LIST: return query_list(h->db, pk, err, errlen);
+    case WEB_DOC_LIST: return query_list(h->db, &live, pk, err, errlen);
     case WEB_DOC_WORKERS: return query_workers(h->db, &live, pk, err, errlen);
-    case WEB_DOC_RESULT: return query_result(h->db, job, pk, err, errlen);
+    case WEB_DOC_RESULT: return query_result(h->db, job, &live, pk, err, errlen);
     case WEB_DOC_STUDY: return query_study_sample(h->db, job, WEB_STUDY_SAMPLE, pk, err, errlen);
     }
     return nq_errf(err, errlen, "unknown document");

@@ -85,7 +85,14 @@ static void job_row(FILE *f, const msgpack_object *j)
     else
         fputs("-", f);
     fputs("</td>", f);
-    cell_duration(f, j, "eta");
+    const msgpack_object *w = doc_get(j, "waiting");
+    if (w && w->type == MSGPACK_OBJECT_STR) {   /* no ETA while it waits: say for what instead */
+        fputs("<td class=\"l waiting\">waiting ", f);
+        html_esc_obj(f, w);
+        fputs("</td>", f);
+    } else {
+        cell_duration(f, j, "eta");
+    }
     job_answer(f, j);
     fputs("</tr>\n", f);
 }

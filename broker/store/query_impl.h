@@ -79,7 +79,11 @@ typedef struct {
 /* The job's row alone (its parameters, checked), or its row, shard counts and sums: 0; -1 no
    such job; -2 an error or a refused row (j->refused), err says which. */
 int query_job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errlen);
-int query_job_load(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errlen);
+/* live (NULL: none) gives a solve job's solution count instead of counting its rows. */
+int query_job_load(sqlite3 *db, uint64_t id, const query_live_t *live, qjob_t *j, char *err, size_t errlen);
+/* The broker's live figures of an active job (live NULL: none): pending and leased copies, and why
+   it waits (status and result say it alike). */
+void query_job_live(qjob_t *j, const query_live_t *live);
 uint32_t query_job_npairs(const qjob_t *j);
 void query_pack_job(msgpack_packer *pk, const qjob_t *j);   /* the job document's pairs */
 
