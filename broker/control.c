@@ -211,6 +211,16 @@ static int live_solutions(void *ud, uint64_t id, uint64_t *n)
     return 0;
 }
 
+/* A job's ETA and rate from this run's estimated work (jobs_pace). */
+static int live_pace(void *ud, uint64_t id, double *eta, double *rate)
+{
+    nq_job_t *j = jobq_find(ud, id);
+    if (!j)
+        return -1;
+    jobs_pace(ud, j, eta, rate);
+    return 0;
+}
+
 /* submit, cancel, retry. A submit is answered by submit.c: at once, or when its list is built. */
 static void write_op(nq_broker_t *b, const void *rid, size_t rid_len, const nq_ctl_req_t *req)
 {
@@ -290,7 +300,7 @@ void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const n
                 results_flush(b);
             db = store_db(b->store);
         }
-        query_live_t live = { live_lookup, b, live_job, live_devices, live_solutions };
+        query_live_t live = { live_lookup, b, live_job, live_devices, live_solutions, live_pace };
         code = control_query(db, store_path(b->store), &live, req, &pk, err, sizeof err);
     }
     outbox_reply(b, rid, rid_len, code, code ? err : NULL, code ? NULL : &doc);

@@ -157,7 +157,7 @@ typedef struct {
 
 static int run_query(nq_http_t *h, const doc_req_t *q, msgpack_packer *pk, char *err, size_t errlen)
 {
-    query_live_t live = { live_lookup, h, live_job, live_devices, NULL };
+    query_live_t live = { live_lookup, h, live_job, live_devices, NULL, NULL };
     uint64_t job = q->job;
     if (q->export)
         return query_export(h->db, job, q->cursor, q->rows, 0, pk, err, errlen);

@@ -367,6 +367,8 @@ static void pk_progress(msgpack_packer *pk, const qjob_t *j)
     }
     if (elapsed > 0)
         rate = (double)j->shards[NQ_SHARD_DONE] / elapsed;
+    if (j->has_pace)
+        rate = j->pace_rate;            /* this run's, not since the first start */
     query_pack_str(pk, "elapsed"); msgpack_pack_double(pk, elapsed);
     query_pack_str(pk, "rate"); msgpack_pack_double(pk, rate);
     query_pack_str(pk, "eta");
@@ -374,6 +376,10 @@ static void pk_progress(msgpack_packer *pk, const qjob_t *j)
         msgpack_pack_double(pk, 0);
     else if (j->waiting[0])
         msgpack_pack_nil(pk);           /* no ETA while it waits: "waiting" says for what */
+    else if (j->has_pace && j->pace_eta >= 0)
+        msgpack_pack_double(pk, j->pace_eta);
+    else if (j->has_pace)
+        msgpack_pack_nil(pk);           /* nothing done this run yet */
     else if (strcmp(j->state, "running") == 0 && elapsed > 0 && done > 0)
         msgpack_pack_double(pk, elapsed * (1 - done) / done);
     else
@@ -458,6 +464,7 @@ typedef struct { uint64_t id; const query_live_t *live; } job_args_t;
 void query_job_live(qjob_t *j, const query_live_t *live)
 {
     uint64_t pending, leased;
+    j->has_pace = live && live->pace && live->pace(live->ud, j->id, &j->pace_eta, &j->pace_rate) == 0;
     if (!live || !live->job ||
         live->job(live->ud, j->id, &pending, &leased, j->waiting, sizeof j->waiting) != 0)
         return;

@@ -63,6 +63,9 @@ typedef struct {
     /* A loaded solve job's solutions found, or -1 (NULL: none known): the broker keeps the count,
        and its loop must not count a job's solution rows for every status (O(solutions) each). */
     int (*solutions)(void *ud, uint64_t id, uint64_t *n);
+    /* (may be NULL) an active job's ETA (-1: none yet) and shards a second from the broker's pace
+       this run (its cost estimates of the work left and done): 0, or -1 for a job it has not */
+    int (*pace)(void *ud, uint64_t id, double *eta, double *rate);
 } query_live_t;
 
 /* Packs v as a uint when it fits 64 bits, else as EXT 1 (16 bytes LE). 0 ok. */

@@ -71,6 +71,8 @@ typedef struct {
     uint64_t evidence, nevidence_by;
     char evidence_by[QJOB_FLAGGED_MAX][64];
     char waiting[160];                        /* from the broker (query_live_t), "" when not waiting */
+    int has_pace;                             /* from the broker: ETA and rate of this run */
+    double pace_eta, pace_rate;
     uint64_t copies;                          /* from the broker: copies beyond one a shard (quorum
                                                  votes, spot-checks) waiting or out */
     int refused;                              /* its row holds what nq could not have written */

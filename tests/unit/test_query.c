@@ -377,7 +377,7 @@ T_TEST(test_copies_counted_apart_from_shards)
     };
     const uint64_t want_copies[] = { 17, 0, 2, 0 };
     for (size_t c = 0; c < 4; c++) {
-        query_live_t live = { NULL, (void *)cases[c], live_copies, NULL, NULL };
+        query_live_t live = { NULL, (void *)cases[c], live_copies, NULL, NULL, NULL };
         doc_t d;
         doc_init(&d);
         T_CHECK(query_job(db, 1, &live, &d.pk, d.err, sizeof d.err) == 0);
@@ -390,7 +390,7 @@ T_TEST(test_copies_counted_apart_from_shards)
     }
     /* a job that makes no copies: an excess is figures that ran ahead of the rows, not copies */
     sql(db, "UPDATE jobs SET verify_ppm = 0 WHERE id = 1");
-    query_live_t live = { NULL, (void *)cases[0], live_copies, NULL, NULL };
+    query_live_t live = { NULL, (void *)cases[0], live_copies, NULL, NULL, NULL };
     doc_t d;
     doc_init(&d);
     T_CHECK(query_job(db, 1, &live, &d.pk, d.err, sizeof d.err) == 0);
@@ -583,7 +583,7 @@ T_TEST(test_workers)
     }
     doc_free(&d);
 
-    query_live_t live = { live_lookup, NULL, NULL, NULL, NULL };
+    query_live_t live = { live_lookup, NULL, NULL, NULL, NULL, NULL };
     doc_init(&d);
     T_CHECK(query_workers(db, &live, &d.pk, d.err, sizeof d.err) == 0);
     a = doc_obj(&d);
