@@ -104,6 +104,8 @@ static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, const jobq_taken
     int rc = task_shard(b, j, tk->shard, fresh, check, &row);
     if (rc != 0)
         return rc;
+    if (check && j->spec.kind == NQ_KIND_COUNT && spotcheck_wants_cpu(b, j, tk->shard))
+        snprintf(row.algo, sizeof row.algo, "%s", NQ_TASK_CPU);
     nq_lease_t *l = task_out(b, p, j, tk->shard, &row);
     if (!l)
         return -1;
