@@ -44,8 +44,8 @@ typedef struct tail_cand {
 } tail_cand_t;
 
 /*
- * What a task for the shard carries: from its row when it has one (a shard that came back
- * keeps its attempts; a job stored before 004 keeps its descriptors), else from the job.
+ * What a task for the shard carries: its attempts from its row when it has one (a shard that
+ * came back), its descriptor, seed and method from the job.
  * 0 ready, 1 nothing to send (decided meanwhile, e.g. a spare quorum copy; or a row at a fresh
  * order position after a restart), -1 failed.
  */
@@ -62,8 +62,7 @@ static int task_shard(nq_broker_t *b, nq_job_t *j, uint64_t shard, int fresh, in
         memset(row, 0, sizeof *row);
         row->state = NQ_SHARD_PENDING;
     }
-    if ((j->spec.kind == NQ_KIND_SOLVE || row->spec_len == 0) &&
-        jobq_shard_task(j, shard, row->spec, &row->spec_len, &row->seed, row->algo, sizeof row->algo) != 0) {
+    if (jobq_shard_task(j, shard, row->spec, &row->spec_len, &row->seed, row->algo, sizeof row->algo) != 0) {
         nq_log(NQ_LOG_ERROR, "lease.no_shard", "job=%llu shard=%llu", (unsigned long long)j->id,
                (unsigned long long)shard);
         return -1;

@@ -47,22 +47,16 @@ int result_check_enumerate(const nq_result_t *r, uint64_t n, char *why, size_t w
  * job's list. 0 within them, -1 outside (why), 1 not known yet: the list is being built after a
  * restart (the caller leaves the result unacknowledged, and the worker sends it again).
  */
-static int check_bounds(nq_broker_t *b, const nq_job_t *j, const nq_result_t *r, char *why, size_t whylen)
+static int check_bounds(const nq_job_t *j, const nq_result_t *r, char *why, size_t whylen)
 {
     uint8_t spec[NQ_MAX_SPEC];
     size_t len = 0;
     uint64_t seed;
     char algo[32];
-    nq_shard_row_t row;
     if (j->list_ticket)
         return 1;
-    if (jobq_shard_task(j, r->shard, spec, &len, &seed, algo, sizeof algo) != 0) {
-        /* a job stored before 004 keeps its descriptors in its rows */
-        if (store_shard_get(b->store, j->id, r->shard, &row) != 0 || row.spec_len == 0)
-            return nq_errf(why, whylen, "no descriptor for the shard");
-        memcpy(spec, row.spec, row.spec_len);
-        len = row.spec_len;
-    }
+    if (jobq_shard_task(j, r->shard, spec, &len, &seed, algo, sizeof algo) != 0)
+        return nq_errf(why, whylen, "no descriptor for the shard");
     nq_count_bounds_t cb;
     nq_count_result_t cr = { r->total, r->unique, r->nodes, (uint8_t)r->res13, (uint8_t)r->res15 };
     char text[200];
@@ -110,7 +104,7 @@ int result_check(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol, char 
         if (r->total % 13 != r->res13 || r->total % 15 != r->res15)
             return nq_errf(why, whylen, "residues do not match the total");
         nq_job_t *j = jobq_find(b, r->job);
-        return j ? check_bounds(b, j, r, why, whylen) : 0;   /* not loaded: it can decide nothing */
+        return j ? check_bounds(j, r, why, whylen) : 0;   /* not loaded: it can decide nothing */
     }
     if (r->kind == NQ_KIND_ENUMERATE)
         return result_check_enumerate(r, job.spec.n, why, whylen);
@@ -122,8 +116,8 @@ int result_check(nq_broker_t *b, nq_pending_result_t *e, nq_solbuf_t *sol, char 
     if (verify_perm(sol->cols, sol->n, &c) != 0)
         return nq_errf(why, whylen, "solution fails verification: rows %llu and %llu share a %s",
                        (unsigned long long)c.row_a, (unsigned long long)c.row_b, c.what);
-    if (solstore_save(store_db(b->store), store_path(b->store), r->job, sol->cols, sol->n,
-                      e->sol_hash, sizeof e->sol_hash, e->sol_path, sizeof e->sol_path, why, whylen) != 0)
+    if (solstore_save(store_path(b->store), sol->cols, sol->n, e->sol_hash, sizeof e->sol_hash, e->sol_path,
+                      sizeof e->sol_path, why, whylen) != 0)
         return -1;
     if (e->sol_path[0] == 0) {          /* small: the store keeps it inline, from the payload */
         free(e->payload);

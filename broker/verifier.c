@@ -19,7 +19,6 @@ typedef struct item {
 struct nq_verifier {
     nq_offload_t *o;
     char db_path[4096];
-    sqlite3 *db;                       /* read-only, the thread's: earlier solutions (solstore_v1) */
 };
 
 static void item_free(offload_item_t *it)
@@ -41,14 +40,8 @@ static void check(void *ud, offload_item_t *link, const atomic_int *stop)
                 (unsigned long long)c.row_a, (unsigned long long)c.row_b, c.what);
         return;
     }
-    if (!vr->db && sqlite3_open_v2(vr->db_path, &vr->db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        sqlite3_close(vr->db);          /* then no lookup of solutions stored before the hash changed */
-        vr->db = NULL;
-    }
-    if (vr->db)
-        sqlite3_busy_timeout(vr->db, 2000);
-    if (solstore_save(vr->db, vr->db_path, v->job, v->cols, v->n, v->hash, sizeof v->hash, v->path,
-                      sizeof v->path, v->why, sizeof v->why) == 0)
+    if (solstore_save(vr->db_path, v->cols, v->n, v->hash, sizeof v->hash, v->path, sizeof v->path, v->why,
+                      sizeof v->why) == 0)
         v->ok = 1;
 }
 
@@ -93,7 +86,6 @@ void verifier_destroy(nq_verifier_t **vp)
     if (!vr)
         return;
     offload_destroy(&vr->o);            /* a check under way finishes first: seconds at most */
-    sqlite3_close(vr->db);              /* the thread is gone: its connection can close here */
     free(vr);
     *vp = NULL;
 }

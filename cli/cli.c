@@ -132,16 +132,15 @@ int cli_parse_u64(const char *cmd, const char *what, const char *s,
                            (unsigned long long)min, (unsigned long long)max, s ? s : "");
 }
 
-int cli_http_options(const char *cmd, const char *flag, const char *addr, const char *token_file,
-                     char *token, size_t len)
+int cli_http_options(const char *cmd, const char *addr, const char *token_file, char *token, size_t len)
 {
     char err[512];
     token[0] = '\0';
     if (token_file && !addr)
-        return cli_usage_error(cmd, "--http-token-file needs %s ADDR", flag);
+        return cli_usage_error(cmd, "--http-token-file needs --http ADDR");
     if (token_file && http_token_load(token_file, token, len, err, sizeof err) != 0)
         return cli_usage_error(cmd, "--http-token-file: %s", err);
     if (addr && http_addr_check(addr, token[0] != '\0', err, sizeof err) != 0)
-        return cli_usage_error(cmd, "%s: %s", flag, err);
+        return cli_usage_error(cmd, "--http: %s", err);
     return 0;
 }

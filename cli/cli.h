@@ -62,10 +62,8 @@ int cli_count_bad_option(const char *cmd, char **argv, uint64_t *n);
 
 /* --http ADDR and --http-token-file F (both may be NULL): reads the token into token (""
    without a file) and checks the address against it, before any file is touched. A
-   non-loopback ADDR without a token is refused. flag names the option in messages
-   ("--http", or "--metrics" where the older name was used). 0, or NQ_EXIT_USAGE (reported). */
-int cli_http_options(const char *cmd, const char *flag, const char *addr, const char *token_file,
-                     char *token, size_t len);
+   non-loopback ADDR without a token is refused. 0, or NQ_EXIT_USAGE (reported). */
+int cli_http_options(const char *cmd, const char *addr, const char *token_file, char *token, size_t len);
 
 /* Every command of the program, for dispatch and help (defined in commands.c). */
 extern const nq_cmd_t nq_commands[];

@@ -19,7 +19,7 @@ int cmd_broker(int argc, char **argv)
         { "bind", required_argument, 0, 'b' }, { "control", required_argument, 0, 'c' },
         { "db", required_argument, 0, 'd' }, { "key", required_argument, 0, 'k' },
         { "authorized-keys", required_argument, 0, 'a' }, { "insecure", no_argument, 0, 'I' },
-        { "http", required_argument, 0, 'm' }, { "metrics", required_argument, 0, 'M' },
+        { "http", required_argument, 0, 'm' },
         { "http-token-file", required_argument, 0, 'K' }, { "heartbeat-ms", required_argument, 0, 'H' },
         { "liveness", required_argument, 0, 'L' }, { "stall-timeout", required_argument, 0, 'S' },
         { "grace", required_argument, 0, 'G' }, { "log-format", required_argument, 0, 'F' },
@@ -29,7 +29,7 @@ int cmd_broker(int argc, char **argv)
     };
     uint64_t v;
     int c, rc;
-    const char *token_file = NULL, *http_flag = "--http";
+    const char *token_file = NULL;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -41,8 +41,7 @@ int cmd_broker(int argc, char **argv)
         case 'a': cfg.authorized = optarg; break;
         case 'C': cfg.control_keys = optarg; break;
         case 'I': cfg.insecure = 1; break;
-        case 'm': cfg.metrics = optarg; http_flag = "--http"; break;
-        case 'M': cfg.metrics = optarg; http_flag = "--metrics"; break;   /* the older name */
+        case 'm': cfg.metrics = optarg; break;
         case 'K': token_file = optarg; break;
         case 'H': if ((rc = cli_parse_u64("broker", "--heartbeat-ms", optarg, 100, 60000, &v))) return rc;
                   cfg.heartbeat_ms = (uint32_t)v; break;
@@ -68,8 +67,7 @@ int cmd_broker(int argc, char **argv)
     if (cfg.control_keys && !cfg.key_file)
         return cli_usage_error("broker", "--control-keys needs --key (the broker's own key pair)");
     char err[512] = "";
-    if ((rc = cli_http_options("broker", http_flag, cfg.metrics, token_file, http_token,
-                               sizeof http_token)))
+    if ((rc = cli_http_options("broker", cfg.metrics, token_file, http_token, sizeof http_token)))
         return rc;                      /* before any file is touched */
     cfg.http_token = http_token;
     cfg.stop = &nq_stop;                /* SIGTERM while the jobs load: stop there, not after */

@@ -111,7 +111,6 @@
       "  --insecure         allow a non-loopback --bind without keys\n" \
       "  --http ADDR        the web view at http://ADDR/ (jobs, workers, /api/...) and Prometheus\n" \
       "                     metrics at /metrics; loopback only, unless a token guards it\n" \
-      "                     (--metrics ADDR is the same)\n" \
       "  --http-token-file F  every request must carry this token (Authorization: Bearer, or\n" \
       "                     ?token= once in a browser); required for a non-loopback ADDR\n" \
       "  --heartbeat-ms MS  heartbeat interval (default 1000); --liveness K: dead after K missed (4)\n" \

@@ -50,14 +50,10 @@ uint8_t *solstore_pack(const uint32_t *cols, uint64_t n)
     return p;
 }
 
-int solstore_save(sqlite3 *db, const char *db_path, uint64_t job, const uint32_t *cols, uint64_t n,
-                  char *hash, size_t hashlen, char *path, size_t pathlen, char *why, size_t whylen)
+int solstore_save(const char *db_path, const uint32_t *cols, uint64_t n, char *hash, size_t hashlen, char *path,
+                  size_t pathlen, char *why, size_t whylen)
 {
     char h[NQ_SOL_HASH_HEX + 1], dir[4096], full[4400];
-    int had = db ? solstore_v1_find(db, db_path, job, cols, n, hash, hashlen, path, pathlen, why, whylen)
-                 : 0;
-    if (had != 0)
-        return had > 0 ? 0 : -1;
     solstore_hash(cols, n, h);
     snprintf(hash, hashlen, "%s", h);
     path[0] = 0;

@@ -7,8 +7,7 @@
  * The hash is BLAKE2b with a 32-byte digest (libsodium's crypto_generichash, no key) over
  * n as a u64 little-endian, then each column as a u32 little-endian; written as 64 lowercase
  * hex digits. In Python: hashlib.blake2b(struct.pack("<Q", n) + struct.pack("<%dI" % n, *cols),
- * digest_size=32).hexdigest(). DBs written before it hold 32-digit hashes of an older
- * function (solstore_v1.c); those rows and files stay as they are and are still read.
+ * digest_size=32).hexdigest().
  */
 #ifndef NQ_SOLSTORE_H
 #define NQ_SOLSTORE_H
@@ -20,16 +19,13 @@
 #define NQ_SOL_INLINE_MAX 100000ull    /* n up to this: inline in the DB */
 #define NQ_SOL_HASH_BYTES 32
 #define NQ_SOL_HASH_HEX (2 * NQ_SOL_HASH_BYTES)
-#define NQ_SOL_HASH_V1_HEX 32          /* the older hash's digits */
 
 /* The content hash of a permutation (see above), NQ_SOL_HASH_HEX digits and a NUL. */
 void solstore_hash(const uint32_t *cols, uint64_t n, char out[NQ_SOL_HASH_HEX + 1]);
 /* Hashes; for large n writes the file (unless already there) and sets path (relative to the DB's
-   folder); for small n sets path to "". A solution that job already holds under its older hash
-   keeps that hash and that row's path, so it is not stored, or counted, twice (db NULL: not
-   looked for). 0, or -1 with why. */
-int solstore_save(sqlite3 *db, const char *db_path, uint64_t job, const uint32_t *cols, uint64_t n,
-                  char *hash, size_t hashlen, char *path, size_t pathlen, char *why, size_t whylen);
+   folder); for small n sets path to "". 0, or -1 with why. */
+int solstore_save(const char *db_path, const uint32_t *cols, uint64_t n, char *hash, size_t hashlen, char *path,
+                  size_t pathlen, char *why, size_t whylen);
 /* malloc'd uint32 little-endian copy (4n bytes). */
 uint8_t *solstore_pack(const uint32_t *cols, uint64_t n);
 /* ---- solstore_path.c: where the files are ---- */
@@ -50,7 +46,7 @@ int solstore_row_file(const char *db_path, const char *row_path, char *out, size
 /* ---- solstore_check.c: whether a stored solution is whole ---- */
 
 /* The row's permutation (its inline blob, or else the file at `file`) hashes to the row's hash
-   (64 digits: BLAKE2b; 32: the v1 hash). 0 it does, 1 it does not or cannot be read (why says
+   (BLAKE2b, 64 digits). 0 it does, 1 it does not or cannot be read (why says
    which: missing, damaged, another solution). */
 int solstore_verify(const char *hash, uint64_t n, const void *blob, size_t bloblen, const char *file,
                     char *why, size_t whylen);
@@ -64,16 +60,5 @@ int solstore_copy(const char *src_db, sqlite3 *copy, const char *dest_dir, uint6
                   char *why, size_t whylen);
 /* Removes dir and the files in it (a copy that failed). */
 void solstore_copy_remove(const char *dir);
-
-/* ---- solstore_v1.c: the hash before BLAKE2b ---- */
-
-/* nq's first solution hash: 32 hex digits, but all made from one 64-bit value. Kept only to
-   find solutions stored under it. */
-void solstore_hash_v1(const uint32_t *cols, uint64_t n, char out[NQ_SOL_HASH_V1_HEX + 1]);
-/* Whether job already holds this permutation under its v1 hash: 1 (hash and path set to that
-   row's; path "" when inline), 0 not (a different permutation under the same v1 hash is not
-   it), -1 a DB error (why). */
-int solstore_v1_find(sqlite3 *db, const char *db_path, uint64_t job, const uint32_t *cols, uint64_t n,
-                     char *hash, size_t hashlen, char *path, size_t pathlen, char *why, size_t whylen);
 
 #endif

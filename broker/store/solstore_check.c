@@ -46,14 +46,11 @@ int solstore_verify(const char *hash, uint64_t n, const void *blob, size_t blobl
     uint32_t *cols = NULL;
     char h[NQ_SOL_HASH_HEX + 1];
     size_t len = strlen(hash);
-    if (len != NQ_SOL_HASH_HEX && len != NQ_SOL_HASH_V1_HEX)
+    if (len != NQ_SOL_HASH_HEX)
         return nq_errf(why, whylen, "damaged: the hash has %zu digits", len), 1;
     if (verify_load(n, blob, bloblen, file, &cols, why, whylen) != 0)
         return 1;
-    if (len == NQ_SOL_HASH_HEX)
-        solstore_hash(cols, n, h);
-    else
-        solstore_hash_v1(cols, n, h);
+    solstore_hash(cols, n, h);
     free(cols);
     if (strcmp(h, hash) != 0)
         return nq_errf(why, whylen, "damaged: %s holds a permutation whose hash is %s", file ? file : "the row",

@@ -44,7 +44,7 @@ broker() {
     # image) points 'docker compose exec broker nq status' and the k8s probe.
     set -- --bind "${NQ_BIND:-tcp://0.0.0.0:7555}" --db "$db" \
         --control "${NQ_CONTROL:-ipc://$db.ctl}" "$@"
-    [ -n "${NQ_METRICS:-}" ] && set -- "$@" --metrics "$NQ_METRICS"
+    [ -n "${NQ_METRICS:-}" ] && set -- "$@" --http "$NQ_METRICS"
     [ -n "$key" ] && set -- "$@" --key "$key" --authorized-keys "$auth"
     ctl=$(key_path NQ_CONTROL_KEYS "${NQ_CONTROL_KEYS:-}" "$SECRETS/control_keys")
     [ -n "$ctl" ] && set -- "$@" --control-keys "$ctl"

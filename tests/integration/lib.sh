@@ -100,7 +100,7 @@ grouped() { echo "$1" | sed -e ':a' -e 's/\([0-9]\)\([0-9]\{3\}\)\($\|,\)/\1,\2\
 json_get() { grep -o "\"$1\":[^,}]*" | head -1 | cut -d: -f2- | tr -d '"'; }
 
 # Starts a broker on fresh ports: sets BROKER_PID, WEP (workers), CEP (control); exports NQ_BROKER.
-# An argument @MPORT@ becomes a fresh port too (then in $MPORT), e.g. --metrics 127.0.0.1:@MPORT@.
+# An argument @MPORT@ becomes a fresh port too (then in $MPORT), e.g. --http 127.0.0.1:@MPORT@.
 # Ports already set in WPORT/CPORT (a restart on the same endpoints) are kept; fresh ones are
 # drawn again when the broker could not bind them (another test may have taken one meanwhile).
 start_broker() {

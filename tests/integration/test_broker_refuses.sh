@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What `nq broker` refuses: bad flags, a control endpoint open to the network without keys (anyone
-# could submit and cancel), a bad --metrics address, a --db path that is not a database, key files
+# could submit and cancel), a bad --http address, a --db path that is not a database, key files
 # it cannot use, a DB that is not nq's or is from a newer nq, a DB another broker holds, ports that
 # are taken, a lease key it did not write. Each is refused with one line and its exit code, the
 # folder stays as it was, and nothing leaks: under ASan (the CI runs the suite with it) LeakSanitizer
@@ -28,7 +28,7 @@ refused "control on 0.0.0.0 without keys" 3 "control endpoint" \
     --bind "tcp://127.0.0.1:$p1" --control "tcp://0.0.0.0:$p2" --db a.db
 refused "bind on 0.0.0.0 without keys" 3 "refusing to bind tcp://0.0.0.0" \
     --bind "tcp://0.0.0.0:$p1" --control "tcp://127.0.0.1:$p2" --db a.db
-refused "bad --metrics" 2 "metrics" "${local_eps[@]}" --metrics "not-an-address" --db b.db
+refused "bad --http" 2 "--http: " "${local_eps[@]}" --http "not-an-address" --db b.db
 refused "--http off loopback without a token" 2 "without a token" "${local_eps[@]}" --http "0.0.0.0:$p1" \
     --db b.db
 refused "a missing --http-token-file" 2 "cannot read the http token file" "${local_eps[@]}" \
@@ -39,7 +39,7 @@ refused "--db in a missing folder" 3 "nodir/x.db: its folder does not exist" "${
 refused "an unknown flag" 2 "unknown or incomplete option '--bogus'" --bogus
 refused "an extra argument" 2 "unexpected argument 'extra'" "${local_eps[@]}" extra
 refused "--authorized-keys without --key" 2 "needs --key" "${local_eps[@]}" --authorized-keys x.pub
-ok "flags, endpoints without keys, bad --metrics/--http, a folder as --db: refused, nothing created"
+ok "flags, endpoints without keys, bad --http, a folder as --db: refused, nothing created"
 
 "$NQ" keygen broker >/dev/null && "$NQ" keygen worker >/dev/null || fail "keygen"
 echo "not a key" >garbage.pub

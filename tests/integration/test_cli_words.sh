@@ -54,7 +54,7 @@ python3 -c "import socket, time, sys
 s = socket.socket(); s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen(); open('bound', 'w').close(); time.sleep(60)" \
     "$port" &
 PIDS+=($!)
-wait_for 10 test -e bound || fail "could not hold a port"
+wait_for 60 test -e bound || fail "could not hold a port"
 "$NQ" broker --db busy.db --bind "tcp://127.0.0.1:$port" >out 2>&1; rc=$?
 [ $rc = 3 ] && grep -q "already in use" out || fail "a busy port: exit $rc: $(cat out)"
 ls busy.db* >/dev/null 2>&1 && fail "a broker that could not bind left $(ls busy.db*)"

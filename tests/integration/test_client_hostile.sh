@@ -16,7 +16,7 @@ fake() {
     [ -n "${FAKE_PID:-}" ] && { kill "$FAKE_PID" 2>/dev/null; wait "$FAKE_PID" 2>/dev/null; }
     start "fake-$1" "$PY" "$FAKE" "$1"
     FAKE_PID=$LAST_PID
-    wait_for 10 grep -q "^ready tcp://" "$T/fake-$1.log" || fail "fake broker $1 did not start"
+    wait_for 60 grep -q "^ready tcp://" "$T/fake-$1.log" || fail "fake broker $1 did not start"
     NQ_BROKER=$(sed -n "s/^ready //p" "$T/fake-$1.log")
     export NQ_BROKER
 }

@@ -11,10 +11,10 @@
 cd "$T" || exit 1
 if [ "$(id -u)" != 0 ] || ! command -v mount >/dev/null; then
     echo "skipped: needs root to mount a tmpfs"
-    exit 0
+    exit 77
 fi
 mkdir disk
-mount -t tmpfs -o size=6m nqt-disk "$T/disk" 2>err.txt || { echo "skipped: cannot mount a tmpfs: $(cat err.txt)"; exit 0; }
+mount -t tmpfs -o size=6m nqt-disk "$T/disk" 2>err.txt || { echo "skipped: cannot mount a tmpfs: $(cat err.txt)"; exit 77; }
 CLEANUP_HOOKS+=("umount -l '$T/disk'")
 N=$(long_count_n)   # a count that lasts seconds on this build, so the fault lands mid-run
 DB=disk/d.db

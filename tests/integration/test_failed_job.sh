@@ -34,7 +34,7 @@ late_lie() {
     start_broker "$DB" "${bargs[@]}"
     id=$("$NQ" submit count 6 "$@") || fail "$name: submit"
     out=$($H error_rounds "$WEP" 1 "$name.json" "${hargs[@]}") || fail "$name: error_rounds: $out"
-    wait_for 10 shard_failed "$id" || fail "$name: the error did not fail a shard: $("$NQ" status "$id" --json)"
+    wait_for 60 shard_failed "$id" || fail "$name: the error did not fail a shard: $("$NQ" status "$id" --json)"
     local pids=()
     for w in h1 h2 h3; do
         [ "$keyed" = 1 ] && wk=(--key "$w.key" --broker-key broker.pub)

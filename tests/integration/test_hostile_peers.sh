@@ -47,7 +47,7 @@ kill "$h3"; wait "$h3" 2>/dev/null
 id=$("$NQ" submit count 9 --max-attempts 1) || fail "submit"
 $H error_results "$WEP" || fail "error_results script"
 shard_failed() { [ "$(job_field "$1" shards_failed)" -ge 1 ]; }
-wait_for 10 shard_failed "$id" || fail "erring worker: no shard failed: $("$NQ" status "$id" --json)"
+wait_for 60 shard_failed "$id" || fail "erring worker: no shard failed: $("$NQ" status "$id" --json)"
 "$NQ" status "$id" | grep -q "kernel exploded" || fail "nq status does not show the worker's message"
 n=$(grep -c "event=result.error" "$T/broker.log")
 [ "$n" -le 400 ] || fail "$n error results processed: the shards kept coming back"
@@ -95,7 +95,7 @@ kill "$h4" "$BROKER_PID"; wait "$h4" "$BROKER_PID" 2>/dev/null
 start_broker v.db
 id=$("$NQ" submit count 8 --depth 2 --quorum 2) || fail "submit"
 $H quorum_voters "$WEP" || fail "quorum_voters script"
-wait_for 10 job_done "$id" || fail "quorum job stuck: $("$NQ" status "$id" --json)"
+wait_for 60 job_done "$id" || fail "quorum job stuck: $("$NQ" status "$id" --json)"
 ok "quorum with late, duplicate and silent voters: done"
 
 # 9. Forged results: refused cheaply, a bounded number of log lines, DB private.

@@ -27,7 +27,7 @@ kill "$h" "$BROKER_PID"; wait "$h" "$BROKER_PID" 2>/dev/null
 
 # A quorum job with one identity connected says what it waits for, in nq status, its --json and
 # the web page, and its lease figure agrees with what the workers hold.
-start_broker q.db --metrics 127.0.0.1:@MPORT@
+start_broker q.db --http 127.0.0.1:@MPORT@
 id=$("$NQ" submit count 10 --quorum 2) || fail "submit"
 start_worker w1 --threads 1; w1=$LAST_PID
 waits() { "$NQ" status "$id" --json | grep -q '"waiting":"for a second identity: quorum 2, 1 connected"'; }

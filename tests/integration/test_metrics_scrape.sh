@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
 
-start_broker m.db --metrics "127.0.0.1:@MPORT@"
+start_broker m.db --http "127.0.0.1:@MPORT@"
 start_worker w1 --threads 2
 grep -q "event=http.listen url=http://127.0.0.1:$MPORT/" "$T/broker.log" || fail "the broker did not log its URL: $(head -5 "$T/broker.log")"
 

@@ -9,7 +9,7 @@ set -u
 SRC=${NQ_SOURCE_DIR:?NQ_SOURCE_DIR not set}
 BUILD=${NQ_BUILD_DIR:?NQ_BUILD_DIR not set}
 for tool in cpack dpkg-deb dpkg; do
-    command -v "$tool" >/dev/null || { echo "skipped: $tool not installed"; exit 0; }
+    command -v "$tool" >/dev/null || { echo "skipped: $tool not installed"; exit 77; }
 done
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }

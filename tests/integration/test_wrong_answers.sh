@@ -11,7 +11,7 @@ ulimit -c 0
 "$NQ" help worker >/dev/null || fail "no nq"
 if ! "$NQ" --version | grep -q "fault switches"; then
     echo "skipped: this nq was built without -DNQ_TEST_FAULTS=ON (tests/run.sh turns it on)"
-    exit 0
+    exit 77
 fi
 start_broker w.db
 start_worker good1 --threads 1 --id good1

@@ -1,7 +1,6 @@
 /*
  * Where solve solutions are stored: the content hash (BLAKE2b-256 over n and the columns,
- * checked against vectors computed apart from nq), its spread, the file a large solution gets,
- * and solutions that a DB from before BLAKE2b holds under the older hash.
+ * checked against vectors computed apart from nq), its spread, and the file a large solution gets.
  */
 #include "t.h"
 
@@ -80,17 +79,6 @@ T_TEST(test_one_column_change_changes_many_bits)
     T_CHECK(bits_apart(a, b) >= 90);
 }
 
-/* The older hash, pinned to what nq computed before BLAKE2b: rows of older DBs are found by it. */
-T_TEST(test_v1_hash_is_unchanged)
-{
-    static const uint32_t q8[8] = { 0, 4, 7, 5, 2, 6, 1, 3 }, other[8] = { 0, 4, 7, 5, 2, 6, 1, 2 };
-    char h[NQ_SOL_HASH_V1_HEX + 1];
-    solstore_hash_v1(q8, 8, h);
-    T_EQ_STR(h, "c6d899ef8b34852abe7d7a028505d526");
-    solstore_hash_v1(other, 8, h);
-    T_EQ_STR(h, "13adec5ace69cd77f179e23d643bd1b6");
-}
-
 /* ---- saving, with a DB ---- */
 
 typedef struct {
@@ -108,12 +96,6 @@ static void env_open(t_env_t *e, const char *name)
     snprintf(e->db, sizeof e->db, "%s/s.db", e->dir);
     e->st = store_open(e->db, 0, err, sizeof err);
     T_CHECK(e->st != NULL);
-    /* Four solve jobs, as rows (their shards do not matter here). */
-    T_CHECK(sqlite3_exec(store_db(e->st), "INSERT INTO jobs (id, kind, n, state, shards_total, created_at,"
-                         " restarts, algo) VALUES (1, 'solve', 8, 'running', 1, 1.0, 1, 'qs4'),"
-                         " (2, 'solve', 8, 'running', 1, 1.0, 1, 'qs4'), (3, 'solve', 8, 'running', 1, 1.0, 1, 'qs4'),"
-                         " (4, 'solve', 8, 'running', 1, 1.0, 1, 'qs4')",
-                         NULL, NULL, NULL) == SQLITE_OK);
 }
 
 static void env_close(t_env_t *e)
@@ -122,27 +104,6 @@ static void env_close(t_env_t *e)
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", e->dir);
     T_CHECK(system(cmd) == 0);
-}
-
-/* A row as solstore_save's caller stores it (inline cols, or a path), at found_at `at`. */
-static void add_row(t_env_t *e, const char *hash, uint64_t n, const uint32_t *cols, const char *path,
-                    double at)
-{
-    sqlite3_stmt *q = NULL;
-    static const char sql[] = "INSERT INTO solutions (job, hash, shard, seed, n, cols, path, found_at)"
-                              " VALUES (1, ?, 0, 0, ?, ?, ?, ?)";
-    T_CHECK(sqlite3_prepare_v2(store_db(e->st), sql, -1, &q, NULL) == SQLITE_OK);
-    uint8_t *packed = cols ? solstore_pack(cols, n) : NULL;
-    sqlite3_bind_text(q, 1, hash, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(q, 2, (sqlite3_int64)n);
-    if (packed)
-        sqlite3_bind_blob(q, 3, packed, (int)(4 * n), SQLITE_STATIC);
-    if (path)
-        sqlite3_bind_text(q, 4, path, -1, SQLITE_STATIC);
-    sqlite3_bind_double(q, 5, at);
-    T_CHECK(sqlite3_step(q) == SQLITE_DONE);
-    sqlite3_finalize(q);
-    free(packed);
 }
 
 static int exists(const t_env_t *e, const char *rel)
@@ -167,13 +128,13 @@ T_TEST(test_save_names_a_new_solution_by_blake2b)
     env_open(&e, "new");
     char hash[80], path[512], why[256], want[NQ_SOL_HASH_HEX + 1], name[600];
     static const uint32_t q8[8] = { 0, 4, 7, 5, 2, 6, 1, 3 };
-    T_CHECK(solstore_save(store_db(e.st), e.db, 1, q8, 8, hash, sizeof hash, path, sizeof path,
+    T_CHECK(solstore_save(e.db, q8, 8, hash, sizeof hash, path, sizeof path,
                           why, sizeof why) == 0);
     T_EQ_STR(hash, "722156b513569b672ec30f44ac55cacad00861ea730b39e3af46aaa0a5548fa8");
     T_EQ_STR(path, "");
     uint64_t n = NQ_SOL_INLINE_MAX + 1;
     uint32_t *big = identity(n);
-    T_CHECK(solstore_save(store_db(e.st), e.db, 1, big, n, hash, sizeof hash, path, sizeof path,
+    T_CHECK(solstore_save(e.db, big, n, hash, sizeof hash, path, sizeof path,
                           why, sizeof why) == 0);
     solstore_hash(big, n, want);
     T_EQ_STR(hash, want);
@@ -184,90 +145,12 @@ T_TEST(test_save_names_a_new_solution_by_blake2b)
     env_close(&e);
 }
 
-/*
- * A DB from before BLAKE2b: job 1 holds an 8-queens solution inline and a large one in a file,
- * both under the v1 hash. Found again, each keeps its v1 hash and path (the row's key then
- * counts it once, and no second file is written); both still read back. A different
- * permutation stored under the same v1 hash (a collision, forged in the DB) is not taken for
- * it, and a row's path other than the one nq gave it is not followed.
- */
-T_TEST(test_save_keeps_a_solution_stored_under_its_v1_hash)
-{
-    t_env_t e;
-    env_open(&e, "v1");
-    char hash[80], path[512], why[256], v1[NQ_SOL_HASH_V1_HEX + 1], name[600], full[1200];
-    static const uint32_t q8[8] = { 0, 4, 7, 5, 2, 6, 1, 3 }, q8b[8] = { 0, 5, 7, 2, 6, 3, 1, 4 };
-    solstore_hash_v1(q8, 8, v1);
-    add_row(&e, v1, 8, q8, NULL, 1.0);
-    uint64_t n = NQ_SOL_INLINE_MAX + 1;
-    uint32_t *big = identity(n);
-    solstore_hash_v1(big, n, v1);
-    solstore_file_name(e.db, v1, name, sizeof name);
-    T_CHECK(mkdir(strcat(strcpy(full, e.dir), "/s.db.solutions"), 0755) == 0);
-    snprintf(full, sizeof full, "%s/%s", e.dir, name);
-    T_CHECK(solfile_write(full, big, n, 1, why, sizeof why) == 0);
-    add_row(&e, v1, n, NULL, name, 2.0);
-
-    T_CHECK(solstore_save(store_db(e.st), e.db, 1, q8, 8, hash, sizeof hash, path, sizeof path,
-                          why, sizeof why) == 0);
-    T_EQ_STR(hash, "c6d899ef8b34852abe7d7a028505d526");
-    T_EQ_STR(path, "");
-    T_CHECK(solstore_save(store_db(e.st), e.db, 1, big, n, hash, sizeof hash, path, sizeof path,
-                          why, sizeof why) == 0);
-    T_EQ_STR(hash, v1);
-    T_EQ_STR(path, name);
-    char fresh[NQ_SOL_HASH_HEX + 1], fresh_name[600];
-    solstore_hash(big, n, fresh);
-    solstore_file_name(e.db, fresh, fresh_name, sizeof fresh_name);
-    T_CHECK(!exists(&e, fresh_name));
-    /* Another job holds neither: there they are new. */
-    T_CHECK(solstore_save(store_db(e.st), e.db, 2, q8, 8, hash, sizeof hash, path, sizeof path,
-                          why, sizeof why) == 0);
-    T_EQ_U64(strlen(hash), NQ_SOL_HASH_HEX);
-
-    /* Both old rows read back by their stored path, as before. */
-    uint32_t *got = NULL;
-    uint64_t gn = 0;
-    T_CHECK(query_solution(store_db(e.st), e.db, 1, 0, &got, &gn, why, sizeof why) == 0);
-    T_CHECK(gn == 8 && got && memcmp(got, q8, sizeof q8) == 0);
-    free(got);
-    got = NULL;
-    T_CHECK(query_solution(store_db(e.st), e.db, 1, 1, &got, &gn, why, sizeof why) == 0);
-    T_CHECK(gn == n && got && memcmp(got, big, n * sizeof *big) == 0);
-    free(got);
-
-    /* Forged: q8b's row under q8's v1 hash in job 3, and job 4's file row pointing elsewhere. */
-    solstore_hash_v1(q8, 8, v1);
-    T_CHECK(sqlite3_exec(store_db(e.st), "UPDATE solutions SET job = 3 WHERE n = 8", NULL, NULL, NULL)
-            == SQLITE_OK);
-    T_CHECK(sqlite3_exec(store_db(e.st), "UPDATE solutions SET job = 4, path = '../s.db.solutions/x.nqsol'"
-                         " WHERE n > 8", NULL, NULL, NULL) == SQLITE_OK);
-    sqlite3_stmt *q = NULL;
-    T_CHECK(sqlite3_prepare_v2(store_db(e.st), "UPDATE solutions SET cols = ? WHERE job = 3", -1, &q, NULL)
-            == SQLITE_OK);
-    uint8_t *packed = solstore_pack(q8b, 8);
-    sqlite3_bind_blob(q, 1, packed, 32, SQLITE_STATIC);
-    T_CHECK(sqlite3_step(q) == SQLITE_DONE);
-    sqlite3_finalize(q);
-    free(packed);
-    T_CHECK(solstore_save(store_db(e.st), e.db, 3, q8, 8, hash, sizeof hash, path, sizeof path,
-                          why, sizeof why) == 0);
-    T_EQ_STR(hash, "722156b513569b672ec30f44ac55cacad00861ea730b39e3af46aaa0a5548fa8");
-    T_CHECK(solstore_save(store_db(e.st), e.db, 4, big, n, hash, sizeof hash, path, sizeof path,
-                          why, sizeof why) == 0);
-    T_EQ_STR(hash, fresh);
-    T_EQ_STR(path, fresh_name);
-    T_CHECK(exists(&e, fresh_name));
-    free(big);
-    env_close(&e);
-}
-
-/* No DB (db NULL): the new hash, nothing looked up. */
-T_TEST(test_save_without_a_db_uses_the_new_hash)
+/* A small solution needs no folder: nothing is written. */
+T_TEST(test_save_small_writes_nothing)
 {
     char hash[80], path[512], why[256];
     static const uint32_t q8[8] = { 0, 4, 7, 5, 2, 6, 1, 3 };
-    T_CHECK(solstore_save(NULL, "/nonexistent/s.db", 1, q8, 8, hash, sizeof hash, path, sizeof path,
+    T_CHECK(solstore_save("/nonexistent/s.db", q8, 8, hash, sizeof hash, path, sizeof path,
                           why, sizeof why) == 0);
     T_EQ_STR(hash, "722156b513569b672ec30f44ac55cacad00861ea730b39e3af46aaa0a5548fa8");
     T_EQ_STR(path, "");
