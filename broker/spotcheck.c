@@ -17,9 +17,13 @@
  * The draw is a keyed hash of (job, shard, identity) under the broker's secret: workers cannot
  * tell which results will be checked, and a resend draws the same.
  *
- * A check that agrees confirms both. One that disagrees opens a dispute: the result keeps
- * counting while a third identity computes the shard; the value two identities agree on wins
+ * A check is a policy of the one vote (verdict.h): two identities must agree, and up to four may
+ * be asked. A check that agrees confirms both. One that disagrees opens a dispute: the result keeps
+ * counting while a third identity computes the shard; the answer two identities agree on wins
  * (a fourth is asked when all three differ; then the shard is CONFLICT, visible and retryable).
+ * Two CPU counts that differ only in nodes are a nodes dispute: its tie-break asks for the CPU
+ * kernels' count (TASK.algo "cpu"), since a fast GPU count's nodes settle nothing. A tail copy's
+ * result is checked the same way (results.c).
  * If the check wins, the shard's row and the job's sums take its result in one transaction.
  * Every identity that voted against the winner is flagged (`nq status`, `nq workers`), and a
  * sweep marks every other result it delivered in the job for a check of its own; the job ends
