@@ -81,6 +81,12 @@ typedef struct nq_job {
     double pending_cost, leased_cost;
     double cal_nodes, cal_cost;
     uint32_t cal_n;
+    /* This run of the broker's pace (control.c): when it began (the job loaded, or its list came),
+       the work then left in cost units, and the shards then done. An ETA from the estimated work
+       this run has done, so a resume counts nothing done before it and the largest shards going
+       first do not swing it (it went 6 min, 1 h, 3 h 50, 46 min within 6 s by shard counts). */
+    double run_t0, run_left0;
+    uint64_t run_done0;
     uint64_t *pending;                 /* returned shard indexes; the next is pending[npending-1] */
     size_t npending, cap;
     uint64_t *grace;                   /* after a restart: leased shards waiting for their worker */
@@ -407,6 +413,10 @@ int jobs_load_id(nq_broker_t *b, uint64_t id, struct nq_shards *list, nq_job_row
                  size_t whylen);
 /* A job's list has come: the job leases from now on. A list that is missing or does not have the
    stored number of shards takes the job out of memory (job.refused). */
+/* This run's pace of a job (broker_impl.h: run_t0): start it now (load, list in); its ETA from the
+   estimated work done since (-1 before any is), and its shards a second since. */
+void jobs_pace_start(nq_broker_t *b, nq_job_t *j);
+void jobs_pace(const nq_broker_t *b, const nq_job_t *j, double *eta, double *rate);
 void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, struct nq_shards **list, const char *why,
                  double seconds);
 /* Cancel and retry, each durable before it returns 0 (txn_write_*: the caller has committed the
@@ -434,6 +444,9 @@ int spotcheck_load(nq_broker_t *b, nq_job_t *j);
    store decides, and check copies that went missing are queued again. */
 int spotcheck_holds(nq_broker_t *b, nq_job_t *j, int idle);
 void spotcheck_tick(nq_broker_t *b, double now);
+/* 1 when the shard's check is a nodes dispute that only a count by the CPU kernels can settle:
+   its copy asks for one (TASK.algo NQ_TASK_CPU). */
+int spotcheck_wants_cpu(nq_broker_t *b, nq_job_t *j, uint64_t shard);
 /* The holder of a shard a tail copy decided lost its lease unheard: in a job without spot-checks
    the copy's result stands as a first result does, and waits for no check (spotcheck.c). */
 void spotcheck_copy_alone(nq_broker_t *b, uint64_t job, uint64_t shard);
