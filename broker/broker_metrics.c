@@ -78,6 +78,8 @@ static nq_metrics_worker_t *snapshot_workers(nq_broker_t *b, nq_metrics_snapshot
         size_t k = nq_utf8_prefix(p->hello.build, sizeof m->kernel - 1);   /* never half an 'é' */
         memcpy(m->kernel, p->hello.build, k);
         m->kernel[k] = '\0';
+        m->devices = p->devices;        /* borrowed: http_update copies what it keeps */
+        m->ndevices = p->devices ? p->ndevices : 0;
     }
     s->workers = w;
     s->workers_alive = (uint32_t)np;

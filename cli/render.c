@@ -352,6 +352,19 @@ static const char *key_prefix(const msgpack_object *w, char *buf, size_t len)
     return buf;
 }
 
+/* A GPU worker's devices, a line each under its row. */
+static void render_devices(FILE *f, const msgpack_object *ds)
+{
+    char name[NQ_DEVICE_NAME_MAX], st[16], q[64], s[64], r[64];   /* numbers: room for 128 bits */
+    for (uint32_t i = 0; ds && i < ds->via.array.size; i++) {
+        const msgpack_object *d = &ds->via.array.ptr[i];
+        fprintf(f, "  device %u  %-40s  %-8s  %8s queued  %10s shards  %s shards/s\n", (unsigned)i,
+                get_str(d, "name", name, sizeof name), get_str(d, "state", st, sizeof st),
+                get_str(d, "queued", q, sizeof q), get_str(d, "shards", s, sizeof s),
+                get_fixed(d, "shards_per_s", 2, r, sizeof r));
+    }
+}
+
 void render_workers(FILE *f, const msgpack_object *arr)
 {
     char a[256], b[256], c[64], d[64], e[64], g[64], h[64], k[64], t[64], kern[256], key[32];
@@ -370,6 +383,7 @@ void render_workers(FILE *f, const msgpack_object *arr)
                 get_count(w, "shards_done", g, sizeof g), get_group_fixed(w, "nodes_per_s", 0, h, sizeof h),
                 get_count(w, "conflicts", k, sizeof k), get_time(w, "last_seen", t, sizeof t),
                 get_str(w, "kernel", kern, sizeof kern), get_bool(w, "flagged") ? "  FLAGGED" : "");
+        render_devices(f, get_array(w, "devices"));
     }
 }
 

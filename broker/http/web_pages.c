@@ -76,7 +76,14 @@ static void job_row(FILE *f, const msgpack_object *j)
     else
         fputs("-", f);
     fputs("</td>", f);
-    cell_duration(f, j, "eta");
+    const msgpack_object *w = doc_get(j, "waiting");
+    if (w && w->type == MSGPACK_OBJECT_STR) {   /* no ETA while it waits: say for what instead */
+        fputs("<td class=\"l waiting\">waiting ", f);
+        html_esc_obj(f, w);
+        fputs("</td>", f);
+    } else {
+        cell_duration(f, j, "eta");
+    }
     job_answer(f, j);
     fputs("</tr>\n", f);
 }
@@ -197,7 +204,29 @@ static void cell_time(FILE *f, const msgpack_object *w, const char *key)
     fputs("</td>", f);
 }
 
-/* The kernel build a live worker named in its HELLO (not stored in the DB). */
+/* A GPU worker's devices under its kernel, one a line: "0: NAME, counting, 40 queued, 12 shards,
+   2.5 shards/s" (names and all from the worker: escaped). */
+static void cell_devices(FILE *f, const msgpack_object *w)
+{
+    const msgpack_object *ds = doc_get(w, "devices");
+    if (!ds || ds->type != MSGPACK_OBJECT_ARRAY)
+        return;
+    for (uint32_t i = 0; i < ds->via.array.size; i++) {
+        const msgpack_object *d = &ds->via.array.ptr[i];
+        fprintf(f, "<br><span class=\"device\">%u: ", (unsigned)i);
+        html_esc_obj(f, doc_get(d, "name"));
+        fputs(", ", f);
+        html_esc_obj(f, doc_get(d, "state"));
+        fputs(", ", f);
+        html_esc_obj(f, doc_get(d, "queued"));
+        fputs(" queued, ", f);
+        html_esc_obj(f, doc_get(d, "shards"));
+        const msgpack_object *r = doc_get(d, "shards_per_s");
+        fprintf(f, " shards, %.3g shards/s</span>", r && r->type == MSGPACK_OBJECT_FLOAT64 ? r->via.f64 : 0.0);
+    }
+}
+
+/* The kernel build a live worker named in its HELLO (not stored in the DB), and its devices. */
 static void cell_kernel(nq_http_t *h, FILE *f, const msgpack_object *w)
 {
     const msgpack_object *id = doc_get(w, "id");
@@ -211,6 +240,7 @@ static void cell_kernel(nq_http_t *h, FILE *f, const msgpack_object *w)
         }
     }
     pthread_mutex_unlock(&h->lock);
+    cell_devices(f, w);
     fputs("</td>", f);
 }
 

@@ -12,6 +12,24 @@
 
 /* ---- workers ---- */
 
+/* A live GPU worker's devices (its names are its own words: renderers escape them). */
+static void pk_devices(msgpack_packer *pk, const query_live_t *live, const char *id)
+{
+    nq_hb_device_t d[NQ_MAX_HB_DEVICES];
+    uint32_t n = live && live->devices ? live->devices(live->ud, id, d, NQ_MAX_HB_DEVICES) : 0;
+    query_pack_str(pk, "devices");
+    msgpack_pack_array(pk, n);
+    for (uint32_t i = 0; i < n; i++) {
+        msgpack_pack_map(pk, 6);
+        query_pack_str(pk, "device"); msgpack_pack_uint32(pk, i);
+        query_pack_str(pk, "name"); query_pack_str(pk, d[i].name);
+        query_pack_str(pk, "state"); query_pack_str(pk, d[i].state == NQ_DEVICE_FAILED ? "failed" : "counting");
+        query_pack_str(pk, "queued"); msgpack_pack_uint32(pk, d[i].queued);
+        query_pack_str(pk, "shards"); msgpack_pack_uint64(pk, d[i].shards);
+        query_pack_str(pk, "shards_per_s"); msgpack_pack_double(pk, (double)d[i].rate_milli / 1000);
+    }
+}
+
 static void pk_worker(msgpack_packer *pk, sqlite3_stmt *st, const query_live_t *live)
 {
     static const char *const keys[11] = {
@@ -20,7 +38,7 @@ static void pk_worker(msgpack_packer *pk, sqlite3_stmt *st, const query_live_t *
     };
     double seconds = sqlite3_column_double(st, 8);
     double nps = seconds > 0 ? (double)(uint64_t)sqlite3_column_int64(st, 7) / seconds : 0;
-    msgpack_pack_map(pk, 15);
+    msgpack_pack_map(pk, 16);
     for (int i = 0; i < 11; i++) {
         query_pack_str(pk, keys[i]);
         if (i <= 2) query_pack_col_text(pk, st, i);
@@ -48,6 +66,7 @@ static void pk_worker(msgpack_packer *pk, sqlite3_stmt *st, const query_live_t *
     query_pack_str(pk, "kernel");               /* the worker's own words: renderers escape them */
     if (known && alive && kernel[0]) query_pack_str(pk, kernel);
     else msgpack_pack_nil(pk);
+    pk_devices(pk, known && alive ? live : NULL, id);
 }
 
 static int workers_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_t errlen)

@@ -36,6 +36,7 @@ typedef enum {
     F_STR,                        /* msgpack str -> NUL-terminated char array */
     F_BIN,                        /* msgpack bin -> pointer into the frame + size_t length */
     F_HB,                         /* HEARTBEAT items: array of [lease, progress] */
+    F_DEVS,                       /* HEARTBEAT devices: array of [name, state, queued, shards, rate] */
     F_PARAMS,                     /* CTL_REQ params: map of str key -> str | uint */
     F_DOC                         /* CTL_REP document: any msgpack value, bounded */
 } fkind_t;
@@ -74,6 +75,7 @@ static const field_t f_task[] = {
 };
 static const field_t f_heartbeat[] = {
     { "heartbeat.items", F_HB, 0, 0, 0, NQ_MAX_HEARTBEAT_ITEMS }, FANY(heartbeat.sync),
+    { "heartbeat.devices", F_DEVS, 0, 0, 0, NQ_MAX_HB_DEVICES },
 };
 static const field_t f_result[] = {
     FANY(result.job), FANY(result.shard), FANY(result.lease), FU8(result.kind, 1, 3),
@@ -420,6 +422,37 @@ static int rd_bin(rd_t *r, size_t max, const uint8_t **ptr, size_t *len)
  * Decoding the structured fields
  * ------------------------------------------------------------------------- */
 
+/* At most NQ_MAX_HB_DEVICES devices, each exactly [name, state, queued, shards, rate_milli]: a
+   peer cannot make the broker keep more than a fixed few names a worker, each of at most 63 bytes
+   of text. */
+static int decode_devices(rd_t *r, nq_heartbeat_t *hb)
+{
+    mp_head_t h;
+    uint64_t v;
+    if (rd_expect(r, &h, MP_ARRAY))
+        return -1;
+    if (h.v > NQ_MAX_HB_DEVICES)
+        return rd_fail(r, "has %llu devices, more than %d", (unsigned long long)h.v, NQ_MAX_HB_DEVICES);
+    for (hb->ndevices = 0; hb->ndevices < h.v; hb->ndevices++) {
+        nq_hb_device_t *d = &hb->devices[hb->ndevices];
+        mp_head_t dh;
+        if (rd_expect(r, &dh, MP_ARRAY))
+            return -1;
+        if (dh.v != 5)
+            return rd_fail(r, "device %u has %llu elements, expected [name, state, queued, shards, rate]",
+                           hb->ndevices, (unsigned long long)dh.v);
+        if (rd_str(r, d->name, sizeof d->name, 0) || rd_uint(r, 0, NQ_DEVICE_FAILED, &v))
+            return -1;
+        d->state = (uint8_t)v;
+        if (rd_uint(r, 0, UINT32_MAX, &v))
+            return -1;
+        d->queued = (uint32_t)v;
+        if (rd_uint(r, 0, UINT64_MAX, &d->shards) || rd_uint(r, 0, UINT64_MAX, &d->rate_milli))
+            return -1;
+    }
+    return 0;
+}
+
 static int decode_heartbeat(rd_t *r, nq_heartbeat_t *hb)
 {
     mp_head_t h;
@@ -554,6 +587,8 @@ static int decode_field(rd_t *r, const field_t *f, nq_msg_t *m)
         return rd_bin(r, (size_t)f->max, (const uint8_t **)(void *)p, (size_t *)(void *)((char *)m + f->aux));
     case F_HB:
         return decode_heartbeat(r, &m->u.heartbeat);
+    case F_DEVS:
+        return decode_devices(r, &m->u.heartbeat);
     case F_PARAMS:
         return decode_params(r, &m->u.ctl_req);
     case F_DOC:
@@ -719,6 +754,15 @@ static bool field_ok(const nq_msg_t *m, const field_t *f)
     case F_HB:
         return m->u.heartbeat.count <= NQ_MAX_HEARTBEAT_ITEMS &&
                (m->u.heartbeat.items || m->u.heartbeat.count == 0);
+    case F_DEVS:
+        if (m->u.heartbeat.ndevices > NQ_MAX_HB_DEVICES)
+            return false;
+        for (uint32_t i = 0; i < m->u.heartbeat.ndevices; i++) {
+            const nq_hb_device_t *d = &m->u.heartbeat.devices[i];
+            if (!str_field_ok(d->name, sizeof d->name, 0) || d->state > NQ_DEVICE_FAILED)
+                return false;
+        }
+        return true;
     case F_PARAMS:
         return params_ok(&m->u.ctl_req);
     case F_DOC:
@@ -749,6 +793,16 @@ static int pack_field(msgpack_packer *pk, msgpack_sbuffer *sb, const nq_msg_t *m
         for (uint32_t i = 0; i < m->u.heartbeat.count; i++)
             rc |= msgpack_pack_array(pk, 2) | msgpack_pack_uint64(pk, m->u.heartbeat.items[i].lease) |
                   msgpack_pack_uint64(pk, m->u.heartbeat.items[i].progress);
+        return rc;
+    case F_DEVS:
+        rc = msgpack_pack_array(pk, m->u.heartbeat.ndevices);
+        for (uint32_t i = 0; i < m->u.heartbeat.ndevices; i++) {
+            const nq_hb_device_t *d = &m->u.heartbeat.devices[i];
+            size_t nl = strlen(d->name);
+            rc |= msgpack_pack_array(pk, 5) | msgpack_pack_str(pk, nl) | msgpack_pack_str_body(pk, d->name, nl) |
+                  msgpack_pack_uint8(pk, d->state) | msgpack_pack_uint32(pk, d->queued) |
+                  msgpack_pack_uint64(pk, d->shards) | msgpack_pack_uint64(pk, d->rate_milli);
+        }
         return rc;
     case F_PARAMS:
         rc = msgpack_pack_map(pk, m->u.ctl_req.nparams);

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <msgpack.h>
 
-#define NQ_PROTO_VERSION      4            /* the one version spoken: a frame of any other is
+#define NQ_PROTO_VERSION      5            /* the one version spoken: a frame of any other is
                                               refused (proto_decode: NQ_PROTO_WRONG_VERSION) */
 #define NQ_MAX_FRAME          (64u << 20)  /* bytes; also ZMQ_MAXMSGSIZE on every socket */
 #define NQ_MAX_PAYLOAD        (48u << 20)  /* RESULT payload / SOLPART data bytes */
@@ -82,11 +82,26 @@ typedef struct {
 } nq_task_t;
 
 typedef struct { uint64_t lease, progress; } nq_hb_item_t;
+/* A GPU worker's devices, one figure set each (a worker drives at most NQ_GPU_MAX_DEVICES):
+   the name is the driver's words, text but hostile like every string from a peer. */
+#define NQ_MAX_HB_DEVICES   16
+#define NQ_DEVICE_NAME_MAX  64            /* bytes with the NUL: a name is cut to 63 */
+#define NQ_DEVICE_OK        0
+#define NQ_DEVICE_FAILED    1
+typedef struct {
+    char name[NQ_DEVICE_NAME_MAX];
+    uint8_t state;                /* NQ_DEVICE_OK or NQ_DEVICE_FAILED */
+    uint32_t queued;              /* shards it holds now */
+    uint64_t shards;              /* shards it counted since the worker started */
+    uint64_t rate_milli;          /* shards a second it counts lately, times 1000 */
+} nq_hb_device_t;
 typedef struct {
     uint32_t count;               /* 0..NQ_MAX_HEARTBEAT_ITEMS */
     nq_hb_item_t *items;          /* decode: malloc'd by proto_decode, freed by proto_msg_free */
     uint64_t sync;                /* broker -> worker: a new token; worker -> broker: the last token
                                      it read (0: none), so every lease sent before it is in items */
+    uint32_t ndevices;            /* 0..NQ_MAX_HB_DEVICES: a GPU worker's devices; 0 otherwise */
+    nq_hb_device_t devices[NQ_MAX_HB_DEVICES];
 } nq_heartbeat_t;
 
 typedef struct {

@@ -34,13 +34,14 @@ ctx = zmq.Context()
 s = ctx.socket(zmq.DEALER)
 s.setsockopt(zmq.LINGER, 0)
 s.connect(sys.argv[1])
-pack = lambda *f: s.send(msgpack.packb([4, *f], use_bin_type=True))
+pack = lambda *f: s.send(msgpack.packb([5, *f], use_bin_type=True))
 pack(1, "html-peer", int.from_bytes(os.urandom(8), "little"), "<img src=x onerror=alert(2)>", 1,
      "<script>alert(3)</script>")
 pack(3, 0)                                   # CREDIT 0: it takes no work, it only stays alive
 end = time.monotonic() + float(sys.argv[2])
 while time.monotonic() < end:
-    pack(5, [], 0)                           # HEARTBEAT: holds nothing, echoes no token
+    # HEARTBEAT: holds nothing, echoes no token; one "GPU" named in markup
+    pack(5, [], 0, [["<img src=x onerror=alert(4)>", 0, 3, 12, 2500]])
     time.sleep(0.1)
 PY
 start peer "$PY" peer.py "$WEP" 900         # for the whole test: the cleanup ends it
@@ -101,11 +102,13 @@ dom /workers >workers.html || fail "chromium could not load /workers"
 grep -q '&lt;script&gt;alert(1)&lt;/script&gt;' workers.html || fail "the hostile worker id is not shown as text"
 grep -q '&lt;img src=x onerror=alert(2)&gt;' workers.html || fail "the hostile host is not shown as text"
 grep -q '&lt;script&gt;alert(3)&lt;/script&gt;' workers.html || fail "the hostile kernel is not shown as text"
+grep -q '0: &lt;img src=x onerror=alert(4)&gt;, counting, 3 queued, 12 shards, 2.5 shards/s' workers.html \
+    || fail "the hostile peer's device is not shown as text with its figures"
 if grep -qi '<script\|<img' workers.html index.html job.html; then
     fail "markup from the DB or the wire became an element"
 fi
 grep -Eq '<td class="l">nq-[0-9.]+ (avx512|scalar)</td>' workers.html || fail "/workers does not name w1's CPU kernel"
-ok "/workers: a worker id, host and kernel full of markup show as text; w1's kernel named"
+ok "/workers: a worker id, host, kernel and device name full of markup show as text; w1's kernel named"
 
 # Screenshots, wide and narrow: each shows its chart's two lines (the chart's blue and orange,
 # counted by tests/tools/png_colors.py), not cut off or left out at a phone's width.
