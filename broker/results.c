@@ -251,7 +251,8 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
     if (r->kind == NQ_KIND_SOLVE && solutions_verifying(b, r->lease))
         return;                         /* a resend while its solution is being checked: that answers it */
     nq_solbuf_t *sol = solutions_take(b, r);
-    if (!sol && !l && r->kind == NQ_KIND_SOLVE && r->status == NQ_RES_OK && shard_decided(b, r->job, r->shard)) {
+    if (!sol && !l && r->kind == NQ_KIND_SOLVE && r->status == NQ_RES_OK &&
+        shard_decided(b, r->job, r->shard)) {
         /* A resend that crossed its ACK: its parts came while the first copy was checked and were
            dropped, and that copy decided the shard. Nothing to judge (without parts it can store
            nothing); refusing it struck an honest worker and warned in `nq run solve 100000000`. */

@@ -56,7 +56,8 @@ static int result_threads(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *er
 {
     uint64_t n = 0;
     int rc = query_count_rows(db, "SELECT coalesce(sum(max(w.threads, 0)), 0) FROM job_workers jw"
-                                  " JOIN workers w ON w.id = jw.worker WHERE jw.job = ?", id, &n, err, errlen);
+                                  " JOIN workers w ON w.id = jw.worker WHERE jw.job = ?",
+                              id, &n, err, errlen);
     if (rc == 0)
         msgpack_pack_uint64(pk, n);
     return rc;

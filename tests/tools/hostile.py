@@ -404,7 +404,8 @@ def resend_after_ack(ctx, ep, n):
     chunk = 4 << 20
     for off in range(0, len(data), chunk):
         p.send(SOLPART, t["job"], t["shard"], t["lease"], off // 4, data[off:off + chunk], t["proof"])
-    result = (RESULT, t["job"], t["shard"], t["lease"], t["kind"], RES_OK, 1, 0, 1, 1, 1, 1000, n, t["proof"], b"", 0)
+    result = (RESULT, t["job"], t["shard"], t["lease"], t["kind"], RES_OK, 1, 0, 1, 1, 1, 1000, n, t["proof"],
+              b"", 0)
     p.send(*result)
     p.pump(60, want_acks=1)
     p.send(*result)
