@@ -444,6 +444,9 @@ int spotcheck_load(nq_broker_t *b, nq_job_t *j);
    store decides, and check copies that went missing are queued again. */
 int spotcheck_holds(nq_broker_t *b, nq_job_t *j, int idle);
 void spotcheck_tick(nq_broker_t *b, double now);
+/* 1 when the shard's check is a nodes dispute that only a count by the CPU kernels can settle:
+   its copy asks for one (TASK.algo NQ_TASK_CPU). */
+int spotcheck_wants_cpu(nq_broker_t *b, nq_job_t *j, uint64_t shard);
 /* The holder of a shard a tail copy decided lost its lease unheard: in a job without spot-checks
    the copy's result stands as a first result does, and waits for no check (spotcheck.c). */
 void spotcheck_copy_alone(nq_broker_t *b, uint64_t job, uint64_t shard);

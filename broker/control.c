@@ -156,21 +156,21 @@ int control_query(sqlite3 *db, const char *db_path, const query_live_t *live, co
 }
 
 /* Live figures for `nq workers`: who is connected right now and what it holds. */
-static int live_lookup(void *ud, const char *worker_id, int *alive, double *nodes_per_s, uint32_t *leases,
-                       char kernel[QUERY_KERNEL_MAX])
+static int live_lookup(void *ud, const char *worker_id, query_worker_live_t *w)
 {
     nq_broker_t *b = ud;
     for (nq_peer_t *p = b->peers; p; p = p->next)
         if (strcmp(p->hello.worker_id, worker_id) == 0) {
-            *alive = 1;
-            *leases = p->outstanding;
+            w->alive = 1;
+            w->leases = p->outstanding;
             double up = b->now - p->first_seen;
-            *nodes_per_s = up > 0 ? (double)p->nodes_done / up : 0;
-            snprintf(kernel, QUERY_KERNEL_MAX, "%s", p->hello.build);
+            w->nodes_per_s = up > 0 ? (double)p->nodes_done / up : 0;
+            snprintf(w->kernel, sizeof w->kernel, "%s", p->hello.build);
+            w->rtt_s = peer_rtt(p);
             return 0;
         }
-    *alive = 0;
-    *leases = 0;
+    w->alive = 0;
+    w->leases = 0;
     return 0;
 }
 

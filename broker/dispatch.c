@@ -31,6 +31,7 @@
 #include <string.h>
 
 #define DISPATCH_AHEAD_S 2.0        /* estimated work each worker is kept supplied with */
+#define FAR_RTT_S 0.05              /* a round trip beyond a LAN's (Europe to Australia is 0.3 s) */
 #define SCHED_REFRESH_S 0.25        /* how often the workers' rates and the tail are looked at */
 #define FAST_ENOUGH 0.5             /* a lane at least this share of the fastest takes from the front */
 #define WELL_BEFORE 0.5             /* ... or one that finishes the shard in this share of the time left */
@@ -103,6 +104,8 @@ static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, const jobq_taken
     int rc = task_shard(b, j, tk->shard, fresh, check, &row);
     if (rc != 0)
         return rc;
+    if (check && j->spec.kind == NQ_KIND_COUNT && spotcheck_wants_cpu(b, j, tk->shard))
+        snprintf(row.algo, sizeof row.algo, "%s", NQ_TASK_CPU);
     nq_lease_t *l = task_out(b, p, j, tk->shard, &row);
     if (!l)
         return -1;
@@ -160,9 +163,10 @@ static void sched_refresh(nq_broker_t *b)
    round trip of what its threads do (a result takes that long to come back and its next lease to
    get there: a far worker kept only DISPATCH_AHEAD_S ahead idles for the difference). Its threads
    times its lane, not its rate, count for the round trip: a starved worker's rate is what the link
-   let through, and would keep it starved. Before its rate is known its lane stands for it (a far
-   worker's first results come a round trip late, and what it asked for meanwhile, from its first
-   small shards, may be the whole job); with neither, it gets what it asked for. */
+   let through, and would keep it starved. Before its rate is known its lane stands for it; with
+   neither, a near worker gets what it asked for, as before, and a far one (FAR_RTT_S) its threads
+   and one: its credit covers a round trip of what its first small shards took, and one such
+   worker once held 603 of count 18's shards while the other idled. */
 static int wants_more(const nq_peer_t *p)
 {
     uint32_t threads = p->hello.threads ? p->hello.threads : 1;
@@ -171,8 +175,8 @@ static int wants_more(const nq_peer_t *p)
     if (p->outstanding < threads + 1 || sched_plain())
         return 1;
     double busy = p->lane * threads > p->rate ? p->lane * threads : p->rate;
-    if (busy <= 0)
-        return 1;
+    if (busy <= 0)                      /* nothing measured: near, what it asked for; far, no more yet */
+        return peer_rtt(p) < FAR_RTT_S;
     return p->out_cost < DISPATCH_AHEAD_S * (p->rate > 0 ? p->rate : busy) + peer_rtt(p) * busy;
 }
 

@@ -239,7 +239,8 @@ int spotcheck_stage(nq_broker_t *b, nq_pending_result_t *e)
         if (sv.verify == 1)
             nq_log(NQ_LOG_WARN, "spotcheck.disagree", "job=%llu shard=%llu worker=%s nodes=%d",
                    (unsigned long long)e->r.job, (unsigned long long)e->r.shard, e->worker, d.want_cpu);
-        rc = sv.verify == 2 ? 0 : store_shard_set_verify(s, e->r.job, e->r.shard, 2);
+        int verify = d.want_cpu ? NQ_VERIFY_CPU : NQ_VERIFY_DISPUTED;
+        rc = sv.verify == verify ? 0 : store_shard_set_verify(s, e->r.job, e->r.shard, verify);
         e->spot_push = 1;               /* a tie-break */
     } else {
         nq_log(NQ_LOG_WARN, "spotcheck.conflict", "job=%llu shard=%llu votes=%d",
@@ -400,6 +401,12 @@ void spotcheck_tick(nq_broker_t *b, double now)
             return;
         }
     }
+}
+
+int spotcheck_wants_cpu(nq_broker_t *b, nq_job_t *j, uint64_t shard)
+{
+    nq_shard_votes_t sv;
+    return store_shard_votes(b->store, j->id, shard, &sv) == 0 && sv.verify == NQ_VERIFY_CPU;
 }
 
 /* The check a tail copy's result waited for was its holder's result, or a third identity's. A

@@ -172,6 +172,17 @@ static void put_workers(FILE *f, const nq_metrics_snapshot_t *s)
         fprintf(f, "\"} %u\n", s->workers[i].leases);
     }
     put_devices(f, s);
+    put_family(f, "nq_worker_round_trip_seconds", "gauge",
+               "Each connected worker's round trip as the broker measured it (absent until measured).");
+    for (size_t i = 0; i < s->nworkers; i++) {
+        if (s->workers[i].rtt_s <= 0)
+            continue;
+        fputs("nq_worker_round_trip_seconds{worker=\"", f);
+        put_label_value(f, s->workers[i].id);
+        fputs("\"} ", f);
+        put_double(f, s->workers[i].rtt_s);
+        fputc('\n', f);
+    }
 }
 
 /* The jobs with series: the snapshot's (active), then the ended, each once. */

@@ -29,6 +29,7 @@ typedef struct {
     char kernel[64];               /* the build its HELLO named (from the wire: escape it) */
     const nq_hb_device_t *devices; /* a GPU worker's, as its last heartbeat said (names: escape) */
     uint32_t ndevices;
+    double rtt_s;                  /* its link's round trip, seconds; 0 before it is measured */
 } nq_metrics_worker_t;
 
 typedef struct {

@@ -87,8 +87,7 @@ nq_metrics_ended_t *web_metrics_ended(nq_http_t *h)
 }
 
 /* The broker's live view of a worker, from the last snapshot (query_live_t). */
-static int live_lookup(void *ud, const char *id, int *alive, double *nodes_per_s, uint32_t *leases,
-                       char kernel[QUERY_KERNEL_MAX])
+static int live_lookup(void *ud, const char *id, query_worker_live_t *out)
 {
     nq_http_t *h = ud;
     int rc = -1;
@@ -96,10 +95,11 @@ static int live_lookup(void *ud, const char *id, int *alive, double *nodes_per_s
     for (size_t i = 0; i < h->snap.nworkers; i++) {
         const nq_metrics_worker_t *w = &h->snap.workers[i];
         if (strcmp(w->id, id) == 0) {
-            *alive = 1;
-            *nodes_per_s = w->nodes_per_s;
-            *leases = w->leases;
-            snprintf(kernel, QUERY_KERNEL_MAX, "%s", w->kernel);
+            out->alive = 1;
+            out->nodes_per_s = w->nodes_per_s;
+            out->leases = w->leases;
+            snprintf(out->kernel, sizeof out->kernel, "%s", w->kernel);
+            out->rtt_s = w->rtt_s;
             rc = 0;
             break;
         }

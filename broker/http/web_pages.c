@@ -21,6 +21,15 @@ static void cell(FILE *f, const msgpack_object *doc, const char *key)
     fputs("</td>", f);
 }
 
+/* A round trip in milliseconds, "-" before it is measured (or for a worker not connected). */
+static void html_rtt(FILE *f, double rtt_s)
+{
+    if (rtt_s > 0)
+        fprintf(f, "%.0f ms", rtt_s * 1000);
+    else
+        fputs("-", f);
+}
+
 static void cell_duration(FILE *f, const msgpack_object *doc, const char *key)
 {
     double d;
@@ -115,13 +124,15 @@ static void workers_alive(nq_http_t *h, FILE *f)
     fprintf(f, "<h2>workers alive: <span id=\"workers-alive\">%zu</span></h2>\n", s->nworkers);
     if (s->nworkers)
         fputs("<table id=\"alive\"><tr><th class=\"l\">worker</th><th>leases</th><th>nodes/s</th>"
-              "<th class=\"l\"></th></tr>\n", f);
+              "<th>round trip</th><th class=\"l\"></th></tr>\n", f);
     for (size_t i = 0; i < s->nworkers; i++) {
         const nq_metrics_worker_t *w = &s->workers[i];
         fputs("<tr><td class=\"l worker\">", f);
         html_esc(f, w->id, strlen(w->id));
         fprintf(f, "</td><td>%u</td><td>", w->leases);
         html_rate(f, w->nodes_per_s);
+        fputs("</td><td>", f);
+        html_rtt(f, w->rtt_s);
         fprintf(f, "</td><td class=\"l\">%s</td></tr>\n", w->flagged ? "<span class=\"flag\">flagged"
                 "</span>" : "");
     }
@@ -282,6 +293,9 @@ static void worker_row(nq_http_t *h, FILE *f, const msgpack_object *w)
         html_rate(f, nps);
     else
         fputs("-", f);
+    fputs("</td><td>", f);
+    double rtt = 0;
+    html_rtt(f, doc_double(w, "rtt_s", &rtt) == 0 ? rtt : 0);
     fputs("</td>", f);
     cell(f, w, "conflicts");
     fprintf(f, "<td class=\"l\">%s</td></tr>\n", doc_bool(w, "flagged") ? "<span class=\"flag\">"
@@ -305,7 +319,7 @@ unsigned web_page_workers(nq_http_t *h, FILE *f)
               "<th class=\"l\">host</th><th class=\"l\">key</th><th>last seen"
               "</th><th>threads</th><th class=\"l\">kernel</th><th class=\"l\">alive</th><th>leases</th>"
               "<th>shards done</th>"
-              "<th>nodes/s</th><th>conflicts</th><th class=\"l\"></th></tr>\n", f);
+              "<th>nodes/s</th><th>round trip</th><th>conflicts</th><th class=\"l\"></th></tr>\n", f);
         for (uint32_t i = 0; i < d.doc->via.array.size; i++)
             worker_row(h, f, &d.doc->via.array.ptr[i]);
         fputs("</table></div>\n", f);

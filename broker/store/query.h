@@ -46,16 +46,22 @@
 /* Solutions listed in a result document; the rest are counted and reachable by export. */
 #define QUERY_RESULT_MAX_SOLUTIONS 1000u
 
-/* Live data the broker adds to documents. lookup returns 0 when it knows the worker (then
-   alive, nodes_per_s and leases are its current values, and kernel the build its HELLO named: a
-   GPU worker's names its device), else -1. job (may be NULL) returns 0 when the job is active in
-   the broker: then pending and leased count copies waiting and out on workers (quorum and check
-   copies too; the store has one lease per shard row) and waiting says why pending work is not
-   taken ("" when it is). */
+/* Live data the broker adds to documents. lookup returns 0 when it knows the worker (then *w
+   holds its current values: kernel is the build its HELLO named, a GPU worker's names its device;
+   rtt_s its link's round trip, 0 before it is measured), else -1. job (may be NULL) returns 0 when
+   the job is active in the broker: then pending and leased count copies waiting and out on
+   workers (quorum and check copies too; the store has one lease per shard row) and waiting says
+   why pending work is not taken ("" when it is). */
 #define QUERY_KERNEL_MAX 256
 typedef struct {
-    int (*lookup)(void *ud, const char *worker_id, int *alive, double *nodes_per_s, uint32_t *leases,
-                  char kernel[QUERY_KERNEL_MAX]);
+    int alive;
+    double nodes_per_s;
+    uint32_t leases;
+    char kernel[QUERY_KERNEL_MAX];
+    double rtt_s;
+} query_worker_live_t;
+typedef struct {
+    int (*lookup)(void *ud, const char *worker_id, query_worker_live_t *w);
     void *ud;
     int (*job)(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, char *waiting, size_t len);
     /* (may be NULL) a live GPU worker's devices as its last heartbeat said, into out: how many */
@@ -77,11 +83,11 @@ int query_job(sqlite3 *db, uint64_t id, const query_live_t *live, msgpack_packer
 int query_list(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen);
 
 /* Array of {id, host, pubkey, threads, first_seen, last_seen, shards_done, nodes,
-   seconds, nodes_per_s, conflicts, flagged, alive, leases, kernel, devices}, by id; devices: a
-   live GPU worker's [{device, name, state ("counting" or "failed"), queued, shards, shards_per_s}],
-   else empty. Without live
-   (NULL), alive, leases and kernel are nil and nodes_per_s = nodes/seconds from the DB;
-   with live, a worker the broker knows gets its live values, others alive=false, kernel nil. */
+   seconds, nodes_per_s, conflicts, flagged, alive, leases, kernel, devices, rtt_s}, by id; devices:
+   a live GPU worker's [{device, name, state ("counting" or "failed"), queued, shards,
+   shards_per_s}], else empty. Without live (NULL), alive, leases, kernel and rtt_s are nil and
+   nodes_per_s = nodes/seconds from the DB; with live, a worker the broker knows gets its live
+   values (rtt_s nil until measured), others alive=false, kernel and rtt_s nil. */
 int query_workers(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen);
 /* Characters of a worker's public key that tables show (nq workers, the web view): enough to tell
    keys apart (12 Z85 digits, 76 bits) and to find its .pub file; the document has the whole key. */

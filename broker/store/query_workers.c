@@ -38,7 +38,7 @@ static void pk_worker(msgpack_packer *pk, sqlite3_stmt *st, const query_live_t *
     };
     double seconds = sqlite3_column_double(st, 8);
     double nps = seconds > 0 ? (double)(uint64_t)sqlite3_column_int64(st, 7) / seconds : 0;
-    msgpack_pack_map(pk, 16);
+    msgpack_pack_map(pk, 17);
     for (int i = 0; i < 11; i++) {
         query_pack_str(pk, keys[i]);
         if (i <= 2) query_pack_col_text(pk, st, i);
@@ -48,25 +48,24 @@ static void pk_worker(msgpack_packer *pk, sqlite3_stmt *st, const query_live_t *
             else msgpack_pack_false(pk);
         } else query_pack_col_u64(pk, st, i);
     }
-    int alive = 0;
-    double live_nps = 0;
-    uint32_t leases = 0;
-    char kernel[QUERY_KERNEL_MAX] = "";
+    query_worker_live_t w = { 0 };
     const char *id = (const char *)sqlite3_column_text(st, 0);
-    int known = live && live->lookup && id &&
-                live->lookup(live->ud, id, &alive, &live_nps, &leases, kernel) == 0;
-    query_pack_str(pk, "nodes_per_s"); msgpack_pack_double(pk, known ? live_nps : nps);
+    int known = live && live->lookup && id && live->lookup(live->ud, id, &w) == 0;
+    query_pack_str(pk, "nodes_per_s"); msgpack_pack_double(pk, known ? w.nodes_per_s : nps);
     query_pack_str(pk, "alive");
     if (!live) msgpack_pack_nil(pk);
-    else if (known && alive) msgpack_pack_true(pk);
+    else if (known && w.alive) msgpack_pack_true(pk);
     else msgpack_pack_false(pk);
     query_pack_str(pk, "leases");
     if (!live) msgpack_pack_nil(pk);
-    else msgpack_pack_uint32(pk, known ? leases : 0);
+    else msgpack_pack_uint32(pk, known ? w.leases : 0);
     query_pack_str(pk, "kernel");               /* the worker's own words: renderers escape them */
-    if (known && alive && kernel[0]) query_pack_str(pk, kernel);
+    if (known && w.alive && w.kernel[0]) query_pack_str(pk, w.kernel);
     else msgpack_pack_nil(pk);
-    pk_devices(pk, known && alive ? live : NULL, id);
+    query_pack_str(pk, "rtt_s");                /* its link's round trip, as the broker measured it */
+    if (known && w.alive && w.rtt_s > 0) msgpack_pack_double(pk, w.rtt_s);
+    else msgpack_pack_nil(pk);
+    pk_devices(pk, known && w.alive ? live : NULL, id);
 }
 
 static int workers_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_t errlen)

@@ -123,6 +123,11 @@ typedef struct {
    compare with the CPU's. */
 enum { NQ_NODES_CPU = 0, NQ_NODES_GPU_FAST = 1 };
 
+/* TASK.algo of a count: "" any kernel, or this: the CPU kernels' count is wanted (a nodes dispute
+   between two CPU counts, which no other kernel's nodes can settle). A worker with a GPU runs it on
+   a CPU thread, and makes no GPU copy of it. */
+#define NQ_TASK_CPU "cpu"
+
 typedef struct {
     uint64_t job, shard, lease;
     uint64_t offset;              /* first row in this chunk */

@@ -544,16 +544,16 @@ T_TEST(test_live_solutions_not_counted)
     sqlite3_close(db);
 }
 
-static int live_lookup(void *ud, const char *id, int *alive, double *nps, uint32_t *leases,
-                       char kernel[QUERY_KERNEL_MAX])
+static int live_lookup(void *ud, const char *id, query_worker_live_t *w)
 {
     (void)ud;
     if (strcmp(id, "w1") != 0)
         return -1;
-    *alive = 1;
-    *nps = 123.5;
-    *leases = 3;
-    snprintf(kernel, QUERY_KERNEL_MAX, "nq-0.1.0 gpu: Some GPU (Vendor)");
+    w->alive = 1;
+    w->nodes_per_s = 123.5;
+    w->leases = 3;
+    snprintf(w->kernel, sizeof w->kernel, "nq-0.1.0 gpu: Some GPU (Vendor)");
+    w->rtt_s = 0.3;
     return 0;
 }
 
@@ -579,7 +579,7 @@ T_TEST(test_workers)
         T_EQ_U64(getu(w2, "nodes"), UINT64_MAX);          /* stored bit pattern read as u64 */
         T_CHECK(!getb(w1, "flagged") && getb(w2, "flagged"));
         T_EQ_U64(getu(w2, "conflicts"), 2);
-        T_CHECK(is_nil(w1, "alive") && is_nil(w1, "leases") && is_nil(w1, "kernel"));
+        T_CHECK(is_nil(w1, "alive") && is_nil(w1, "leases") && is_nil(w1, "kernel") && is_nil(w1, "rtt_s"));
     }
     doc_free(&d);
 
@@ -595,6 +595,8 @@ T_TEST(test_workers)
         NEAR(getd(w1, "nodes_per_s"), 123.5, 0);
         T_CHECK(str_is(get(w1, "kernel"), "nq-0.1.0 gpu: Some GPU (Vendor)"));   /* the device it runs on */
         T_CHECK(is_nil(w2, "kernel"));
+        NEAR(getd(w1, "rtt_s"), 0.3, 0);                  /* its link's round trip */
+        T_CHECK(is_nil(w2, "rtt_s"));
     }
     doc_free(&d);
     sqlite3_close(db);
