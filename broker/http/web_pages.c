@@ -233,7 +233,8 @@ static void cell_devices(FILE *f, const msgpack_object *w)
         fputs(" queued, ", f);
         html_esc_obj(f, doc_get(d, "shards"));
         const msgpack_object *r = doc_get(d, "shards_per_s");
-        fprintf(f, " shards, %.3g shards/s</span>", r && r->type == MSGPACK_OBJECT_FLOAT64 ? r->via.f64 : 0.0);
+        double rate = r && r->type == MSGPACK_OBJECT_FLOAT64 ? r->via.f64 : 0.0;
+        fprintf(f, " shards, %.3g shards/s</span>", rate);
     }
 }
 

@@ -799,8 +799,8 @@ static int pack_field(msgpack_packer *pk, msgpack_sbuffer *sb, const nq_msg_t *m
         for (uint32_t i = 0; i < m->u.heartbeat.ndevices; i++) {
             const nq_hb_device_t *d = &m->u.heartbeat.devices[i];
             size_t nl = strlen(d->name);
-            rc |= msgpack_pack_array(pk, 5) | msgpack_pack_str(pk, nl) | msgpack_pack_str_body(pk, d->name, nl) |
-                  msgpack_pack_uint8(pk, d->state) | msgpack_pack_uint32(pk, d->queued) |
+            rc |= msgpack_pack_array(pk, 5) | msgpack_pack_str(pk, nl) |
+                  msgpack_pack_str_body(pk, d->name, nl) | msgpack_pack_uint8(pk, d->state) | msgpack_pack_uint32(pk, d->queued) |
                   msgpack_pack_uint64(pk, d->shards) | msgpack_pack_uint64(pk, d->rate_milli);
         }
         return rc;
