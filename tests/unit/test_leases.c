@@ -322,7 +322,8 @@ T_TEST(test_grace_after_restart)
     uint64_t job = submit(8, 1);
     fake_t w;
     fake_hello(&w, "w-gone", 13, 1);
-    run_for(0.3, 0.05, &w, NULL);
+    for (int i = 0; i < 100 && w.ntasks < 1; i++)   /* a loaded machine delivers late: wait for it */
+        run_for(0.05, 0.05, &w, NULL);
     T_EQ_U64(w.ntasks, 1);
     uint64_t shard = w.tasks[0].shard;
     results_flush(b);
@@ -782,6 +783,40 @@ T_TEST(test_spotcheck_moot_copies_after_restart)
     T_CHECK(jobq_find(b, job) == NULL);
     fake_close(&a);
     fake_close(&b2);
+    teardown();
+}
+
+/* A worker's nodes saturate: two fast-kind results of 2^64-1 nodes each (their nodes are the GPU
+   kernel's own, never bounded) leave it at 2^64-1, where they wrapped to 2^64-2 and its nodes/s
+   fell to a small number. */
+T_TEST(test_worker_nodes_do_not_wrap)
+{
+    setup();
+    submit(8, 1);
+    fake_t w;
+    fake_hello(&w, "w-fast", 21, 2);
+    w.echo = 1;
+    for (int i = 0; i < 100 && w.ntasks < 2; i++)   /* a loaded machine delivers late: wait for it */
+        run_for(0.05, 0.05, &w, NULL);
+    T_EQ_U64(w.ntasks, 2);
+    for (int i = 0; i < 2; i++) {
+        const nq_task_t *t = &w.tasks[i];
+        const nq_count_result_t *c = &truth[t->job % TRUTH_JOBS][t->shard % TRUTH_SHARDS];
+        nq_msg_t m = { .type = NQ_MSG_RESULT };
+        m.u.result = (nq_result_t){ .job = t->job, .shard = t->shard, .lease = t->lease, .kind = NQ_KIND_COUNT,
+                                    .total = c->total, .unique = c->unique, .nodes = UINT64_MAX,
+                                    .res13 = c->res13, .res15 = c->res15, .elapsed_us = 1000, .proof = t->proof,
+                                    .nodes_kind = NQ_NODES_GPU_FAST };
+        fake_send(&w, &m);
+    }
+    for (int i = 0; i < 100 && w.acks < 2; i++) {
+        run_for(0.05, 0.05, &w, NULL);
+        results_flush(b);
+    }
+    T_EQ_U64(w.acks, 2);
+    T_CHECK(b->peers != NULL);
+    T_EQ_U64(b->peers ? b->peers->nodes_done : 0, UINT64_MAX);
+    fake_close(&w);
     teardown();
 }
 
