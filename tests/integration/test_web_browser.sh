@@ -109,6 +109,10 @@ if grep -qi '<script\|<img' workers.html index.html job.html; then
 fi
 grep -Eq '<td class="l">nq-[0-9.]+ (avx512|scalar)</td>' workers.html || fail "/workers does not name w1's CPU kernel"
 ok "/workers: a worker id, host, kernel and device name full of markup show as text; w1's kernel named"
+# One worker showed three nodes/s figures with no window named: each table says which it shows.
+grep -q '<th[^>]*>nodes/s since connected</th>' index.html && grep -q '<th>nodes/s since connected</th>' workers.html &&
+    grep -q '<th[^>]*>nodes per thread-second</th>' job.html || fail "a nodes/s column without its window named"
+ok "every nodes/s column names its window: since connected (/, /workers), per thread-second on the job"
 
 # Screenshots, wide and narrow: each shows its chart's two lines (the chart's blue and orange,
 # counted by tests/tools/png_colors.py), not cut off or left out at a phone's width.
