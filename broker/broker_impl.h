@@ -438,12 +438,17 @@ void job_wait_why(nq_broker_t *b, const nq_job_t *j, char *buf, size_t len);
 int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_result_t *e);
 int spotcheck_stage(nq_broker_t *b, nq_pending_result_t *e);     /* writes a vote: NQ_PUT_* */
 void spotcheck_after_commit(nq_broker_t *b, nq_job_t *j, const nq_pending_result_t *e);
+/* Whether p may not take check copy c: 0 it may, 1 it may not (it voted, holds the shard, or lost a
+   dispute), 2 the copy is moot (its check was decided): the caller drops it. */
 int spotcheck_excludes(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_check_copy_t *c);
 int spotcheck_load(nq_broker_t *b, nq_job_t *j);
 /* 1 while job j has checks not decided or a sweep running. When idle (nothing queued or out) the
    store decides, and check copies that went missing are queued again. */
 int spotcheck_holds(nq_broker_t *b, nq_job_t *j, int idle);
 void spotcheck_tick(nq_broker_t *b, double now);
+/* 1 when the shard's check is a nodes dispute that only a count by the CPU kernels can settle:
+   its copy asks for one (TASK.algo NQ_TASK_CPU). */
+int spotcheck_wants_cpu(nq_broker_t *b, nq_job_t *j, uint64_t shard);
 /* The holder of a shard a tail copy decided lost its lease unheard: in a job without spot-checks
    the copy's result stands as a first result does, and waits for no check (spotcheck.c). */
 void spotcheck_copy_alone(nq_broker_t *b, uint64_t job, uint64_t shard);

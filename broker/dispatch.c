@@ -104,6 +104,8 @@ static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, const jobq_taken
     int rc = task_shard(b, j, tk->shard, fresh, check, &row);
     if (rc != 0)
         return rc;
+    if (check && j->spec.kind == NQ_KIND_COUNT && spotcheck_wants_cpu(b, j, tk->shard))
+        snprintf(row.algo, sizeof row.algo, "%s", NQ_TASK_CPU);
     nq_lease_t *l = task_out(b, p, j, tk->shard, &row);
     if (!l)
         return -1;
@@ -327,7 +329,12 @@ static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
         deferred_t d = { j, { 0 } };
         jobq_take(j, from_back(b, p, j), allow_checks, &d.t);
         int check = d.t.check.nvoters > -2;
-        if (check ? spotcheck_excludes(b, p, j, &d.t.check) : quorum_excludes(b, p, j, d.t.shard)) {
+        int excluded = check ? spotcheck_excludes(b, p, j, &d.t.check) : quorum_excludes(b, p, j, d.t.shard);
+        if (excluded == 2) {            /* a moot check copy: dropped, and it may have been the last */
+            jobq_due(b, j);
+            continue;
+        }
+        if (excluded) {
             checks_skipped += check;
             skipped[nskipped++] = d;
             if (nskipped == 64)

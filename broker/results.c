@@ -322,7 +322,8 @@ static void result_accept(nq_broker_t *b, nq_peer_t *p, nq_pending_result_t *e, 
         if (twin && !by_copy)           /* the holder delivered first: the copy stops */
             leases_cancel(b, twin, "the other lease of its shard delivered first");
     }
-    p->nodes_done += r->nodes;
+    if (__builtin_add_overflow(p->nodes_done, r->nodes, &p->nodes_done))
+        p->nodes_done = UINT64_MAX;     /* saturates: a claimed 2^64-1 must not wrap its nodes/s small */
     txn_begin(b);
     e->by.who = idents_who(b, p);        /* the store tells a resend from a confirmation by it */
     nq_job_t *j = jobq_find(b, r->job);

@@ -133,9 +133,11 @@ static void put_device_labels(FILE *f, const char *metric, const nq_metrics_work
 static void put_devices(FILE *f, const nq_metrics_snapshot_t *s)
 {
     static const struct { const char *name, *type, *help; } fam[4] = {
-        { "nq_worker_device_shards_per_second", "gauge", "Shards a second each device of a GPU worker counts lately." },
+        { "nq_worker_device_shards_per_second", "gauge",
+          "Shards a second each device of a GPU worker counts lately." },
         { "nq_worker_device_queued", "gauge", "Shards each device of a GPU worker holds." },
-        { "nq_worker_device_shards", "gauge", "Shards each device of a GPU worker counted since the worker started." },
+        { "nq_worker_device_shards", "gauge",
+          "Shards each device of a GPU worker counted since the worker started." },
         { "nq_worker_device_up", "gauge", "1 while a GPU worker's device counts, 0 once it failed." },
     };
     for (int k = 0; k < 4; k++) {

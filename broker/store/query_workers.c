@@ -23,7 +23,8 @@ static void pk_devices(msgpack_packer *pk, const query_live_t *live, const char 
         msgpack_pack_map(pk, 6);
         query_pack_str(pk, "device"); msgpack_pack_uint32(pk, i);
         query_pack_str(pk, "name"); query_pack_str(pk, d[i].name);
-        query_pack_str(pk, "state"); query_pack_str(pk, d[i].state == NQ_DEVICE_FAILED ? "failed" : "counting");
+        query_pack_str(pk, "state");
+        query_pack_str(pk, d[i].state == NQ_DEVICE_FAILED ? "failed" : "counting");
         query_pack_str(pk, "queued"); msgpack_pack_uint32(pk, d[i].queued);
         query_pack_str(pk, "shards"); msgpack_pack_uint64(pk, d[i].shards);
         query_pack_str(pk, "shards_per_s"); msgpack_pack_double(pk, (double)d[i].rate_milli / 1000);

@@ -61,7 +61,7 @@ typedef struct {
 
 static const field_t f_hello[] = {
     FSTR(hello.worker_id, 1), FANY(hello.nonce), FSTR(hello.host, 0),
-    FU32(hello.threads, 1, 4096), FSTR(hello.build, 0),
+    FU32(hello.threads, 1, NQ_THREADS_MAX), FSTR(hello.build, 0),
 };
 static const field_t f_welcome[] = {
     FU32(welcome.heartbeat_ms, 100, 60000), FU32(welcome.liveness, 1, 100),
@@ -192,16 +192,26 @@ static void fld_set(nq_msg_t *m, const field_t *f, uint64_t v)   /* v already ra
     }
 }
 
+/* U+202A..U+202E and U+2066..U+2069: the bidirectional embeddings, overrides and isolates, which
+   reorder the text around them on a terminal or a page (a host name could make a log line or
+   `nq workers` read as something else). */
+static bool bidi_control(const unsigned char *u, size_t k)
+{
+    return k == 3 && u[0] == 0xe2 && ((u[1] == 0x80 && u[2] >= 0xaa && u[2] <= 0xae) ||
+                                      (u[1] == 0x81 && u[2] >= 0xa6 && u[2] <= 0xa9));
+}
+
 /* Strings are one line of valid UTF-8 text: no NUL (C strings could not hold it), no control
-   characters (C0, DEL, C1: they end up in log lines and terminals), and no malformed sequences
-   (overlong forms, surrogates, past U+10FFFF), so every string we keep is safe to print, to put
-   in JSON and in a Prometheus label as it is. */
+   characters (C0, DEL, C1, bidirectional: they end up in log lines and terminals), and no
+   malformed sequences (overlong forms, surrogates, past U+10FFFF), so every string we keep is
+   safe to print, to put in JSON and in a Prometheus label as it is. */
 static bool text_ok(const char *s, size_t len)
 {
     for (size_t i = 0; i < len;) {
         unsigned char c = (unsigned char)s[i];
         size_t k = nq_utf8_len(s + i, len - i);
-        if (k == 0 || c < 0x20 || c == 0x7f || (k == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0))
+        if (k == 0 || c < 0x20 || c == 0x7f || (k == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0) ||
+            bidi_control((const unsigned char *)s + i, k))
             return false;
         i += k;
     }
@@ -388,7 +398,7 @@ static int rd_str(rd_t *r, char *dst, size_t cap, size_t minlen)
     if (h.v < minlen)
         return rd_fail(r, "is empty");
     if (!text_ok((const char *)r->p, h.v))
-        return rd_fail(r, "contains a NUL or control byte, or is not valid UTF-8");
+        return rd_fail(r, "contains a NUL or control byte, a bidirectional control, or is not valid UTF-8");
     memcpy(dst, r->p, h.v);
     dst[h.v] = '\0';
     r->p += h.v;
@@ -789,8 +799,8 @@ static int pack_field(msgpack_packer *pk, msgpack_sbuffer *sb, const nq_msg_t *m
         for (uint32_t i = 0; i < m->u.heartbeat.ndevices; i++) {
             const nq_hb_device_t *d = &m->u.heartbeat.devices[i];
             size_t nl = strlen(d->name);
-            rc |= msgpack_pack_array(pk, 5) | msgpack_pack_str(pk, nl) | msgpack_pack_str_body(pk, d->name, nl) |
-                  msgpack_pack_uint8(pk, d->state) | msgpack_pack_uint32(pk, d->queued) |
+            rc |= msgpack_pack_array(pk, 5) | msgpack_pack_str(pk, nl) |
+                  msgpack_pack_str_body(pk, d->name, nl) | msgpack_pack_uint8(pk, d->state) | msgpack_pack_uint32(pk, d->queued) |
                   msgpack_pack_uint64(pk, d->shards) | msgpack_pack_uint64(pk, d->rate_milli);
         }
         return rc;

@@ -767,6 +767,18 @@ T_TEST(test_reject_bad_strings)
     reject_field(hello, 0, obj_str("", 0), "field 'worker_id' is empty");
     accept_field(hello, 2, obj_str("", 0));
     accept_field(hello, 2, obj_str("h\xc3\xa9llo", 6));   /* UTF-8 passes */
+    /* bidirectional embeddings, overrides and isolates never reach a log line, a terminal or a page */
+    static const char *bidi[] = { "\xe2\x80\xaa", "\xe2\x80\xab", "\xe2\x80\xac", "\xe2\x80\xad", "\xe2\x80\xae",
+                                  "\xe2\x81\xa6", "\xe2\x81\xa7", "\xe2\x81\xa8", "\xe2\x81\xa9" };
+    for (size_t i = 0; i < sizeof bidi / sizeof bidi[0]; i++) {
+        char h[16];
+        snprintf(h, sizeof h, "ab%scd", bidi[i]);
+        reject_field(hello, 2, obj_str(h, 7), "field 'host' contains a NUL or control byte, a bidirectional");
+        reject_field(hello, 4, obj_str(h, 7), "field 'build' contains");
+    }
+    accept_field(hello, 2, obj_str("ab\xe2\x80\xaf" "cd", 7));   /* U+202F, U+2065, U+2070: their neighbours */
+    accept_field(hello, 2, obj_str("ab\xe2\x81\xa5" "cd", 7));
+    accept_field(hello, 2, obj_str("ab\xe2\x81\xb0" "cd", 7));
     reject_field(req, 0, obj_str(s, 32), "field 'op' is 32 bytes, longer than 31");
     accept_field(req, 0, obj_str(s, 31));
     reject_field(req, 0, obj_str("", 0), "field 'op' is empty");
