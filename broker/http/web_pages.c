@@ -123,7 +123,8 @@ static void workers_alive(nq_http_t *h, FILE *f)
     const nq_metrics_snapshot_t *s = &h->snap;
     fprintf(f, "<h2>workers alive: <span id=\"workers-alive\">%zu</span></h2>\n", s->nworkers);
     if (s->nworkers)
-        fputs("<table id=\"alive\"><tr><th class=\"l\">worker</th><th>leases</th><th>nodes/s</th>"
+        fputs("<table id=\"alive\"><tr><th class=\"l\">worker</th><th>leases</th>"
+              "<th title=\"its nodes since it connected, over the time since\">nodes/s since connected</th>"
               "<th>round trip</th><th class=\"l\"></th></tr>\n", f);
     for (size_t i = 0; i < s->nworkers; i++) {
         const nq_metrics_worker_t *w = &s->workers[i];
@@ -315,12 +316,13 @@ unsigned web_page_workers(nq_http_t *h, FILE *f)
         fputs("<p>No worker has connected yet: <code>nq worker --connect tcp://BROKER:7555</code>.</p>\n", f);
     } else {
         fputs("<p class=\"muted\">Every worker this DB has seen. Kernel and leases are known for the "
-              "workers alive; nodes/s is live for them, an average over their work for the others.</p>\n", f);
+              "workers alive; nodes/s is since it connected for them (as on the jobs page), an average over "
+              "their work for the others.</p>\n", f);
         fputs("<div class=\"wide\"><table id=\"workers\"><tr><th class=\"l\">worker</th>"
               "<th class=\"l\">host</th><th class=\"l\">key</th><th>last seen"
               "</th><th>threads</th><th class=\"l\">kernel</th><th class=\"l\">alive</th><th>leases</th>"
               "<th>shards done</th>"
-              "<th>nodes/s</th><th>round trip</th><th>conflicts</th><th class=\"l\"></th></tr>\n", f);
+              "<th>nodes/s since connected</th><th>round trip</th><th>conflicts</th><th class=\"l\"></th></tr>\n", f);
         for (uint32_t i = 0; i < d.doc->via.array.size; i++)
             worker_row(h, f, &d.doc->via.array.ptr[i]);
         fputs("</table></div>\n", f);

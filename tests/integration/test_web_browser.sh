@@ -109,6 +109,10 @@ if grep -qi '<script\|<img' workers.html index.html job.html; then
 fi
 grep -Eq '<td class="l">nq-[0-9.]+ (avx512|scalar)</td>' workers.html || fail "/workers does not name w1's CPU kernel"
 ok "/workers: a worker id, host, kernel and device name full of markup show as text; w1's kernel named"
+# One worker showed three nodes/s figures with no window named: each table says which it shows.
+grep -q '<th[^>]*>nodes/s since connected</th>' index.html && grep -q '<th>nodes/s since connected</th>' workers.html &&
+    grep -q '<th[^>]*>nodes per thread-second</th>' job.html || fail "a nodes/s column without its window named"
+ok "every nodes/s column names its window: since connected (/, /workers), per thread-second on the job"
 
 # Screenshots, wide and narrow: each shows its chart's two lines (the chart's blue and orange,
 # counted by tests/tools/png_colors.py), not cut off or left out at a phone's width.
@@ -124,3 +128,27 @@ for size in 1280,900 390,844; do
     done
 done
 ok "screenshots at 1280x900 and 390x844 of /, /jobs/2 and /jobs/1, the charts' lines in those of / and /jobs/2, in $SHOTS"
+
+# At a phone's width the page lays out within it: a copy of each page (its style and chart are
+# inline) with a script that measures the layout, loaded from a file (no CSP there), says whether
+# the page, the jobs table with its ETA and total columns, and each chart fit in 390 px. A chart
+# with a min-width of 480 px had its right axis cut, and the jobs table scrolled its ETA and total
+# out of sight.
+FIT='<script>var w=innerWidth,bad=[];function chk(n,e){var r=e.getBoundingClientRect();
+if(r.width<=0||r.right>w+1)bad.push(n+" "+Math.round(r.left)+".."+Math.round(r.right));}
+if(document.documentElement.scrollWidth>w)bad.push("page "+document.documentElement.scrollWidth);
+document.querySelectorAll("svg.chart").forEach(function(s){chk("chart",s);});
+var t=document.getElementById("jobs");if(t){chk("jobs",t);t.querySelectorAll("th").forEach(function(h){
+if(/^(ETA|total)$/.test(h.textContent))chk(h.textContent,h);});}
+document.title="FIT:"+(bad.join(",")||"ok");</script>'
+for page in index:/ job:/jobs/2; do
+    curl -s "http://127.0.0.1:$HPORT${page#*:}" >"$T/${page%%:*}.fit.html" && echo "$FIT" >>"$T/${page%%:*}.fit.html" ||
+        fail "cannot fetch ${page#*:}"
+    for try in 1 2; do                  # a second try only when chromium wrote no page at all
+        chrome --dump-dom --window-size=390,844 "file://$T/${page%%:*}.fit.html" >fit.html
+        grep -q "<title>FIT:" fit.html && break
+    done
+    grep -q "<title>FIT:ok</title>" fit.html ||
+        fail "${page#*:} does not fit 390 px: $(grep -o '<title>[^<]*</title>' fit.html)"
+done
+ok "at 390 px, / and /jobs/2 fit: the charts whole (their right axis in view), the jobs table with ETA and total"
