@@ -166,7 +166,7 @@ int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_res
         e->by.verify = j->spec.verify_ppm > 0 && spot_draw(b, e->r.job, e->r.shard, rec.id) < rate;
         return 0;                       /* a first result */
     }
-    if (sv.votes[0].who == rec.id || sv.verify == 0 || j->state == NQ_JOB_DONE)
+    if (sv.votes[0].who == rec.id || sv.verify == NQ_VERIFY_NONE || j->state == NQ_JOB_DONE)
         return 0;                       /* its own resend, or a decided shard: confirms or is evidence */
     verdict_vote_t vv[NQ_SPOT_MAX_VOTES];
     if (verdict_voted(vv, votes_of(&sv, vv), rec.id))
@@ -189,7 +189,7 @@ static int spot_decided(nq_broker_t *b, nq_pending_result_t *e, const nq_shard_v
     nq_store_t *s = b->store;
     uint64_t job = e->r.job, idx = e->r.shard;
     const nq_vote_t *win = &sv->votes[d->winner];
-    int rc = vote_agrees(win, &sv->votes[0]) ? store_shard_set_verify(s, job, idx, 0)
+    int rc = vote_agrees(win, &sv->votes[0]) ? store_shard_set_verify(s, job, idx, NQ_VERIFY_NONE)
                                              : store_shard_replace(s, job, idx, &sv->votes[0], win);
     int lost[NQ_SPOT_MAX_VOTES] = { 0 };
     for (int i = 0; i < d->nflag; i++)
@@ -222,7 +222,7 @@ int spotcheck_stage(nq_broker_t *b, nq_pending_result_t *e)
     e->spot_push = e->spot_closed = e->nflagged = 0;
     if (store_shard_votes(s, e->r.job, e->r.shard, &sv) != 0)
         return -1;
-    if (sv.state != NQ_SHARD_DONE || sv.verify == 0 || sv.nvotes >= NQ_SPOT_MAX_VOTES)
+    if (sv.state != NQ_SHARD_DONE || sv.verify == NQ_VERIFY_NONE || sv.nvotes >= NQ_SPOT_MAX_VOTES)
         return store_result_put_by(s, &e->r, e->worker, NULL, NULL, &e->by);   /* decided meanwhile */
     nq_vote_t v = store_vote_of(&e->r, NULL, e->by.who);
     int seq = sv.nvotes;
@@ -236,7 +236,7 @@ int spotcheck_stage(nq_broker_t *b, nq_pending_result_t *e)
     if (d.kind == VERDICT_DECIDED) {
         rc = spot_decided(b, e, &sv, &d);
     } else if (d.kind == VERDICT_MORE) {
-        if (sv.verify == 1)
+        if (sv.verify == NQ_VERIFY_WANTED)
             nq_log(NQ_LOG_WARN, "spotcheck.disagree", "job=%llu shard=%llu worker=%s nodes=%d",
                    (unsigned long long)e->r.job, (unsigned long long)e->r.shard, e->worker, d.want_cpu);
         int verify = d.want_cpu ? NQ_VERIFY_CPU : NQ_VERIFY_DISPUTED;

@@ -27,7 +27,6 @@
 #include <unistd.h>
 
 #define DEFAULT_SAMPLE 10
-#define MAX_THREADS 4096
 
 typedef struct {
     const char *file;
@@ -94,7 +93,7 @@ static int audit_args(int argc, char **argv, audit_args_t *o)
             rc = parse_range(optarg, o);
         else if (c == 'c')
             rc = parse_catch(optarg, o), caught = 1;
-        else if (c == 't' && (rc = cli_parse_u64("audit", "--threads", optarg, 1, MAX_THREADS, &v)) == 0)
+        else if (c == 't' && (rc = cli_parse_u64("audit", "--threads", optarg, 1, NQ_THREADS_MAX, &v)) == 0)
             o->threads = (unsigned)v;
         else if (c == 'h')
             return cli_help("audit"), -1;

@@ -52,7 +52,7 @@
    the job is active in the broker: then pending and leased count copies waiting and out on
    workers (quorum and check copies too; the store has one lease per shard row) and waiting says
    why pending work is not taken ("" when it is). */
-#define QUERY_KERNEL_MAX 256
+#define QUERY_KERNEL_MAX NQ_STR_MAX     /* a HELLO's build */
 typedef struct {
     int alive;
     double nodes_per_s;

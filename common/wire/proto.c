@@ -61,7 +61,7 @@ typedef struct {
 
 static const field_t f_hello[] = {
     FSTR(hello.worker_id, 1), FANY(hello.nonce), FSTR(hello.host, 0),
-    FU32(hello.threads, 1, 4096), FSTR(hello.build, 0),
+    FU32(hello.threads, 1, NQ_THREADS_MAX), FSTR(hello.build, 0),
 };
 static const field_t f_welcome[] = {
     FU32(welcome.heartbeat_ms, 100, 60000), FU32(welcome.liveness, 1, 100),

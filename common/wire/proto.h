@@ -30,7 +30,6 @@
 #define NQ_MAX_CTL_PARAMS     32           /* key/value pairs in a control request */
 #define NQ_MAX_DOC_DEPTH      8            /* nesting of a control reply document */
 #define NQ_MAX_DOC_ITEMS      (1u << 20)   /* total objects in a control reply document */
-#define NQ_STR_MAX            256          /* longest string field, including NUL */
 
 typedef enum {
     NQ_MSG_HELLO = 1,     /* worker -> broker */
@@ -56,7 +55,7 @@ typedef struct {
     char worker_id[NQ_STR_MAX];   /* stable id of the worker process (host:pid:start) */
     uint64_t nonce;               /* random per session: tells a restarted worker apart */
     char host[NQ_STR_MAX];
-    uint32_t threads;             /* 1..4096 */
+    uint32_t threads;             /* 1..NQ_THREADS_MAX */
     char build[NQ_STR_MAX];       /* kernel build id */
 } nq_hello_t;
 
