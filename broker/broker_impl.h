@@ -439,6 +439,8 @@ void job_wait_why(nq_broker_t *b, const nq_job_t *j, char *buf, size_t len);
 int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_result_t *e);
 int spotcheck_stage(nq_broker_t *b, nq_pending_result_t *e);     /* writes a vote: NQ_PUT_* */
 void spotcheck_after_commit(nq_broker_t *b, nq_job_t *j, const nq_pending_result_t *e);
+/* Whether p may not take check copy c: 0 it may, 1 it may not (it voted, holds the shard, or lost a
+   dispute), 2 the copy is moot (its check was decided): the caller drops it. */
 int spotcheck_excludes(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_check_copy_t *c);
 int spotcheck_load(nq_broker_t *b, nq_job_t *j);
 /* 1 while job j has checks not decided or a sweep running. When idle (nothing queued or out) the

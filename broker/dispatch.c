@@ -306,7 +306,12 @@ static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
         deferred_t d = { j, { 0 } };
         jobq_take(j, from_back(b, p, j), allow_checks, &d.t);
         int check = d.t.check.nvoters > -2;
-        if (check ? spotcheck_excludes(b, p, j, &d.t.check) : quorum_excludes(b, p, j, d.t.shard)) {
+        int excluded = check ? spotcheck_excludes(b, p, j, &d.t.check) : quorum_excludes(b, p, j, d.t.shard);
+        if (excluded == 2) {            /* a moot check copy: dropped, and it may have been the last */
+            jobq_due(b, j);
+            continue;
+        }
+        if (excluded) {
             checks_skipped += check;
             skipped[nskipped++] = d;
             if (nskipped == 64)

@@ -17,9 +17,13 @@
  * The draw is a keyed hash of (job, shard, identity) under the broker's secret: workers cannot
  * tell which results will be checked, and a resend draws the same.
  *
- * A check that agrees confirms both. One that disagrees opens a dispute: the result keeps
- * counting while a third identity computes the shard; the value two identities agree on wins
+ * A check is a policy of the one vote (verdict.h): two identities must agree, and up to four may
+ * be asked. A check that agrees confirms both. One that disagrees opens a dispute: the result keeps
+ * counting while a third identity computes the shard; the answer two identities agree on wins
  * (a fourth is asked when all three differ; then the shard is CONFLICT, visible and retryable).
+ * Two CPU counts that differ only in nodes are a nodes dispute: its tie-break asks for the CPU
+ * kernels' count (TASK.algo "cpu"), since a fast GPU count's nodes settle nothing. A tail copy's
+ * result is checked the same way (results.c).
  * If the check wins, the shard's row and the job's sums take its result in one transaction.
  * Every identity that voted against the winner is flagged (`nq status`, `nq workers`), and a
  * sweep marks every other result it delivered in the job for a check of its own; the job ends
@@ -292,6 +296,21 @@ void spotcheck_after_commit(nq_broker_t *b, nq_job_t *j, const nq_pending_result
 
 /* ---- dispatch ---- */
 
+/* The copy's voters from the store: 0, 2 when the copy is moot (its check was decided meanwhile:
+   a copy queued at a restart, and the check it waited for came in from a worker's outbox), -1. */
+static int copy_voters(nq_broker_t *b, nq_job_t *j, nq_check_copy_t *c)
+{
+    nq_shard_votes_t sv;
+    if (store_shard_votes(b->store, j->id, c->shard, &sv) != 0)
+        return -1;
+    if (sv.state != NQ_SHARD_DONE || sv.verify == NQ_VERIFY_NONE)
+        return 2;
+    c->nvoters = 0;
+    for (int i = 0; i < sv.nvotes && i < 4; i++)
+        c->voters[c->nvoters++] = sv.votes[i].who;
+    return 0;
+}
+
 int spotcheck_excludes(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_check_copy_t *c)
 {
     if (peers_ident_holds(b, p, j->id, c->shard))
@@ -304,17 +323,15 @@ int spotcheck_excludes(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_check_copy_
     }
     if (p->outvoted)
         return 1;                       /* an identity that lost a dispute checks nobody */
-    if (c->nvoters < 0) {               /* once per copy */
-        nq_shard_votes_t sv;
-        if (store_shard_votes(b->store, j->id, c->shard, &sv) != 0)
-            return 1;
-        c->nvoters = 0;
-        for (int i = 0; i < sv.nvotes && i < 4; i++)
-            c->voters[c->nvoters++] = sv.votes[i].who;
-    }
+    int fresh = c->nvoters < 0, rc;
+    if (fresh && (rc = copy_voters(b, j, c)) != 0)   /* once per copy, and ... */
+        return rc < 0 ? 1 : 2;
     for (int i = 0; i < c->nvoters; i++)
-        if (c->voters[i] == p->who)
-            return 1;
+        if (c->voters[i] == p->who) {   /* ... again when it excludes p: it may be moot by now, and a
+                                           moot copy every identity left voted on held the queue */
+            rc = fresh ? 0 : copy_voters(b, j, c);
+            return rc == 2 ? 2 : 1;
+        }
     return 0;
 }
 
