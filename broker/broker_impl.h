@@ -9,6 +9,7 @@
  *   solutions.c       a solve result's solution: assembled from SOLPARTs, big ones to the verifier
  *   result_check.c    checking a result against its job and shard before it may be stored
  *   dispatch.c        the scheduler: which shard each worker with credit gets next
+ *   sched_rules.c     ... its rules as pure functions of numbers (sched_rules.h)
  *   broker_metrics.c  the snapshot it hands the HTTP listener (broker/http/) once a second
  *   jobs.c            a job's life: load, list, settle (done or failed), cancel, retry, grace
  *   job_wait.c        why a job waits, when no connected worker may take its shards
