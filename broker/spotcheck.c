@@ -31,7 +31,7 @@
  * the faulty in every dispute, at an expected cost of about P of the job.
  *
  * Durable state: the shard row (who delivered it, verify), the checks table, job_flagged with
- * each sweep's progress (schema/006_spotcheck.sql). In memory: only the queue of check copies,
+ * each sweep's progress (schema/011_store.sql). In memory: only the queue of check copies,
  * rebuilt at load from the partial index of shards under check.
  */
 #include "broker_impl.h"

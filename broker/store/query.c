@@ -203,7 +203,7 @@ int query_job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t er
 
 /*
  * Shards per state and the sums over the done ones, in O(1) of the job's size: done, failed,
- * conflict and the sums are kept in the job's row (004_campaign.sql); leased shards are
+ * conflict and the sums are kept in the job's row (schema/011_store.sql); leased shards are
  * counted through the open-state index (as many as there are leases out); a finished job's
  * unfinished shards (cancelled, or a solve that found its solutions) are cancelled; the rest
  * are pending.
@@ -417,7 +417,7 @@ void query_pack_job(msgpack_packer *pk, const qjob_t *j)
         query_pack_str(pk, "total"); query_pack_u128(pk, j->total);
         query_pack_str(pk, "unique"); query_pack_u128(pk, j->unique);
         /* nodes in one unit: the CPU kernels', over the done shards that carry them; the fast GPU
-           kernel's own apart, with their shards (010_nodes_kind.sql) */
+           kernel's own apart, with their shards (schema/011_store.sql) */
         query_pack_str(pk, "nodes"); query_pack_u128(pk, j->nodes);
         query_pack_str(pk, "fast_nodes"); query_pack_u128(pk, j->fast_nodes);
         query_pack_str(pk, "fast_shards"); msgpack_pack_uint64(pk, j->fast_shards);
