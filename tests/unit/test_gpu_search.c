@@ -164,7 +164,7 @@ T_TEST(test_gpu_search_matches_cpu_at_wide_n)
                 pl.block[0] |= ~d.bmask8;
                 pl.leaf8 = pl.full;
             }
-            plan_set_cover(&pl, 5);
+            plan_set_cover(&pl);
             wide += pl.cover == NQ_COVER_LEFT_5;
             if (pl.m < 2)
                 continue;

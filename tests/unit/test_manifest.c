@@ -35,10 +35,10 @@ T_TEST(test_line_round_trip_is_byte_exact)
 {
     char buf[NQ_MANIFEST_LINE_MAX], again[NQ_MANIFEST_LINE_MAX], err[256];
     nq_manifest_line_t l = sample_line(), back;
-    size_t n = manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, sizeof buf);
+    size_t n = manifest_line_format(&l, buf, sizeof buf);
     T_EQ_STR(buf, "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 1 0");
-    T_CHECK(manifest_line_parse(buf, n, NQ_MANIFEST_VERSION, &back, err, sizeof err) == 0);
-    T_CHECK(manifest_line_format(&back, NQ_MANIFEST_VERSION, again, sizeof again) == n && memcmp(buf, again, n) == 0);
+    T_CHECK(manifest_line_parse(buf, n, &back, err, sizeof err) == 0);
+    T_CHECK(manifest_line_format(&back, again, sizeof again) == n && memcmp(buf, again, n) == 0);
 }
 
 /* Manifests written before the evidence field still read: version 1 lines have 9 fields, and
@@ -48,12 +48,12 @@ T_TEST(test_version_1_lines_still_read)
     char err[256];
     nq_manifest_line_t l;
     const char *v1 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2";
-    T_CHECK(manifest_line_parse(v1, strlen(v1), 1, &l, err, sizeof err) == 0);
+    T_CHECK(manifest_line_parse(v1, strlen(v1), &l, err, sizeof err) == 0);
     T_CHECK(l.confirmations == 2 && l.evidence == 0);
-    T_CHECK(manifest_line_parse(v1, strlen(v1), 2, &l, err, sizeof err) == -1);
+    T_CHECK(manifest_line_parse(v1, strlen(v1), &l, err, sizeof err) == -1);
     const char *v2 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 7";
-    T_CHECK(manifest_line_parse(v2, strlen(v2), 1, &l, err, sizeof err) == -1);
-    T_CHECK(manifest_line_parse(v2, strlen(v2), 2, &l, err, sizeof err) == 0 && l.evidence == 7);
+    T_CHECK(manifest_line_parse(v2, strlen(v2), &l, err, sizeof err) == -1);
+    T_CHECK(manifest_line_parse(v2, strlen(v2), &l, err, sizeof err) == 0 && l.evidence == 7);
     nq_manifest_head_t h;
     const char *head = "nq-manifest 1 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0";
     T_CHECK(manifest_head_parse(head, strlen(head), &h, err, sizeof err) == 0 && h.version == 1);
@@ -67,21 +67,21 @@ T_TEST(test_version_3_lines_say_whose_nodes_and_version_2_still_reads)
     char buf[NQ_MANIFEST_LINE_MAX], err[256] = "";
     nq_manifest_line_t l = sample_line(), back;
     l.nodes_kind = NQ_MANIFEST_NODES_GPU_FAST;
-    size_t n = manifest_line_format(&l, 3, buf, sizeof buf);
+    size_t n = manifest_line_format(&l, buf, sizeof buf);
     T_EQ_STR(buf, "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 1 1");
-    T_CHECK(manifest_line_parse(buf, n, 3, &back, err, sizeof err) == 0);
+    T_CHECK(manifest_line_parse(buf, n, &back, err, sizeof err) == 0);
     T_CHECK(back.nodes_kind == NQ_MANIFEST_NODES_GPU_FAST && back.evidence == 1 && back.nodes == 1234567);
-    T_CHECK(manifest_line_format(&l, 2, buf, sizeof buf) == 0);     /* v2 cannot say it */
+    T_CHECK(manifest_line_format(&l, buf, sizeof buf) == 0);     /* v2 cannot say it */
     l.nodes_kind = 2;
-    T_CHECK(manifest_line_format(&l, 3, buf, sizeof buf) == 0);
+    T_CHECK(manifest_line_format(&l, buf, sizeof buf) == 0);
     const char *v2 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 7";
     back.nodes_kind = 9;
-    T_CHECK(manifest_line_parse(v2, strlen(v2), 2, &back, err, sizeof err) == 0);
+    T_CHECK(manifest_line_parse(v2, strlen(v2), &back, err, sizeof err) == 0);
     T_CHECK(back.evidence == 7 && back.nodes_kind == NQ_MANIFEST_NODES_CPU);
-    T_CHECK(manifest_line_parse(v2, strlen(v2), 3, &back, err, sizeof err) == -1);
+    T_CHECK(manifest_line_parse(v2, strlen(v2), &back, err, sizeof err) == -1);
     T_CHECK(strstr(err, "10 field(s), expected 11") != NULL);
     const char *k2 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 7 2";
-    T_CHECK(manifest_line_parse(k2, strlen(k2), 3, &back, err, sizeof err) == -1);
+    T_CHECK(manifest_line_parse(k2, strlen(k2), &back, err, sizeof err) == -1);
     T_CHECK(strstr(err, "nodes_kind") != NULL);
     nq_manifest_head_t h;
     const char *head = "nq-manifest 3 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0";
@@ -125,7 +125,7 @@ T_TEST(test_line_parse_refuses_every_other_spelling)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         nq_manifest_line_t l;
         char err[256] = "";
-        T_CHECK(manifest_line_parse(bad[i].line, strlen(bad[i].line), 2, &l, err, sizeof err) == -1);
+        T_CHECK(manifest_line_parse(bad[i].line, strlen(bad[i].line), &l, err, sizeof err) == -1);
         if (!strstr(err, bad[i].names))
             fprintf(stderr, "  '%s': '%s' lacks '%s'\n", bad[i].line, err, bad[i].names);
         T_CHECK(strstr(err, bad[i].names) != NULL);
@@ -160,12 +160,12 @@ T_TEST(test_format_refuses_what_it_could_not_read_back)
     char buf[NQ_MANIFEST_LINE_MAX];
     nq_manifest_line_t l = sample_line();
     snprintf(l.worker, sizeof l.worker, "has space");
-    T_CHECK(manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, sizeof buf) == 0);
+    T_CHECK(manifest_line_format(&l, buf, sizeof buf) == 0);
     l = sample_line();
     l.res13 = 13;
-    T_CHECK(manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, sizeof buf) == 0);
+    T_CHECK(manifest_line_format(&l, buf, sizeof buf) == 0);
     l = sample_line();
-    T_CHECK(manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, 10) == 0);       /* does not fit */
+    T_CHECK(manifest_line_format(&l, buf, 10) == 0);       /* does not fit */
 }
 
 /* A true manifest of N=8 made here: every shard counted, lines formatted, the tree built.
@@ -199,10 +199,10 @@ static char *make_manifest_ex(long change, int fast, size_t *len)
     merkle_add(&tree, buf, n);
     fprintf(f, "%s\n", buf);
     for (uint64_t i = 0; i < h.shards; i++) {
-        n = manifest_line_format(&l[i], NQ_MANIFEST_VERSION, buf, sizeof buf);
+        n = manifest_line_format(&l[i], buf, sizeof buf);
         merkle_add(&tree, buf, n);
         if ((long)i == change)
-            l[i].total += 1, n = manifest_line_format(&l[i], NQ_MANIFEST_VERSION, buf, sizeof buf);
+            l[i].total += 1, n = manifest_line_format(&l[i], buf, sizeof buf);
         fprintf(f, "%s\n", buf);
     }
     uint8_t root[NQ_MERKLE_BYTES];
