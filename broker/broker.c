@@ -411,7 +411,10 @@ static void on_worker_message(nq_broker_t *b, const void *rid, size_t len, const
         p->credit = m->u.credit.credit < NQ_CREDIT_MAX ? m->u.credit.credit : NQ_CREDIT_MAX;
         hungry_update(b, p);
         break;
-    case NQ_MSG_HEARTBEAT: leases_heartbeat(b, p, &m->u.heartbeat); break;
+    case NQ_MSG_HEARTBEAT:
+        leases_heartbeat(b, p, &m->u.heartbeat);
+        peers_devices(p, &m->u.heartbeat);
+        break;
     case NQ_MSG_RESULT: results_on_result(b, p, &m->u.result); break;
     case NQ_MSG_SOLPART: solutions_on_part(b, p, &m->u.solpart); break;
     case NQ_MSG_BYE: peers_drop(b, p, 0, "bye"); break;

@@ -9,6 +9,7 @@
  *   solutions.c       a solve result's solution: assembled from SOLPARTs, big ones to the verifier
  *   result_check.c    checking a result against its job and shard before it may be stored
  *   dispatch.c        the scheduler: which shard each worker with credit gets next
+ *   sched_rules.c     ... its rules as pure functions of numbers (sched_rules.h)
  *   broker_metrics.c  the snapshot it hands the HTTP listener (broker/http/) once a second
  *   jobs.c            a job's life: load, list, settle (done or failed), cancel, retry, grace
  *   job_wait.c        why a job waits, when no connected worker may take its shards
@@ -81,6 +82,12 @@ typedef struct nq_job {
     double pending_cost, leased_cost;
     double cal_nodes, cal_cost;
     uint32_t cal_n;
+    /* This run of the broker's pace (control.c): when it began (the job loaded, or its list came),
+       the work then left in cost units, and the shards then done. An ETA from the estimated work
+       this run has done, so a resume counts nothing done before it and the largest shards going
+       first do not swing it (it went 6 min, 1 h, 3 h 50, 46 min within 6 s by shard counts). */
+    double run_t0, run_left0;
+    uint64_t run_done0;
     uint64_t *pending;                 /* returned shard indexes; the next is pending[npending-1] */
     size_t npending, cap;
     uint64_t *grace;                   /* after a restart: leased shards waiting for their worker */
@@ -171,6 +178,8 @@ struct nq_peer {
     double last_recv, last_sent;       /* monotonic seconds */
     nq_lease_t *leases;
     uint64_t nodes_done;               /* for nodes/s */
+    nq_hb_device_t *devices;           /* a GPU worker's devices, as its last HEARTBEAT said (NULL: none) */
+    uint32_t ndevices;
     /* How fast it counts, in the shards' cost units a second (leases.c, results.c), so that GPU and
        CPU workers, whose node counts differ, compare: rate, all it does, from its results and its
        heartbeats' progress; lane, on one shard, from its results' elapsed times. 0: not measured
@@ -405,6 +414,10 @@ int jobs_load_id(nq_broker_t *b, uint64_t id, struct nq_shards *list, nq_job_row
                  size_t whylen);
 /* A job's list has come: the job leases from now on. A list that is missing or does not have the
    stored number of shards takes the job out of memory (job.refused). */
+/* This run's pace of a job (broker_impl.h: run_t0): start it now (load, list in); its ETA from the
+   estimated work done since (-1 before any is), and its shards a second since. */
+void jobs_pace_start(nq_broker_t *b, nq_job_t *j);
+void jobs_pace(const nq_broker_t *b, const nq_job_t *j, double *eta, double *rate);
 void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, struct nq_shards **list, const char *why,
                  double seconds);
 /* Cancel and retry, each durable before it returns 0 (txn_write_*: the caller has committed the
@@ -426,12 +439,17 @@ void job_wait_why(nq_broker_t *b, const nq_job_t *j, char *buf, size_t len);
 int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_result_t *e);
 int spotcheck_stage(nq_broker_t *b, nq_pending_result_t *e);     /* writes a vote: NQ_PUT_* */
 void spotcheck_after_commit(nq_broker_t *b, nq_job_t *j, const nq_pending_result_t *e);
+/* Whether p may not take check copy c: 0 it may, 1 it may not (it voted, holds the shard, or lost a
+   dispute), 2 the copy is moot (its check was decided): the caller drops it. */
 int spotcheck_excludes(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_check_copy_t *c);
 int spotcheck_load(nq_broker_t *b, nq_job_t *j);
 /* 1 while job j has checks not decided or a sweep running. When idle (nothing queued or out) the
    store decides, and check copies that went missing are queued again. */
 int spotcheck_holds(nq_broker_t *b, nq_job_t *j, int idle);
 void spotcheck_tick(nq_broker_t *b, double now);
+/* 1 when the shard's check is a nodes dispute that only a count by the CPU kernels can settle:
+   its copy asks for one (TASK.algo NQ_TASK_CPU). */
+int spotcheck_wants_cpu(nq_broker_t *b, nq_job_t *j, uint64_t shard);
 /* The holder of a shard a tail copy decided lost its lease unheard: in a job without spot-checks
    the copy's result stands as a first result does, and waits for no check (spotcheck.c). */
 void spotcheck_copy_alone(nq_broker_t *b, uint64_t job, uint64_t shard);
@@ -465,6 +483,8 @@ void peer_dropped_frame(nq_broker_t *b, nq_peer_t *p);   /* counts it; logs a ra
 int peers_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_t shard);
 void peers_tick(nq_broker_t *b, double now);       /* heartbeats, dead peers, stalled leases */
 void peers_free_all(nq_broker_t *b);
+/* Keeps what p's heartbeat says of its GPUs (at most NQ_MAX_HB_DEVICES, checked on decode). */
+void peers_devices(nq_peer_t *p, const nq_heartbeat_t *hb);
 
 /* ---- leases.c ---- */
 nq_lease_t *leases_find(nq_broker_t *b, uint64_t id);

@@ -75,7 +75,12 @@ static nq_metrics_worker_t *snapshot_workers(nq_broker_t *b, nq_metrics_snapshot
         m->leases = p->outstanding;
         m->nodes_per_s = now > p->first_seen ? (double)p->nodes_done / (now - p->first_seen) : 0;
         m->flagged = peer_quarantined(b, p);
-        snprintf(m->kernel, sizeof m->kernel, "%.63s", p->hello.build);
+        m->rtt_s = peer_rtt(p);
+        size_t k = nq_utf8_prefix(p->hello.build, sizeof m->kernel - 1);   /* never half an 'é' */
+        memcpy(m->kernel, p->hello.build, k);
+        m->kernel[k] = '\0';
+        m->devices = p->devices;        /* borrowed: http_update copies what it keeps */
+        m->ndevices = p->devices ? p->ndevices : 0;
     }
     s->workers = w;
     s->workers_alive = (uint32_t)np;

@@ -129,13 +129,13 @@ int control_query(sqlite3 *db, const char *db_path, const query_live_t *live, co
     const char *op = req->op;
     int rc;
     if (strcmp(op, "status") == 0)
-        rc = req->job ? query_job(db, req->job, live, pk, err, errlen) : query_list(db, pk, err, errlen);
+        rc = req->job ? query_job(db, req->job, live, pk, err, errlen) : query_list(db, live, pk, err, errlen);
     else if (strcmp(op, "list") == 0)
-        rc = query_list(db, pk, err, errlen);
+        rc = query_list(db, live, pk, err, errlen);
     else if (strcmp(op, "workers") == 0)
         rc = query_workers(db, live, pk, err, errlen);
     else if (strcmp(op, "result") == 0)
-        rc = query_result(db, req->job, pk, err, errlen);
+        rc = query_result(db, req->job, live, pk, err, errlen);
     else if (strcmp(op, "export") == 0) {
         uint64_t cursor = 0, rows = 10000, unique = 0;
         if (get_u64(req, "cursor", 0, UINT64_MAX, &cursor, err, errlen) ||
@@ -156,21 +156,35 @@ int control_query(sqlite3 *db, const char *db_path, const query_live_t *live, co
 }
 
 /* Live figures for `nq workers`: who is connected right now and what it holds. */
-static int live_lookup(void *ud, const char *worker_id, int *alive, double *nodes_per_s, uint32_t *leases,
-                       char kernel[QUERY_KERNEL_MAX])
+static int live_lookup(void *ud, const char *worker_id, query_worker_live_t *w)
 {
     nq_broker_t *b = ud;
     for (nq_peer_t *p = b->peers; p; p = p->next)
         if (strcmp(p->hello.worker_id, worker_id) == 0) {
-            *alive = 1;
-            *leases = p->outstanding;
+            w->alive = 1;
+            w->leases = p->outstanding;
             double up = b->now - p->first_seen;
-            *nodes_per_s = up > 0 ? (double)p->nodes_done / up : 0;
-            snprintf(kernel, QUERY_KERNEL_MAX, "%s", p->hello.build);
+            w->nodes_per_s = up > 0 ? (double)p->nodes_done / up : 0;
+            snprintf(w->kernel, sizeof w->kernel, "%s", p->hello.build);
+            w->rtt_s = peer_rtt(p);
             return 0;
         }
-    *alive = 0;
-    *leases = 0;
+    w->alive = 0;
+    w->leases = 0;
+    return 0;
+}
+
+/* A live GPU worker's devices for `nq workers`. */
+static uint32_t live_devices(void *ud, const char *worker_id, nq_hb_device_t *out, uint32_t max)
+{
+    nq_broker_t *b = ud;
+    for (nq_peer_t *p = b->peers; p; p = p->next)
+        if (strcmp(p->hello.worker_id, worker_id) == 0) {
+            uint32_t n = p->ndevices < max ? p->ndevices : max;
+            if (n)
+                memcpy(out, p->devices, n * sizeof *out);
+            return n;
+        }
     return 0;
 }
 
@@ -184,6 +198,26 @@ static int live_job(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, 
     *pending = jobq_pending(j);
     *leased = j->leases_out;
     job_wait_why(b, j, waiting, len);
+    return 0;
+}
+
+/* A loaded solve job's solutions, kept by results.c: O(1) for every status, never its rows counted. */
+static int live_solutions(void *ud, uint64_t id, uint64_t *n)
+{
+    nq_job_t *j = jobq_find(ud, id);
+    if (!j || j->spec.kind != NQ_KIND_SOLVE)
+        return -1;
+    *n = j->solutions_found;
+    return 0;
+}
+
+/* A job's ETA and rate from this run's estimated work (jobs_pace). */
+static int live_pace(void *ud, uint64_t id, double *eta, double *rate)
+{
+    nq_job_t *j = jobq_find(ud, id);
+    if (!j)
+        return -1;
+    jobs_pace(ud, j, eta, rate);
     return 0;
 }
 
@@ -266,7 +300,7 @@ void control_on_request(nq_broker_t *b, const void *rid, size_t rid_len, const n
                 results_flush(b);
             db = store_db(b->store);
         }
-        query_live_t live = { live_lookup, b, live_job };
+        query_live_t live = { live_lookup, b, live_job, live_devices, live_solutions, live_pace };
         code = control_query(db, store_path(b->store), &live, req, &pk, err, sizeof err);
     }
     outbox_reply(b, rid, rid_len, code, code ? err : NULL, code ? NULL : &doc);

@@ -23,6 +23,7 @@
  * voted on, and a spot-check copy goes to another identity than the shard's voters (spotcheck.c).
  */
 #include "broker_impl.h"
+#include "sched_rules.h"
 #include "log.h"
 #include "store_spotcheck.h"
 
@@ -30,11 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DISPATCH_AHEAD_S 2.0        /* estimated work each worker is kept supplied with */
 #define SCHED_REFRESH_S 0.25        /* how often the workers' rates and the tail are looked at */
-#define FAST_ENOUGH 0.5             /* a lane at least this share of the fastest takes from the front */
-#define WELL_BEFORE 0.5             /* ... or one that finishes the shard in this share of the time left */
-#define COPY_GAIN 0.7               /* a copy when it would finish in this share of the holder's time */
 #define TAIL_MAX 256                /* leases worth a copy, kept at each refresh */
 #define UNKNOWN_S 1e12              /* the time left of a lease whose holder has no measured speed */
 
@@ -103,6 +100,8 @@ static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, const jobq_taken
     int rc = task_shard(b, j, tk->shard, fresh, check, &row);
     if (rc != 0)
         return rc;
+    if (check && j->spec.kind == NQ_KIND_COUNT && spotcheck_wants_cpu(b, j, tk->shard))
+        snprintf(row.algo, sizeof row.algo, "%s", NQ_TASK_CPU);
     nq_lease_t *l = task_out(b, p, j, tk->shard, &row);
     if (!l)
         return -1;
@@ -155,47 +154,29 @@ static void sched_refresh(nq_broker_t *b)
     b->lane_best = best;
 }
 
-/* Whether p should get one more lease: within its credit, at least a lease per thread and one
-   more, and beyond that while what it holds is less than DISPATCH_AHEAD_S of its rate, plus its
-   round trip of what its threads do (a result takes that long to come back and its next lease to
-   get there: a far worker kept only DISPATCH_AHEAD_S ahead idles for the difference). Its threads
-   times its lane, not its rate, count for the round trip: a starved worker's rate is what the link
-   let through, and would keep it starved. Before its rate is known its lane stands for it (a far
-   worker's first results come a round trip late, and what it asked for meanwhile, from its first
-   small shards, may be the whole job); with neither, it gets what it asked for. */
-static int wants_more(const nq_peer_t *p)
+static sched_worker_t sched_worker(const nq_peer_t *p)
 {
-    uint32_t threads = p->hello.threads ? p->hello.threads : 1;
-    if (p->outstanding >= p->credit)
-        return 0;
-    if (p->outstanding < threads + 1 || sched_plain())
-        return 1;
-    double busy = p->lane * threads > p->rate ? p->lane * threads : p->rate;
-    if (busy <= 0)
-        return 1;
-    return p->out_cost < DISPATCH_AHEAD_S * (p->rate > 0 ? p->rate : busy) + peer_rtt(p) * busy;
+    return (sched_worker_t){ p->hello.threads, p->credit, p->outstanding, p->lane, p->rate, p->out_cost,
+                             peer_rtt(p) };
 }
 
-/*
- * From which end of j's never-leased shards p takes. The front holds the largest: a worker takes
- * from it when its lane is among the fastest, or when it would finish the front shard well before
- * the job's projected end; any other worker (and one not measured yet) takes from the back. With
- * no cost estimates (every shard 1) the ends differ only in order, and the front is kept.
- */
+/* Whether p should get one more lease (sched_wants_more); the plain scheduler: within its credit. */
+static int wants_more(const nq_peer_t *p)
+{
+    if (sched_plain())
+        return p->outstanding < p->credit;
+    sched_worker_t w = sched_worker(p);
+    return sched_wants_more(&w);
+}
+
+/* From which end of j's never-leased shards p takes (sched_from_back). With no cost estimates
+   (every shard 1) the ends differ only in order, and the front is kept. */
 static int from_back(const nq_broker_t *b, const nq_peer_t *p, const nq_job_t *j)
 {
     if (j->frontier >= j->back || !j->list || sched_plain())
         return 0;
-    if (p->lane <= 0)
-        return 1;                       /* not measured: small shards first, it is soon measured */
-    if (p->lane >= FAST_ENOUGH * b->lane_best)
-        return 0;
-    double rate = b->rate_total > p->rate ? b->rate_total : p->rate;
-    if (rate <= 0)
-        return 1;
-    double mine = jobq_cost_at(j, j->frontier) / p->lane;
-    double left = jobq_work_left(j) / rate;
-    return mine > WELL_BEFORE * left;
+    sched_worker_t w = sched_worker(p);
+    return sched_from_back(&w, b->lane_best, b->rate_total, jobq_cost_at(j, j->frontier), jobq_work_left(j));
 }
 
 /* ---- the tail: copies of the leases that would finish last ---- */
@@ -268,7 +249,7 @@ static int tail_copy(nq_broker_t *b, nq_peer_t *p)
             continue;
         nq_job_t *j = jobq_find(b, l->job);
         double mine = l->cost / p->lane;
-        if (mine >= COPY_GAIN * lease_left_s(b, l))
+        if (!sched_copy_worth(mine, lease_left_s(b, l)))
             continue;                   /* not worth it; one further down may be (its holder slower) */
         if (peers_ident_holds(b, p, l->job, l->shard) ||
             (j->spec.quorum > 1 && quorum_voted(b, l->job, l->shard, idents_who(b, p))))
@@ -325,7 +306,12 @@ static void dispatch_peer(nq_broker_t *b, nq_peer_t *p)
         deferred_t d = { j, { 0 } };
         jobq_take(j, from_back(b, p, j), allow_checks, &d.t);
         int check = d.t.check.nvoters > -2;
-        if (check ? spotcheck_excludes(b, p, j, &d.t.check) : quorum_excludes(b, p, j, d.t.shard)) {
+        int excluded = check ? spotcheck_excludes(b, p, j, &d.t.check) : quorum_excludes(b, p, j, d.t.shard);
+        if (excluded == 2) {            /* a moot check copy: dropped, and it may have been the last */
+            jobq_due(b, j);
+            continue;
+        }
+        if (excluded) {
             checks_skipped += check;
             skipped[nskipped++] = d;
             if (nskipped == 64)

@@ -117,6 +117,20 @@ static int job_list(nq_broker_t *b, nq_job_t *j, const nq_job_row_t *row, nq_sha
     return j->list_ticket ? 0 : -1;
 }
 
+void jobs_pace_start(nq_broker_t *b, nq_job_t *j)
+{
+    j->run_t0 = b->now;
+    j->run_left0 = jobq_work_left(j);
+    j->run_done0 = j->shards_done;
+}
+
+void jobs_pace(const nq_broker_t *b, const nq_job_t *j, double *eta, double *rate)
+{
+    double el = b->now - j->run_t0, left = jobq_work_left(j), done = j->run_left0 - left;
+    *rate = el > 0 ? (double)(j->shards_done - j->run_done0) / el : 0;
+    *eta = el > 0 && done > 0 && !j->list_ticket ? left / (done / el) : -1;   /* -1: none done yet */
+}
+
 void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, nq_shards_t **list, const char *why,
                  double seconds)
 {
@@ -136,6 +150,7 @@ void jobs_listed(nq_broker_t *b, uint64_t id, uint64_t ticket, nq_shards_t **lis
     j->pending_cost = 0;                /* the shards returned before it came cost 1 each: now their estimate */
     for (size_t i = 0; i < j->npending; i++)
         j->pending_cost += jobq_cost(j, j->pending[i]);
+    jobs_pace_start(b, j);              /* in cost units from now on */
     nq_log(NQ_LOG_INFO, "job.listed", "job=%llu shards=%llu seconds=%.3f", (unsigned long long)id,
            (unsigned long long)j->shards_total, seconds);
 }
@@ -207,6 +222,7 @@ int jobs_load_one(nq_broker_t *b, const nq_job_row_t *row, nq_shards_t *list, ch
     if (row->spec.kind == NQ_KIND_SOLVE && store_job_totals(b->store, j->id, &t) == 0)
         j->solutions_found = t.solutions;
     jobq_insert(b, j);
+    jobs_pace_start(b, j);
     nq_log(NQ_LOG_INFO, "job.loaded", "job=%llu kind=%s n=%llu returned=%zu frontier=%llu regrace=%zu done=%llu/%llu",
            (unsigned long long)j->id, store_kind_name(j->spec.kind), (unsigned long long)j->spec.n,
            j->npending, (unsigned long long)j->frontier, j->ngrace, (unsigned long long)j->shards_done,

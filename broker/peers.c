@@ -222,7 +222,17 @@ void peers_drop(nq_broker_t *b, nq_peer_t *p, int count_attempt, const char *why
         }
     ident_unlink(b, p);
     idents_release(b, p->rec);
+    free(p->devices);
     free(p);
+}
+
+void peers_devices(nq_peer_t *p, const nq_heartbeat_t *hb)
+{
+    if (hb->ndevices && !p->devices && !(p->devices = malloc(NQ_MAX_HB_DEVICES * sizeof *p->devices)))
+        return;                         /* out of memory: shown without its devices */
+    p->ndevices = hb->ndevices <= NQ_MAX_HB_DEVICES ? hb->ndevices : 0;
+    if (p->ndevices)
+        memcpy(p->devices, hb->devices, p->ndevices * sizeof *p->devices);
 }
 
 int peers_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_t shard)
@@ -368,6 +378,7 @@ void peers_free_all(nq_broker_t *b)
     while (b->peers) {
         nq_peer_t *p = b->peers;
         b->peers = p->next;
+        free(p->devices);
         free(p);
     }
     free(b->peer_tab);                  /* and ident_tab, the same block */

@@ -33,25 +33,9 @@ static void flag_losers(nq_broker_t *b, const nq_pending_result_t *e, const nq_v
     }
 }
 
-/* The winner's answer goes to the store in e (the result that completed the vote, and so of the
-   same answer: its payload is the winner's): its counts and nodes, and its sender's name. */
-static void take_winner(nq_broker_t *b, nq_pending_result_t *e, const nq_vote_t *w)
-{
-    e->r.status = (uint8_t)w->status;
-    e->r.total = w->total;
-    e->r.unique = w->unique;
-    e->r.nodes = w->nodes;
-    e->r.nodes_kind = (uint8_t)w->nodes_kind;
-    e->r.elapsed_us = (uint64_t)(w->elapsed * 1e6);
-    if (w->who != e->by.who) {
-        e->by.who = w->who;
-        store_identity_name(b->store, w->who, e->worker, sizeof e->worker);
-    }
-}
-
 /*
  * Weighs e as a vote, with the shard's votes so far, without writing it. Returns 1 when the shard
- * is decided and e (now the winner's answer) should be stored; 0 when more votes are needed
+ * is decided and e (whose arrival decided it: it gives the winning answer) should be stored; 0 when more votes are needed
  * (quorum_stage writes e as a vote in the group); -1 when its identity voted already (a resend);
  * -2 when the votes cannot be read (not acknowledged: it comes again); 2 when the votes never
  * agreed, and e goes to the store as a dispute (quorum_stage).
@@ -76,9 +60,8 @@ int quorum_vote(nq_broker_t *b, nq_job_t *j, nq_pending_result_t *e)
     verdict_policy_t policy = { (int)j->spec.quorum, (int)j->spec.quorum + 2 };
     verdict_t d;
     verdict_decide(vv, n, &policy, &d);
-    if (d.kind == VERDICT_DECIDED) {
+    if (d.kind == VERDICT_DECIDED) {     /* e completed it, so it is of the winning answer */
         flag_losers(b, e, v, &d);
-        take_winner(b, e, &v[d.winner]);
         return 1;
     }
     if (d.kind == VERDICT_DISPUTE) {

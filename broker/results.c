@@ -251,7 +251,8 @@ void results_on_result(nq_broker_t *b, nq_peer_t *p, const nq_result_t *r)
     if (r->kind == NQ_KIND_SOLVE && solutions_verifying(b, r->lease))
         return;                         /* a resend while its solution is being checked: that answers it */
     nq_solbuf_t *sol = solutions_take(b, r);
-    if (!sol && !l && r->kind == NQ_KIND_SOLVE && r->status == NQ_RES_OK && shard_decided(b, r->job, r->shard)) {
+    if (!sol && !l && r->kind == NQ_KIND_SOLVE && r->status == NQ_RES_OK &&
+        shard_decided(b, r->job, r->shard)) {
         /* A resend that crossed its ACK: its parts came while the first copy was checked and were
            dropped, and that copy decided the shard. Nothing to judge (without parts it can store
            nothing); refusing it struck an honest worker and warned in `nq run solve 100000000`. */
@@ -321,7 +322,8 @@ static void result_accept(nq_broker_t *b, nq_peer_t *p, nq_pending_result_t *e, 
         if (twin && !by_copy)           /* the holder delivered first: the copy stops */
             leases_cancel(b, twin, "the other lease of its shard delivered first");
     }
-    p->nodes_done += r->nodes;
+    if (__builtin_add_overflow(p->nodes_done, r->nodes, &p->nodes_done))
+        p->nodes_done = UINT64_MAX;     /* saturates: a claimed 2^64-1 must not wrap its nodes/s small */
     txn_begin(b);
     e->by.who = idents_who(b, p);        /* the store tells a resend from a confirmation by it */
     nq_job_t *j = jobq_find(b, r->job);

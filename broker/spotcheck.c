@@ -17,9 +17,13 @@
  * The draw is a keyed hash of (job, shard, identity) under the broker's secret: workers cannot
  * tell which results will be checked, and a resend draws the same.
  *
- * A check that agrees confirms both. One that disagrees opens a dispute: the result keeps
- * counting while a third identity computes the shard; the value two identities agree on wins
+ * A check is a policy of the one vote (verdict.h): two identities must agree, and up to four may
+ * be asked. A check that agrees confirms both. One that disagrees opens a dispute: the result keeps
+ * counting while a third identity computes the shard; the answer two identities agree on wins
  * (a fourth is asked when all three differ; then the shard is CONFLICT, visible and retryable).
+ * Two CPU counts that differ only in nodes are a nodes dispute: its tie-break asks for the CPU
+ * kernels' count (TASK.algo "cpu"), since a fast GPU count's nodes settle nothing. A tail copy's
+ * result is checked the same way (results.c).
  * If the check wins, the shard's row and the job's sums take its result in one transaction.
  * Every identity that voted against the winner is flagged (`nq status`, `nq workers`), and a
  * sweep marks every other result it delivered in the job for a check of its own; the job ends
@@ -166,7 +170,7 @@ int spotcheck_classify(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_pending_res
         e->by.verify = j->spec.verify_ppm > 0 && spot_draw(b, e->r.job, e->r.shard, rec.id) < rate;
         return 0;                       /* a first result */
     }
-    if (sv.votes[0].who == rec.id || sv.verify == 0 || j->state == NQ_JOB_DONE)
+    if (sv.votes[0].who == rec.id || sv.verify == NQ_VERIFY_NONE || j->state == NQ_JOB_DONE)
         return 0;                       /* its own resend, or a decided shard: confirms or is evidence */
     verdict_vote_t vv[NQ_SPOT_MAX_VOTES];
     if (verdict_voted(vv, votes_of(&sv, vv), rec.id))
@@ -189,7 +193,7 @@ static int spot_decided(nq_broker_t *b, nq_pending_result_t *e, const nq_shard_v
     nq_store_t *s = b->store;
     uint64_t job = e->r.job, idx = e->r.shard;
     const nq_vote_t *win = &sv->votes[d->winner];
-    int rc = vote_agrees(win, &sv->votes[0]) ? store_shard_set_verify(s, job, idx, 0)
+    int rc = vote_agrees(win, &sv->votes[0]) ? store_shard_set_verify(s, job, idx, NQ_VERIFY_NONE)
                                              : store_shard_replace(s, job, idx, &sv->votes[0], win);
     int lost[NQ_SPOT_MAX_VOTES] = { 0 };
     for (int i = 0; i < d->nflag; i++)
@@ -222,7 +226,7 @@ int spotcheck_stage(nq_broker_t *b, nq_pending_result_t *e)
     e->spot_push = e->spot_closed = e->nflagged = 0;
     if (store_shard_votes(s, e->r.job, e->r.shard, &sv) != 0)
         return -1;
-    if (sv.state != NQ_SHARD_DONE || sv.verify == 0 || sv.nvotes >= NQ_SPOT_MAX_VOTES)
+    if (sv.state != NQ_SHARD_DONE || sv.verify == NQ_VERIFY_NONE || sv.nvotes >= NQ_SPOT_MAX_VOTES)
         return store_result_put_by(s, &e->r, e->worker, NULL, NULL, &e->by);   /* decided meanwhile */
     nq_vote_t v = store_vote_of(&e->r, NULL, e->by.who);
     int seq = sv.nvotes;
@@ -236,10 +240,11 @@ int spotcheck_stage(nq_broker_t *b, nq_pending_result_t *e)
     if (d.kind == VERDICT_DECIDED) {
         rc = spot_decided(b, e, &sv, &d);
     } else if (d.kind == VERDICT_MORE) {
-        if (sv.verify == 1)
+        if (sv.verify == NQ_VERIFY_WANTED)
             nq_log(NQ_LOG_WARN, "spotcheck.disagree", "job=%llu shard=%llu worker=%s nodes=%d",
                    (unsigned long long)e->r.job, (unsigned long long)e->r.shard, e->worker, d.want_cpu);
-        rc = sv.verify == 2 ? 0 : store_shard_set_verify(s, e->r.job, e->r.shard, 2);
+        int verify = d.want_cpu ? NQ_VERIFY_CPU : NQ_VERIFY_DISPUTED;
+        rc = sv.verify == verify ? 0 : store_shard_set_verify(s, e->r.job, e->r.shard, verify);
         e->spot_push = 1;               /* a tie-break */
     } else {
         nq_log(NQ_LOG_WARN, "spotcheck.conflict", "job=%llu shard=%llu votes=%d",
@@ -291,6 +296,21 @@ void spotcheck_after_commit(nq_broker_t *b, nq_job_t *j, const nq_pending_result
 
 /* ---- dispatch ---- */
 
+/* The copy's voters from the store: 0, 2 when the copy is moot (its check was decided meanwhile:
+   a copy queued at a restart, and the check it waited for came in from a worker's outbox), -1. */
+static int copy_voters(nq_broker_t *b, nq_job_t *j, nq_check_copy_t *c)
+{
+    nq_shard_votes_t sv;
+    if (store_shard_votes(b->store, j->id, c->shard, &sv) != 0)
+        return -1;
+    if (sv.state != NQ_SHARD_DONE || sv.verify == NQ_VERIFY_NONE)
+        return 2;
+    c->nvoters = 0;
+    for (int i = 0; i < sv.nvotes && i < 4; i++)
+        c->voters[c->nvoters++] = sv.votes[i].who;
+    return 0;
+}
+
 int spotcheck_excludes(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_check_copy_t *c)
 {
     if (peers_ident_holds(b, p, j->id, c->shard))
@@ -303,17 +323,15 @@ int spotcheck_excludes(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, nq_check_copy_
     }
     if (p->outvoted)
         return 1;                       /* an identity that lost a dispute checks nobody */
-    if (c->nvoters < 0) {               /* once per copy */
-        nq_shard_votes_t sv;
-        if (store_shard_votes(b->store, j->id, c->shard, &sv) != 0)
-            return 1;
-        c->nvoters = 0;
-        for (int i = 0; i < sv.nvotes && i < 4; i++)
-            c->voters[c->nvoters++] = sv.votes[i].who;
-    }
+    int fresh = c->nvoters < 0, rc;
+    if (fresh && (rc = copy_voters(b, j, c)) != 0)   /* once per copy, and ... */
+        return rc < 0 ? 1 : 2;
     for (int i = 0; i < c->nvoters; i++)
-        if (c->voters[i] == p->who)
-            return 1;
+        if (c->voters[i] == p->who) {   /* ... again when it excludes p: it may be moot by now, and a
+                                           moot copy every identity left voted on held the queue */
+            rc = fresh ? 0 : copy_voters(b, j, c);
+            return rc == 2 ? 2 : 1;
+        }
     return 0;
 }
 
@@ -400,6 +418,12 @@ void spotcheck_tick(nq_broker_t *b, double now)
             return;
         }
     }
+}
+
+int spotcheck_wants_cpu(nq_broker_t *b, nq_job_t *j, uint64_t shard)
+{
+    nq_shard_votes_t sv;
+    return store_shard_votes(b->store, j->id, shard, &sv) == 0 && sv.verify == NQ_VERIFY_CPU;
 }
 
 /* The check a tail copy's result waited for was its holder's result, or a third identity's. A

@@ -28,7 +28,7 @@
 
 #include "agree.h"
 
-#define VERDICT_MAX_VOTES 8            /* votes a shard can hold: a quorum of 6 and its 2 extra */
+#define VERDICT_MAX_VOTES 8            /* more than any policy asks: a quorum of at most 3 and 2 more */
 
 typedef struct {
     int64_t who;                       /* the voter's identity (a key, or a session) */

@@ -115,7 +115,7 @@ static int set_option(const char *cmd, const char *name, const char *val, nq_cmd
         if ((rc = cli_parse_u64(cmd, "--timeout", val, 1, 3600, &v))) return rc;
         a->client.timeout_ms = (int)(v * 1000);
     } else if (!strcmp(name, "workers")) {
-        if ((rc = cli_parse_u64(cmd, "--workers", val, 1, 4096, &v))) return rc;
+        if ((rc = cli_parse_u64(cmd, "--workers", val, 1, NQ_THREADS_MAX, &v))) return rc;
         a->workers = (uint32_t)v;
     } else if (!strcmp(name, "format")) {
         if (strcmp(val, "csv") && strcmp(val, "json") && strcmp(val, "text") && strcmp(val, "bin"))

@@ -6,8 +6,8 @@
  * (count_bounds.h), the sums against the header; then each descriptor against the job's list;
  * then shards are counted again with the kernel: a sample drawn with a seed from the system's
  * secure random source, printed so that the audit can be repeated (--seed S), and on top of it
- * the lines the checks refuted and those with evidence against a late result. A forger who knew the seed would know which shards are safe to
- * change: the sample was once always drawn with seed 1. A line whose nodes are the fast GPU
+ * the lines the checks refuted and those with evidence against a late result. A forger who
+ * knew the seed would know which shards are safe to change. A line whose nodes are the fast GPU
  * kernel's own (manifest version 3, NODES_KIND 1) is held to its total, unique and residues: its
  * nodes are bounded and recounted only where they are the CPU kernels'.
  * Exit 0 everything agrees, 1 a disagreement or a malformed file (each named by line),
@@ -27,7 +27,6 @@
 #include <unistd.h>
 
 #define DEFAULT_SAMPLE 10
-#define MAX_THREADS 4096
 
 typedef struct {
     const char *file;
@@ -94,7 +93,7 @@ static int audit_args(int argc, char **argv, audit_args_t *o)
             rc = parse_range(optarg, o);
         else if (c == 'c')
             rc = parse_catch(optarg, o), caught = 1;
-        else if (c == 't' && (rc = cli_parse_u64("audit", "--threads", optarg, 1, MAX_THREADS, &v)) == 0)
+        else if (c == 't' && (rc = cli_parse_u64("audit", "--threads", optarg, 1, NQ_THREADS_MAX, &v)) == 0)
             o->threads = (unsigned)v;
         else if (c == 'h')
             return cli_help("audit"), -1;

@@ -144,15 +144,30 @@ static int run_prepare(const char *db, nq_job_spec_t *spec, int fresh, uint64_t 
     return rc;
 }
 
-/* Shards done and total of a progress reply, the rate since started and the ETA: 0, or -1 if unknown. */
-static int job_pace(const msgpack_object *job, double started, uint64_t *done, uint64_t *total, double *rate,
+/* This run's pace: when it began, and the shards done before it (a resume's, which this run's
+   rate must not count: a resumed N=19 once showed 52,741 shards/s). */
+typedef struct {
+    double started;
+    uint64_t done0;
+    int have0;
+} run_pace_t;
+
+/* Shards done and total of a progress reply, this run's rate and the ETA it gives: 0, or -1 if
+   unknown (nothing done in this run yet). */
+static int job_pace(const msgpack_object *job, run_pace_t *p, uint64_t *done, uint64_t *total, double *rate,
                     double *eta)
 {
-    double el = nq_mono() - started;
+    double el = nq_mono() - p->started;
     if (client_doc_u64(job, "shards_total", 1, UINT64_MAX, total) != 0 ||
-        client_doc_u64(job, "shards_done", 1, *total, done) != 0 || el <= 0)
+        client_doc_u64(job, "shards_done", 0, *total, done) != 0)
         return -1;
-    *rate = (double)*done / el;
+    if (!p->have0) {
+        p->done0 = *done;
+        p->have0 = 1;
+    }
+    if (el <= 0 || *done <= p->done0)
+        return -1;
+    *rate = (double)(*done - p->done0) / el;
     *eta = (double)(*total - *done) / *rate;
     return 0;
 }
@@ -170,11 +185,11 @@ static const char *eta_str(double s, char *buf, size_t len)
 
 /* The bar; eta: the broker's estimate (nq status's, which weighs a count's work by its nodes), or
    below 0 to take the shards' pace. */
-static void progress_bar(const msgpack_object *job, double started, double eta_known)
+static void progress_bar(const msgpack_object *job, run_pace_t *pace, double eta_known)
 {
     uint64_t done, total;
     double rate, eta;
-    if (job_pace(job, started, &done, &total, &rate, &eta) != 0)
+    if (job_pace(job, pace, &done, &total, &rate, &eta) != 0)
         return;
     int width = 30, fill = (int)((double)done / (double)total * width);
     char bar[64];
@@ -185,6 +200,24 @@ static void progress_bar(const msgpack_object *job, double started, double eta_k
     fprintf(stderr, "\r[%s] %s/%s shards  %.*f/s  ETA %s   ", bar, u128_group(done, d),
             u128_group(total, t), rate < 10 ? 2 : rate < 1000 ? 1 : 0, rate,
             eta_str(eta_known >= 0 ? eta_known : eta, e, sizeof e));
+}
+
+/* Where stderr is not a terminal (a log, `| tee`): a plain line every PLAIN_EVERY_S seconds, which
+   a carriage-returned bar would not give (nq run count 19 2>&1 | tee log was silent for 31 s). */
+#define PLAIN_EVERY_S 5
+
+static void progress_line(const msgpack_object *job, run_pace_t *pace, double eta_known)
+{
+    uint64_t done = 0, total = 0;
+    double rate = 0, eta = -1;
+    char d[NQ_U128_GROUPED], t[NQ_U128_GROUPED], e[32];
+    int known = job_pace(job, pace, &done, &total, &rate, &eta) == 0;
+    if (!known && total == 0)
+        return;
+    fprintf(stderr, "nq run: %s/%s shards done (%.1f%%), %.*f/s this run, ETA %s\n", u128_group(done, d),
+            u128_group(total, t), total ? 100.0 * (double)done / (double)total : 0.0,
+            rate < 10 ? 2 : rate < 1000 ? 1 : 0, rate,
+            known || eta_known >= 0 ? eta_str(eta_known >= 0 ? eta_known : eta, e, sizeof e) : "-");
 }
 
 /* The job's ETA as nq status gives it, or -1. A query of the committed rows: asked once a second. */
@@ -208,11 +241,11 @@ static double status_eta(nq_client_opts_t *co, uint64_t id)
  * whose cores all count that costs the count (every 10 ms: 6 % at N=18 on two
  * cores); near the end it is short, so the end is still seen within ~5 ms.
  */
-static useconds_t poll_interval_us(const msgpack_object *job, double started)
+static useconds_t poll_interval_us(const msgpack_object *job, run_pace_t *pace)
 {
     uint64_t done, total;
     double rate, eta;
-    if (job_pace(job, started, &done, &total, &rate, &eta) != 0)
+    if (job_pace(job, pace, &done, &total, &rate, &eta) != 0)
         return 20000;
     double us = eta * 1e6 / 4;
     return us < 5000 ? 5000 : us > 200000 ? 200000 : (useconds_t)us;
@@ -226,12 +259,14 @@ static const char *run_wait(void *ctx, uint64_t id, const atomic_int *worker_end
     nq_ctl_req_t req = { .job = id };
     snprintf(req.op, sizeof req.op, "progress");   /* from the broker's memory: cheap to ask often */
     int tty = isatty(STDERR_FILENO);
-    double started = nq_mono(), eta = -1, eta_asked = 0;
+    double eta = -1, eta_asked = 0, said = -PLAIN_EVERY_S;   /* the first line at once */
+    run_pace_t pace = { .started = nq_mono() };
     static char state[32];
     while (!nq_stop && !atomic_load(worker_ended) && !atomic_load(broker_ended)) {
         nq_client_reply_t rep;
         useconds_t wait = 20000;
-        if (tty && nq_mono() - eta_asked >= 1) {
+        int plain_due = !tty && nq_mono() - said >= PLAIN_EVERY_S;
+        if ((tty && nq_mono() - eta_asked >= 1) || plain_due) {
             eta = status_eta(&co, id);
             eta_asked = nq_mono();
         }
@@ -240,9 +275,14 @@ static const char *run_wait(void *ctx, uint64_t id, const atomic_int *worker_end
             const msgpack_object *s = render_get(&rep.doc, "state");
             int str = s && s->type == MSGPACK_OBJECT_STR && s->via.str.size < sizeof state;
             snprintf(state, sizeof state, "%.*s", str ? (int)s->via.str.size : 0, str ? s->via.str.ptr : "");
+            double eta_now = eta >= 0 ? eta - (nq_mono() - eta_asked) : -1;
             if (tty)
-                progress_bar(&rep.doc, started, eta >= 0 ? eta - (nq_mono() - eta_asked) : -1);
-            wait = poll_interval_us(&rep.doc, started);
+                progress_bar(&rep.doc, &pace, eta_now);
+            if (plain_due) {
+                progress_line(&rep.doc, &pace, eta_now);
+                said = nq_mono();
+            }
+            wait = poll_interval_us(&rep.doc, &pace);
         }
         client_reply_free(&rep);
         if (!strcmp(state, "done") || !strcmp(state, "failed") || !strcmp(state, "cancelled"))

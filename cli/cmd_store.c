@@ -154,13 +154,16 @@ static int check_solutions(sqlite3 *db, const char *db_path, uint64_t only)
     uint64_t whole = 0, files = 0;
     int bad = 0, rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        const char *hash = (const char *)sqlite3_column_text(q, 1), *path = (const char *)sqlite3_column_text(q, 4);
+        const char *hash = (const char *)sqlite3_column_text(q, 1);
+        const char *path = (const char *)sqlite3_column_text(q, 4);
         const void *blob = sqlite3_column_blob(q, 3);
         char file[4400], why[600];
         int in_file = !blob && path && solstore_row_file(db_path, path, file, sizeof file) == 0;
-        if (solstore_verify(hash ? hash : "", (uint64_t)sqlite3_column_int64(q, 2), blob,
-                            (size_t)sqlite3_column_bytes(q, 3), in_file ? file : NULL, why, sizeof why) != 0) {
-            printf("job %lld: solution %s: %s\n", (long long)sqlite3_column_int64(q, 0), hash ? hash : "?", why);
+        size_t len = (size_t)sqlite3_column_bytes(q, 3);
+        if (solstore_verify(hash ? hash : "", (uint64_t)sqlite3_column_int64(q, 2), blob, len,
+                            in_file ? file : NULL, why, sizeof why) != 0) {
+            printf("job %lld: solution %s: %s\n", (long long)sqlite3_column_int64(q, 0), hash ? hash : "?",
+                   why);
             bad = 1;
         } else {
             whole++;

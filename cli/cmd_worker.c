@@ -33,7 +33,7 @@ int cmd_worker(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case 'c': cfg.connect = optarg; break;
-        case 't': if ((rc = cli_parse_u64("worker", "--threads", optarg, 1, 4096, &v))) return rc;
+        case 't': if ((rc = cli_parse_u64("worker", "--threads", optarg, 1, NQ_THREADS_MAX, &v))) return rc;
                   cfg.threads = (uint32_t)v; break;
         case 'p': if ((rc = cli_parse_u64("worker", "--prefetch", optarg, 0, 1024, &v))) return rc;
                   cfg.prefetch = (uint32_t)v; break;

@@ -7,8 +7,8 @@
  * complete or not at all, and only when the command succeeds: it is written beside FILE under
  * a temporary name and flushed to disk, then the root is kept in the store, then the file is
  * renamed over FILE. A root that cannot be kept (the broker holding the DB's write lock past
- * the busy timeout) takes the temporary file with it and exits 3: a manifest whose root the
- * store does not show was once left behind by an export that said it had failed. The root is
+ * the busy timeout) takes the temporary file with it and exits 3: an export that says it failed
+ * leaves no manifest whose root the store does not show. The root is
  * a function of the job's rows, so one kept for a file whose rename then fails is still true.
  */
 #include "export_manifest.h"

@@ -352,24 +352,49 @@ static const char *key_prefix(const msgpack_object *w, char *buf, size_t len)
     return buf;
 }
 
+/* A worker's round trip in milliseconds, "-" before it is measured or when it is not connected. */
+static const char *get_rtt(const msgpack_object *w, char *buf, size_t len)
+{
+    double s;
+    if (get_double(w, "rtt_s", &s) != 0 || !(s > 0))
+        return "-";
+    snprintf(buf, len, "%.0f ms", s * 1000 < 1e9 ? s * 1000 : 1e9);
+    return buf;
+}
+
+/* A GPU worker's devices, a line each under its row. */
+static void render_devices(FILE *f, const msgpack_object *ds)
+{
+    char name[NQ_DEVICE_NAME_MAX], st[16], q[64], s[64], r[64];   /* numbers: room for 128 bits */
+    for (uint32_t i = 0; ds && i < ds->via.array.size; i++) {
+        const msgpack_object *d = &ds->via.array.ptr[i];
+        fprintf(f, "  device %u  %-40s  %-8s  %8s queued  %10s shards  %s shards/s\n", (unsigned)i,
+                get_str(d, "name", name, sizeof name), get_str(d, "state", st, sizeof st),
+                get_str(d, "queued", q, sizeof q), get_str(d, "shards", s, sizeof s),
+                get_fixed(d, "shards_per_s", 2, r, sizeof r));
+    }
+}
+
 void render_workers(FILE *f, const msgpack_object *arr)
 {
-    char a[256], b[256], c[64], d[64], e[64], g[64], h[64], k[64], t[64], kern[256], key[32];
-    fprintf(f, "%-28s  %-16s  %-15s  %7s  %5s  %6s  %8s  %13s  %9s  %-19s  %s\n", "ID", "HOST", "KEY",
-            "THREADS", "ALIVE", "LEASES", "SHARDS", "NODES/S", "CONFLICTS", "LAST SEEN", "KERNEL");
+    char a[256], b[256], c[64], d[64], e[64], g[64], h[64], k[64], t[64], kern[256], key[32], rtt[32];
+    fprintf(f, "%-28s  %-16s  %-15s  %7s  %5s  %6s  %8s  %13s  %9s  %9s  %-19s  %s\n", "ID", "HOST", "KEY",
+            "THREADS", "ALIVE", "LEASES", "SHARDS", "NODES/S", "RTT", "CONFLICTS", "LAST SEEN", "KERNEL");
     if (!arr || arr->type != MSGPACK_OBJECT_ARRAY)
         return;
     for (uint32_t i = 0; i < arr->via.array.size; i++) {
         const msgpack_object *w = &arr->via.array.ptr[i];
         /* KERNEL last: a GPU worker's names its device, of any length */
-        fprintf(f, "%-28s  %-16s  %-15s  %7s  %5s  %6s  %8s  %13s  %9s  %-19s  %s%s\n",
+        fprintf(f, "%-28s  %-16s  %-15s  %7s  %5s  %6s  %8s  %13s  %9s  %9s  %-19s  %s%s\n",
                 get_str(w, "id", a, sizeof a), get_str(w, "host", b, sizeof b),
                 key_prefix(w, key, sizeof key),
                 get_str(w, "threads", c, sizeof c), get_str(w, "alive", d, sizeof d),
                 get_str(w, "leases", e, sizeof e),
                 get_count(w, "shards_done", g, sizeof g), get_group_fixed(w, "nodes_per_s", 0, h, sizeof h),
-                get_count(w, "conflicts", k, sizeof k), get_time(w, "last_seen", t, sizeof t),
+                get_rtt(w, rtt, sizeof rtt), get_count(w, "conflicts", k, sizeof k),
+                get_time(w, "last_seen", t, sizeof t),
                 get_str(w, "kernel", kern, sizeof kern), get_bool(w, "flagged") ? "  FLAGGED" : "");
+        render_devices(f, get_array(w, "devices"));
     }
 }
 

@@ -1,4 +1,4 @@
--- A decided shard never changes and a done job never goes back (DESIGN.md, invariant 1).
+-- A decided shard never changes and a done job never goes back (docs/architecture.md, the first invariant).
 -- What arrives after the decision is compared, never voted: an equal result from another
 -- identity confirms, a differing one is evidence against its sender, kept here.
 

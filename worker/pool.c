@@ -162,11 +162,17 @@ static void pool_gpu_done(void *ud, nq_wtask_t *t)
     pthread_mutex_unlock(&p->lock);
 }
 
+/* The broker asked for the CPU kernels' count (NQ_TASK_CPU): no GPU runs it, nor a copy of it. */
+static int task_wants_cpu(const nq_wtask_t *t)
+{
+    return t->t.kind == NQ_KIND_COUNT && strcmp(t->t.algo, NQ_TASK_CPU) == 0;
+}
+
 /* A count the CPU runs that may get a copy on the GPU (one copy a task: copied stays set), or NULL. */
 static nq_wtask_t *copy_candidate(const nq_pool_t *p)
 {
     nq_wtask_t *o = p->running;
-    while (o && !(o->on_cpu && !o->copied && !o->lost && !atomic_load(&o->cancel)))
+    while (o && !(o->on_cpu && !o->copied && !o->lost && !atomic_load(&o->cancel) && !task_wants_cpu(o)))
         o = o->next;
     return o;
 }
@@ -200,8 +206,8 @@ static int pool_pick(nq_pool_t *p, nq_wtask_t **tp)
     nq_wtask_t *t = NULL;
     if ((how == FEED_GPU || how == FEED_COPY) && f.hungriest < 0)
         how = FEED_WAIT;                /* every device failing: feed_next sees it at the next look */
-    if (how == FEED_GPU && p->queue->t.kind != NQ_KIND_COUNT)
-        how = FEED_CPU;                 /* solve and enumerate have no GPU path */
+    if (how == FEED_GPU && (p->queue->t.kind != NQ_KIND_COUNT || task_wants_cpu(p->queue)))
+        how = FEED_CPU;                 /* no GPU path (solve, enumerate), or the CPU's count wanted */
     if (how == FEED_GPU)
         t = p->queue;
     else if (how == FEED_CPU)

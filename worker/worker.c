@@ -57,6 +57,7 @@ struct nq_worker {
     char fail[256];                    /* why */
     uint32_t gpus_failed;              /* devices seen failed and logged */
     uint8_t gpu_said[NQ_GPU_MAX_DEVICES];   /* device i's failure logged */
+    nq_dev_rates_t dev_rates;          /* each device's shards a second, for heartbeats */
     char refused[NQ_STR_MAX + 128];    /* the broker told us this is not its workers' endpoint */
 };
 
@@ -123,6 +124,8 @@ static void send_heartbeat(nq_worker_t *w)
     m.u.heartbeat.items = items;
     m.u.heartbeat.count = task_items(w->outbox, items, n, NQ_MAX_HEARTBEAT_ITEMS);
     m.u.heartbeat.sync = w->sync;
+    if (w->pool)
+        devices_heartbeat(&w->dev_rates, w->pool, w->cfg.gpus, w->cfg.ngpu, &m.u.heartbeat);
     if (send_msg(w, &m) == 0)
         w->sync_echoed = w->sync;
 }
@@ -437,6 +440,7 @@ static void worker_credit(nq_worker_t *w, double now)
         w->rate_at = now;
         w->rate_shards = 0;
     }
+    devices_measure(&w->dev_rates, w->pool, w->cfg.ngpu, now);
     nq_feed_t f;
     pool_feed(w->pool, &f);
     f.prefetch = w->cfg.prefetch;

@@ -6,6 +6,7 @@
  *              the CPU beside it
  *   feed.c     what a thread does next in a GPU worker, its feeders and its credit (pure)
  *   run_task.c one task through its kernel (count, solve, enumerate; count on the GPU)
+ *   devices.c  a GPU worker's devices as its heartbeat carries them
  * Its command (nq worker) is cli/cmd_worker.c.
  */
 #ifndef NQ_WORKER_IMPL_H
@@ -105,6 +106,20 @@ int feed_next(const nq_feed_t *f, uint32_t cpu_running, int queued, int copyable
 /* The credit to ask the broker for, and a worker's default prefetch. */
 uint32_t feed_credit(const nq_feed_t *f);
 uint32_t feed_prefetch(uint32_t threads);
+
+/* Each device's shards a second, measured from the pool's counts (devices.c). */
+typedef struct {
+    double at;                        /* when last measured (0: never) */
+    uint64_t seen[NQ_MAX_HB_DEVICES];
+    double rate[NQ_MAX_HB_DEVICES];
+} nq_dev_rates_t;
+/* Measures again when a second or more has passed since the last time. */
+void devices_measure(nq_dev_rates_t *r, nq_pool_t *p, uint32_t n, double now);
+/* hb's devices: gpus[0 .. n)'s names, states, queued shards, shards counted and rates. */
+void devices_heartbeat(const nq_dev_rates_t *r, nq_pool_t *p, nq_gpu_t *const *gpus, uint32_t n,
+                       nq_heartbeat_t *hb);
+/* src as a name a heartbeat may carry: text, at most cap - 1 bytes, cut between characters. */
+void device_name_copy(char *dst, size_t cap, const char *src);
 
 void task_run(nq_wtask_t *t);                        /* run_task.c */
 /* A count task on the GPU: its host part now, the rest on the GPU; done(ud, t) once it ended

@@ -118,6 +118,44 @@ static void put_commits(FILE *f, const nq_metrics_snapshot_t *s)
     fputc('\n', f);
 }
 
+/* {worker="ID",device="I",name="NAME"}: a GPU worker's device I, named in the worker's words
+   (escaped like its id). */
+static void put_device_labels(FILE *f, const char *metric, const nq_metrics_worker_t *w, uint32_t i)
+{
+    fprintf(f, "%s{worker=\"", metric);
+    put_label_value(f, w->id);
+    fprintf(f, "\",device=\"%u\",name=\"", (unsigned)i);
+    put_label_value(f, w->devices[i].name);
+    fputs("\"} ", f);
+}
+
+/* A series per device of each GPU worker: its rate, queued shards, shards counted and state. */
+static void put_devices(FILE *f, const nq_metrics_snapshot_t *s)
+{
+    static const struct { const char *name, *type, *help; } fam[4] = {
+        { "nq_worker_device_shards_per_second", "gauge",
+          "Shards a second each device of a GPU worker counts lately." },
+        { "nq_worker_device_queued", "gauge", "Shards each device of a GPU worker holds." },
+        { "nq_worker_device_shards", "gauge",
+          "Shards each device of a GPU worker counted since the worker started." },
+        { "nq_worker_device_up", "gauge", "1 while a GPU worker's device counts, 0 once it failed." },
+    };
+    for (int k = 0; k < 4; k++) {
+        put_family(f, fam[k].name, fam[k].type, fam[k].help);
+        for (size_t i = 0; i < s->nworkers; i++)
+            for (uint32_t d = 0; d < s->workers[i].ndevices; d++) {
+                const nq_hb_device_t *x = &s->workers[i].devices[d];
+                put_device_labels(f, fam[k].name, &s->workers[i], d);
+                if (k == 0)
+                    put_double(f, (double)x->rate_milli / 1000);
+                else
+                    fprintf(f, "%llu", (unsigned long long)(k == 1 ? x->queued : k == 2 ? x->shards
+                                                            : x->state != NQ_DEVICE_FAILED));
+                fputc('\n', f);
+            }
+    }
+}
+
 static void put_workers(FILE *f, const nq_metrics_snapshot_t *s)
 {
     put_family(f, "nq_worker_nodes_per_second", "gauge",
@@ -134,6 +172,18 @@ static void put_workers(FILE *f, const nq_metrics_snapshot_t *s)
         fputs("nq_worker_leases{worker=\"", f);
         put_label_value(f, s->workers[i].id);
         fprintf(f, "\"} %u\n", s->workers[i].leases);
+    }
+    put_devices(f, s);
+    put_family(f, "nq_worker_round_trip_seconds", "gauge",
+               "Each connected worker's round trip as the broker measured it (absent until measured).");
+    for (size_t i = 0; i < s->nworkers; i++) {
+        if (s->workers[i].rtt_s <= 0)
+            continue;
+        fputs("nq_worker_round_trip_seconds{worker=\"", f);
+        put_label_value(f, s->workers[i].id);
+        fputs("\"} ", f);
+        put_double(f, s->workers[i].rtt_s);
+        fputc('\n', f);
     }
 }
 
@@ -260,8 +310,10 @@ char *metrics_render(const nq_metrics_snapshot_t *s, const nq_metrics_ended_t *e
 
 void metrics_snapshot_free(nq_metrics_snapshot_t *s)
 {
-    for (size_t i = 0; i < s->nworkers; i++)
+    for (size_t i = 0; i < s->nworkers; i++) {
         free((char *)s->workers[i].id);
+        free((nq_hb_device_t *)s->workers[i].devices);
+    }
     free((nq_metrics_worker_t *)s->workers);
     free((nq_metrics_job_t *)s->jobs);
     s->workers = NULL;
@@ -280,9 +332,20 @@ static int copy_workers(nq_metrics_snapshot_t *c, const nq_metrics_snapshot_t *s
     c->workers = w;
     for (size_t i = 0; i < src->nworkers; i++, c->nworkers++) {
         w[i] = src->workers[i];
+        w[i].devices = NULL;
+        w[i].ndevices = 0;
         w[i].id = strdup(src->workers[i].id ? src->workers[i].id : "");
         if (!w[i].id)
             return -1;
+        uint32_t nd = src->workers[i].ndevices;
+        if (nd && src->workers[i].devices) {
+            nq_hb_device_t *d = malloc(nd * sizeof *d);
+            if (!d)
+                return -1;
+            memcpy(d, src->workers[i].devices, nd * sizeof *d);
+            w[i].devices = d;
+            w[i].ndevices = nd;
+        }
     }
     return 0;
 }

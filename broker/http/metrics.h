@@ -16,6 +16,8 @@
 #ifndef NQ_METRICS_H
 #define NQ_METRICS_H
 
+#include "proto.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +27,9 @@ typedef struct {
     uint32_t leases;
     int flagged;                   /* quarantined: results failed the broker's checks */
     char kernel[64];               /* the build its HELLO named (from the wire: escape it) */
+    const nq_hb_device_t *devices; /* a GPU worker's, as its last heartbeat said (names: escape) */
+    uint32_t ndevices;
+    double rtt_s;                  /* its link's round trip, seconds; 0 before it is measured */
 } nq_metrics_worker_t;
 
 typedef struct {

@@ -87,8 +87,7 @@ nq_metrics_ended_t *web_metrics_ended(nq_http_t *h)
 }
 
 /* The broker's live view of a worker, from the last snapshot (query_live_t). */
-static int live_lookup(void *ud, const char *id, int *alive, double *nodes_per_s, uint32_t *leases,
-                       char kernel[QUERY_KERNEL_MAX])
+static int live_lookup(void *ud, const char *id, query_worker_live_t *out)
 {
     nq_http_t *h = ud;
     int rc = -1;
@@ -96,16 +95,36 @@ static int live_lookup(void *ud, const char *id, int *alive, double *nodes_per_s
     for (size_t i = 0; i < h->snap.nworkers; i++) {
         const nq_metrics_worker_t *w = &h->snap.workers[i];
         if (strcmp(w->id, id) == 0) {
-            *alive = 1;
-            *nodes_per_s = w->nodes_per_s;
-            *leases = w->leases;
-            snprintf(kernel, QUERY_KERNEL_MAX, "%s", w->kernel);
+            out->alive = 1;
+            out->nodes_per_s = w->nodes_per_s;
+            out->leases = w->leases;
+            snprintf(out->kernel, sizeof out->kernel, "%s", w->kernel);
+            out->rtt_s = w->rtt_s;
             rc = 0;
             break;
         }
     }
     pthread_mutex_unlock(&h->lock);
     return rc;
+}
+
+/* A live GPU worker's devices, from the last snapshot (query_live_t). */
+static uint32_t live_devices(void *ud, const char *id, nq_hb_device_t *out, uint32_t max)
+{
+    nq_http_t *h = ud;
+    uint32_t n = 0;
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < h->snap.nworkers; i++) {
+        const nq_metrics_worker_t *w = &h->snap.workers[i];
+        if (strcmp(w->id, id) == 0) {
+            n = w->ndevices < max ? w->ndevices : max;
+            if (n)
+                memcpy(out, w->devices, n * sizeof *out);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    return n;
 }
 
 /* The broker's live view of an active job, from the last snapshot (query_live_t). */
@@ -138,15 +157,15 @@ typedef struct {
 
 static int run_query(nq_http_t *h, const doc_req_t *q, msgpack_packer *pk, char *err, size_t errlen)
 {
-    query_live_t live = { live_lookup, h, live_job };
+    query_live_t live = { live_lookup, h, live_job, live_devices, NULL, NULL };
     uint64_t job = q->job;
     if (q->export)
         return query_export(h->db, job, q->cursor, q->rows, 0, pk, err, errlen);
     switch (q->kind) {
     case WEB_DOC_JOB: return query_job(h->db, job, &live, pk, err, errlen);
-    case WEB_DOC_LIST: return query_list(h->db, pk, err, errlen);
+    case WEB_DOC_LIST: return query_list(h->db, &live, pk, err, errlen);
     case WEB_DOC_WORKERS: return query_workers(h->db, &live, pk, err, errlen);
-    case WEB_DOC_RESULT: return query_result(h->db, job, pk, err, errlen);
+    case WEB_DOC_RESULT: return query_result(h->db, job, &live, pk, err, errlen);
     case WEB_DOC_STUDY: return query_study_sample(h->db, job, WEB_STUDY_SAMPLE, pk, err, errlen);
     }
     return nq_errf(err, errlen, "unknown document");

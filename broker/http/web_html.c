@@ -174,8 +174,13 @@ static const char STYLE[] =
     "border-bottom:1px solid #dde}th{background:#f3f4f7}td.l,th.l{text-align:left}"
     "progress{width:12em;vertical-align:middle}.flag{color:#b00020;font-weight:bold}"
     ".muted{color:#667}.err{color:#b00020;white-space:pre-wrap}code{font-size:.95em}"
-    "svg text{font:12px system-ui,sans-serif;fill:#445}svg.chart{width:100%;max-width:720px;min-width:480px;"
-    "height:auto}@media(max-width:600px){body{margin:.8em}progress{width:5em}}"
+    "svg text{font:12px system-ui,sans-serif;fill:#445}svg.chart{width:100%;max-width:720px;height:auto}"
+    "svg.chart *{vector-effect:non-scaling-stroke}"   /* lines as thick at a phone's width */
+    /* a phone (390 px): the chart scales down whole (a min-width cut its right axis off), and the
+       jobs table keeps id, N, state, done/total, ETA and total, dropping kind, the bar, rate, unique */
+    "@media(max-width:600px){body{margin:.8em}progress{width:5em}th,td{padding:.25em .35em}"
+    "#jobs td:nth-child(2),#jobs th:nth-child(2),#jobs td:nth-child(5),#jobs th:nth-child(5),"
+    "#jobs td:nth-child(7),#jobs th:nth-child(7),#jobs td:nth-child(10),#jobs th:nth-child(10){display:none}}"
     ".cards{display:flex;flex-wrap:wrap;gap:.6em;margin:.5em 0 1em}.card{border:1px solid #dde;"
     "border-radius:6px;padding:.4em .9em;min-width:8em}.card b{display:block;font-size:1.3em}"
     ".wide{overflow-x:auto}";

@@ -158,7 +158,8 @@ static void share_table(FILE *f, const web_share_t *s)
         return;
     }
     fputs("<table id=\"share\"><tr><th class=\"l\">worker</th><th>shards done</th><th>share</th>"
-          "<th>nodes</th><th>nodes/s</th></tr>\n", f);
+          "<th>nodes</th><th title=\"its nodes on this job over the seconds its threads spent on them\">"
+          "nodes per thread-second</th></tr>\n", f);
     for (size_t k = 0; k < n; k++) {
         const share_worker_t *w = &s->w[k < s->nworkers ? k : SHARE_WORKERS];
         fputs("<tr><td class=\"l worker\">", f);

@@ -21,6 +21,15 @@ static void cell(FILE *f, const msgpack_object *doc, const char *key)
     fputs("</td>", f);
 }
 
+/* A round trip in milliseconds, "-" before it is measured (or for a worker not connected). */
+static void html_rtt(FILE *f, double rtt_s)
+{
+    if (rtt_s > 0)
+        fprintf(f, "%.0f ms", rtt_s * 1000);
+    else
+        fputs("-", f);
+}
+
 static void cell_duration(FILE *f, const msgpack_object *doc, const char *key)
 {
     double d;
@@ -76,7 +85,14 @@ static void job_row(FILE *f, const msgpack_object *j)
     else
         fputs("-", f);
     fputs("</td>", f);
-    cell_duration(f, j, "eta");
+    const msgpack_object *w = doc_get(j, "waiting");
+    if (w && w->type == MSGPACK_OBJECT_STR) {   /* no ETA while it waits: say for what instead */
+        fputs("<td class=\"l waiting\">waiting ", f);
+        html_esc_obj(f, w);
+        fputs("</td>", f);
+    } else {
+        cell_duration(f, j, "eta");
+    }
     job_answer(f, j);
     fputs("</tr>\n", f);
 }
@@ -107,14 +123,17 @@ static void workers_alive(nq_http_t *h, FILE *f)
     const nq_metrics_snapshot_t *s = &h->snap;
     fprintf(f, "<h2>workers alive: <span id=\"workers-alive\">%zu</span></h2>\n", s->nworkers);
     if (s->nworkers)
-        fputs("<table id=\"alive\"><tr><th class=\"l\">worker</th><th>leases</th><th>nodes/s</th>"
-              "<th class=\"l\"></th></tr>\n", f);
+        fputs("<table id=\"alive\"><tr><th class=\"l\">worker</th><th>leases</th>"
+              "<th title=\"its nodes since it connected, over the time since\">nodes/s since connected</th>"
+              "<th>round trip</th><th class=\"l\"></th></tr>\n", f);
     for (size_t i = 0; i < s->nworkers; i++) {
         const nq_metrics_worker_t *w = &s->workers[i];
         fputs("<tr><td class=\"l worker\">", f);
         html_esc(f, w->id, strlen(w->id));
         fprintf(f, "</td><td>%u</td><td>", w->leases);
         html_rate(f, w->nodes_per_s);
+        fputs("</td><td>", f);
+        html_rtt(f, w->rtt_s);
         fprintf(f, "</td><td class=\"l\">%s</td></tr>\n", w->flagged ? "<span class=\"flag\">flagged"
                 "</span>" : "");
     }
@@ -197,7 +216,30 @@ static void cell_time(FILE *f, const msgpack_object *w, const char *key)
     fputs("</td>", f);
 }
 
-/* The kernel build a live worker named in its HELLO (not stored in the DB). */
+/* A GPU worker's devices under its kernel, one a line: "0: NAME, counting, 40 queued, 12 shards,
+   2.5 shards/s" (names and all from the worker: escaped). */
+static void cell_devices(FILE *f, const msgpack_object *w)
+{
+    const msgpack_object *ds = doc_get(w, "devices");
+    if (!ds || ds->type != MSGPACK_OBJECT_ARRAY)
+        return;
+    for (uint32_t i = 0; i < ds->via.array.size; i++) {
+        const msgpack_object *d = &ds->via.array.ptr[i];
+        fprintf(f, "<br><span class=\"device\">%u: ", (unsigned)i);
+        html_esc_obj(f, doc_get(d, "name"));
+        fputs(", ", f);
+        html_esc_obj(f, doc_get(d, "state"));
+        fputs(", ", f);
+        html_esc_obj(f, doc_get(d, "queued"));
+        fputs(" queued, ", f);
+        html_esc_obj(f, doc_get(d, "shards"));
+        const msgpack_object *r = doc_get(d, "shards_per_s");
+        double rate = r && r->type == MSGPACK_OBJECT_FLOAT64 ? r->via.f64 : 0.0;
+        fprintf(f, " shards, %.3g shards/s</span>", rate);
+    }
+}
+
+/* The kernel build a live worker named in its HELLO (not stored in the DB), and its devices. */
 static void cell_kernel(nq_http_t *h, FILE *f, const msgpack_object *w)
 {
     const msgpack_object *id = doc_get(w, "id");
@@ -211,6 +253,7 @@ static void cell_kernel(nq_http_t *h, FILE *f, const msgpack_object *w)
         }
     }
     pthread_mutex_unlock(&h->lock);
+    cell_devices(f, w);
     fputs("</td>", f);
 }
 
@@ -252,6 +295,9 @@ static void worker_row(nq_http_t *h, FILE *f, const msgpack_object *w)
         html_rate(f, nps);
     else
         fputs("-", f);
+    fputs("</td><td>", f);
+    double rtt = 0;
+    html_rtt(f, doc_double(w, "rtt_s", &rtt) == 0 ? rtt : 0);
     fputs("</td>", f);
     cell(f, w, "conflicts");
     fprintf(f, "<td class=\"l\">%s</td></tr>\n", doc_bool(w, "flagged") ? "<span class=\"flag\">"
@@ -270,12 +316,13 @@ unsigned web_page_workers(nq_http_t *h, FILE *f)
         fputs("<p>No worker has connected yet: <code>nq worker --connect tcp://BROKER:7555</code>.</p>\n", f);
     } else {
         fputs("<p class=\"muted\">Every worker this DB has seen. Kernel and leases are known for the "
-              "workers alive; nodes/s is live for them, an average over their work for the others.</p>\n", f);
+              "workers alive; nodes/s is since it connected for them (as on the jobs page), an average over "
+              "their work for the others.</p>\n", f);
         fputs("<div class=\"wide\"><table id=\"workers\"><tr><th class=\"l\">worker</th>"
               "<th class=\"l\">host</th><th class=\"l\">key</th><th>last seen"
               "</th><th>threads</th><th class=\"l\">kernel</th><th class=\"l\">alive</th><th>leases</th>"
               "<th>shards done</th>"
-              "<th>nodes/s</th><th>conflicts</th><th class=\"l\"></th></tr>\n", f);
+              "<th>nodes/s since connected</th><th>round trip</th><th>conflicts</th><th class=\"l\"></th></tr>\n", f);
         for (uint32_t i = 0; i < d.doc->via.array.size; i++)
             worker_row(h, f, &d.doc->via.array.ptr[i]);
         fputs("</table></div>\n", f);

@@ -298,15 +298,23 @@ static int job_evidence(sqlite3 *db, qjob_t *j, char *err, size_t errlen)
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : query_db_fail(db, "evidence", err, errlen);
 }
 
-int query_job_load(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errlen)
+/* A solve job's solutions: the broker's count when it has one, else its rows counted. */
+static int job_solutions(sqlite3 *db, qjob_t *j, const query_live_t *live, char *err, size_t errlen)
+{
+    if (live && live->solutions && live->solutions(live->ud, j->id, &j->solutions_found) == 0)
+        return 0;
+    return query_count_rows(db, "SELECT COUNT(*) FROM solutions WHERE job = ?", j->id, &j->solutions_found,
+                            err, errlen);
+}
+
+int query_job_load(sqlite3 *db, uint64_t id, const query_live_t *live, qjob_t *j, char *err, size_t errlen)
 {
     memset(j, 0, sizeof *j);
     int rc = query_job_read_row(db, id, j, err, errlen);
     if (rc == 0)
         rc = job_scan(db, j, err, errlen);
     if (rc == 0 && strcmp(j->kind, "solve") == 0)
-        rc = query_count_rows(db, "SELECT COUNT(*) FROM solutions WHERE job = ?", id,
-                        &j->solutions_found, err, errlen);
+        rc = job_solutions(db, j, live, err, errlen);
     if (rc == 0 && j->verify_ppm > 0)
         rc = job_spot(db, j, err, errlen);
     if (rc == 0 && j->evidence > 0)
@@ -359,11 +367,19 @@ static void pk_progress(msgpack_packer *pk, const qjob_t *j)
     }
     if (elapsed > 0)
         rate = (double)j->shards[NQ_SHARD_DONE] / elapsed;
+    if (j->has_pace)
+        rate = j->pace_rate;            /* this run's, not since the first start */
     query_pack_str(pk, "elapsed"); msgpack_pack_double(pk, elapsed);
     query_pack_str(pk, "rate"); msgpack_pack_double(pk, rate);
     query_pack_str(pk, "eta");
     if (strcmp(j->state, "done") == 0)
         msgpack_pack_double(pk, 0);
+    else if (j->waiting[0])
+        msgpack_pack_nil(pk);           /* no ETA while it waits: "waiting" says for what */
+    else if (j->has_pace && j->pace_eta >= 0)
+        msgpack_pack_double(pk, j->pace_eta);
+    else if (j->has_pace)
+        msgpack_pack_nil(pk);           /* nothing done this run yet */
     else if (strcmp(j->state, "running") == 0 && elapsed > 0 && done > 0)
         msgpack_pack_double(pk, elapsed * (1 - done) / done);
     else
@@ -445,9 +461,10 @@ typedef struct { uint64_t id; const query_live_t *live; } job_args_t;
    count copies, though: a shard under a quorum has several, and a done shard a spot-check copy,
    so "759/759 done, 16 pending" once said that checks were waiting. The shards without a decision
    are pending or leased; the copies beyond them are counted apart. */
-static void job_live(qjob_t *j, const query_live_t *live)
+void query_job_live(qjob_t *j, const query_live_t *live)
 {
     uint64_t pending, leased;
+    j->has_pace = live && live->pace && live->pace(live->ud, j->id, &j->pace_eta, &j->pace_rate) == 0;
     if (!live || !live->job ||
         live->job(live->ud, j->id, &pending, &leased, j->waiting, sizeof j->waiting) != 0)
         return;
@@ -468,10 +485,10 @@ static int job_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_
 {
     const job_args_t *a = args;
     qjob_t j;
-    int rc = query_job_load(db, a->id, &j, err, errlen);
+    int rc = query_job_load(db, a->id, a->live, &j, err, errlen);
     if (rc != 0)
         return rc;
-    job_live(&j, a->live);
+    query_job_live(&j, a->live);
     msgpack_pack_map(pk, query_job_npairs(&j));
     query_pack_job(pk, &j);
     return 0;
@@ -495,7 +512,7 @@ static void pk_refused(msgpack_packer *pk, uint64_t id, const char *why)
 
 static int list_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_t errlen)
 {
-    (void)args;
+    const query_live_t *live = args;
     sqlite3_stmt *st = query_prep(db, "SELECT id FROM jobs ORDER BY id DESC", err, errlen);
     if (!st)
         return -2;
@@ -506,7 +523,8 @@ static int list_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         uint64_t id = (uint64_t)sqlite3_column_int64(st, 0);
         qjob_t j;
-        if (query_job_load(db, id, &j, err, errlen) == 0) {
+        if (query_job_load(db, id, live, &j, err, errlen) == 0) {
+            query_job_live(&j, live);
             msgpack_pack_map(&items.pk, query_job_npairs(&j));
             query_pack_job(&items.pk, &j);
         } else if (j.refused) {
@@ -534,7 +552,7 @@ static int list_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size
     return rc;
 }
 
-int query_list(sqlite3 *db, msgpack_packer *pk, char *err, size_t errlen)
+int query_list(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen)
 {
-    return query_doc_run(db, list_doc, NULL, pk, err, errlen);
+    return query_doc_run(db, list_doc, (void *)live, pk, err, errlen);
 }

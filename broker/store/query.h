@@ -30,6 +30,8 @@
 #ifndef NQ_QUERY_H
 #define NQ_QUERY_H
 
+#include "proto.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <msgpack.h>
@@ -44,18 +46,32 @@
 /* Solutions listed in a result document; the rest are counted and reachable by export. */
 #define QUERY_RESULT_MAX_SOLUTIONS 1000u
 
-/* Live data the broker adds to documents. lookup returns 0 when it knows the worker (then
-   alive, nodes_per_s and leases are its current values, and kernel the build its HELLO named: a
-   GPU worker's names its device), else -1. job (may be NULL) returns 0 when the job is active in
-   the broker: then pending and leased count copies waiting and out on workers (quorum and check
-   copies too; the store has one lease per shard row) and waiting says why pending work is not
-   taken ("" when it is). */
-#define QUERY_KERNEL_MAX 256
+/* Live data the broker adds to documents. lookup returns 0 when it knows the worker (then *w
+   holds its current values: kernel is the build its HELLO named, a GPU worker's names its device;
+   rtt_s its link's round trip, 0 before it is measured), else -1. job (may be NULL) returns 0 when
+   the job is active in the broker: then pending and leased count copies waiting and out on
+   workers (quorum and check copies too; the store has one lease per shard row) and waiting says
+   why pending work is not taken ("" when it is). */
+#define QUERY_KERNEL_MAX NQ_STR_MAX     /* a HELLO's build */
 typedef struct {
-    int (*lookup)(void *ud, const char *worker_id, int *alive, double *nodes_per_s, uint32_t *leases,
-                  char kernel[QUERY_KERNEL_MAX]);
+    int alive;
+    double nodes_per_s;
+    uint32_t leases;
+    char kernel[QUERY_KERNEL_MAX];
+    double rtt_s;
+} query_worker_live_t;
+typedef struct {
+    int (*lookup)(void *ud, const char *worker_id, query_worker_live_t *w);
     void *ud;
     int (*job)(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, char *waiting, size_t len);
+    /* (may be NULL) a live GPU worker's devices as its last heartbeat said, into out: how many */
+    uint32_t (*devices)(void *ud, const char *worker_id, nq_hb_device_t *out, uint32_t max);
+    /* A loaded solve job's solutions found, or -1 (NULL: none known): the broker keeps the count,
+       and its loop must not count a job's solution rows for every status (O(solutions) each). */
+    int (*solutions)(void *ud, uint64_t id, uint64_t *n);
+    /* (may be NULL) an active job's ETA (-1: none yet) and shards a second from the broker's pace
+       this run (its cost estimates of the work left and done): 0, or -1 for a job it has not */
+    int (*pace)(void *ud, uint64_t id, double *eta, double *rate);
 } query_live_t;
 
 /* Packs v as a uint when it fits 64 bits, else as EXT 1 (16 bytes LE). 0 ok. */
@@ -64,12 +80,14 @@ int query_pack_u128(msgpack_packer *pk, unsigned __int128 v);
 int query_job(sqlite3 *db, uint64_t id, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen);
 
 /* Array of job documents, newest first. */
-int query_list(sqlite3 *db, msgpack_packer *pk, char *err, size_t errlen);
+int query_list(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen);
 
 /* Array of {id, host, pubkey, threads, first_seen, last_seen, shards_done, nodes,
-   seconds, nodes_per_s, conflicts, flagged, alive, leases, kernel}, by id. Without live
-   (NULL), alive, leases and kernel are nil and nodes_per_s = nodes/seconds from the DB;
-   with live, a worker the broker knows gets its live values, others alive=false, kernel nil. */
+   seconds, nodes_per_s, conflicts, flagged, alive, leases, kernel, devices, rtt_s}, by id; devices:
+   a live GPU worker's [{device, name, state ("counting" or "failed"), queued, shards,
+   shards_per_s}], else empty. Without live (NULL), alive, leases, kernel and rtt_s are nil and
+   nodes_per_s = nodes/seconds from the DB; with live, a worker the broker knows gets its live
+   values (rtt_s nil until measured), others alive=false, kernel and rtt_s nil. */
 int query_workers(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, char *err, size_t errlen);
 /* Characters of a worker's public key that tables show (nq workers, the web view): enough to tell
    keys apart (12 Z85 digits, 76 bits) and to find its .pub file; the document has the whole key. */
@@ -88,7 +106,8 @@ int query_workers(sqlite3 *db, const query_live_t *live, msgpack_packer *pk, cha
  * seconds_p95} over the done shards of that method (quantiles interpolate
  * linearly between order statistics, like numpy's default).
  */
-int query_result(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen);
+int query_result(sqlite3 *db, uint64_t id, const query_live_t *live, msgpack_packer *pk, char *err,
+                 size_t errlen);
 /* A solve study's table from at most the first per_method done seeds of each method (the web
    page's: a bounded read however large the study): {sample_per_method, study: [...]}. */
 int query_study_sample(sqlite3 *db, uint64_t id, uint32_t per_method, msgpack_packer *pk, char *err,

@@ -71,6 +71,8 @@ typedef struct {
     uint64_t evidence, nevidence_by;
     char evidence_by[QJOB_FLAGGED_MAX][64];
     char waiting[160];                        /* from the broker (query_live_t), "" when not waiting */
+    int has_pace;                             /* from the broker: ETA and rate of this run */
+    double pace_eta, pace_rate;
     uint64_t copies;                          /* from the broker: copies beyond one a shard (quorum
                                                  votes, spot-checks) waiting or out */
     int refused;                              /* its row holds what nq could not have written */
@@ -79,7 +81,11 @@ typedef struct {
 /* The job's row alone (its parameters, checked), or its row, shard counts and sums: 0; -1 no
    such job; -2 an error or a refused row (j->refused), err says which. */
 int query_job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errlen);
-int query_job_load(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t errlen);
+/* live (NULL: none) gives a solve job's solution count instead of counting its rows. */
+int query_job_load(sqlite3 *db, uint64_t id, const query_live_t *live, qjob_t *j, char *err, size_t errlen);
+/* The broker's live figures of an active job (live NULL: none): pending and leased copies, and why
+   it waits (status and result say it alike). */
+void query_job_live(qjob_t *j, const query_live_t *live);
 uint32_t query_job_npairs(const qjob_t *j);
 void query_pack_job(msgpack_packer *pk, const qjob_t *j);   /* the job document's pairs */
 

@@ -56,7 +56,8 @@ static int result_threads(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *er
 {
     uint64_t n = 0;
     int rc = query_count_rows(db, "SELECT coalesce(sum(max(w.threads, 0)), 0) FROM job_workers jw"
-                                  " JOIN workers w ON w.id = jw.worker WHERE jw.job = ?", id, &n, err, errlen);
+                                  " JOIN workers w ON w.id = jw.worker WHERE jw.job = ?",
+                              id, &n, err, errlen);
     if (rc == 0)
         msgpack_pack_uint64(pk, n);
     return rc;
@@ -284,12 +285,16 @@ static int result_manifest_root(sqlite3 *db, uint64_t id, msgpack_packer *pk, ch
     return rc;
 }
 
+typedef struct { uint64_t id; const query_live_t *live; } result_args_t;
+
 static int result_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, size_t errlen)
 {
+    const result_args_t *a = args;
     qjob_t j;
-    int rc = query_job_load(db, *(const uint64_t *)args, &j, err, errlen);
+    int rc = query_job_load(db, a->id, a->live, &j, err, errlen);
     if (rc != 0)
         return rc;
+    query_job_live(&j, a->live);        /* pending, leased and why it waits: as status says them */
     int is_count = strcmp(j.kind, "count") == 0, is_solve = strcmp(j.kind, "solve") == 0;
     /* O(1): the total must agree with the sum of the done shards' residues; which shard
        does not is `nq check`'s question (every row) */
@@ -326,9 +331,11 @@ static int result_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, si
     return 0;
 }
 
-int query_result(sqlite3 *db, uint64_t id, msgpack_packer *pk, char *err, size_t errlen)
+int query_result(sqlite3 *db, uint64_t id, const query_live_t *live, msgpack_packer *pk, char *err,
+                 size_t errlen)
 {
-    return query_doc_run(db, result_doc, &id, pk, err, errlen);
+    result_args_t a = { id, live };
+    return query_doc_run(db, result_doc, &a, pk, err, errlen);
 }
 
 typedef struct { uint64_t id; uint32_t per_method; } study_args_t;
@@ -337,7 +344,7 @@ static int study_doc(sqlite3 *db, void *args, msgpack_packer *pk, char *err, siz
 {
     const study_args_t *a = args;
     qjob_t j;
-    int rc = query_job_load(db, a->id, &j, err, errlen);
+    int rc = query_job_load(db, a->id, NULL, &j, err, errlen);
     if (rc != 0)
         return rc;
     if (strcmp(j.kind, "solve") != 0)

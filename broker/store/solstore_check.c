@@ -53,7 +53,7 @@ int solstore_verify(const char *hash, uint64_t n, const void *blob, size_t blobl
     solstore_hash(cols, n, h);
     free(cols);
     if (strcmp(h, hash) != 0)
-        return nq_errf(why, whylen, "damaged: %s holds a permutation whose hash is %s", file ? file : "the row",
-                       h), 1;
+        return nq_errf(why, whylen, "damaged: %s holds a permutation whose hash is %s",
+                       file ? file : "the row", h), 1;
     return 0;
 }

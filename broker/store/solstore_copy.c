@@ -46,16 +46,18 @@ int solstore_copy(const char *src_db, sqlite3 *copy, const char *dest_dir, uint6
 {
     sqlite3_stmt *q;
     *files = *bytes = 0;
-    if (sqlite3_prepare_v2(copy, "SELECT hash, n, path FROM solutions WHERE cols IS NULL ORDER BY job, hash", -1,
-                           &q, NULL) != SQLITE_OK)
+    if (sqlite3_prepare_v2(copy, "SELECT hash, n, path FROM solutions WHERE cols IS NULL ORDER BY job, hash",
+                           -1, &q, NULL) != SQLITE_OK)
         return nq_errf(why, whylen, "the copy's solutions: %s", sqlite3_errmsg(copy));
     int rc = 0, step;
     while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW) {
-        const char *hash = (const char *)sqlite3_column_text(q, 0), *path = (const char *)sqlite3_column_text(q, 2);
+        const char *hash = (const char *)sqlite3_column_text(q, 0);
+        const char *path = (const char *)sqlite3_column_text(q, 2);
         char from[4400], to[4400], e[600];
         const char *name = path ? strrchr(path, '/') : NULL;
         if (!hash || !path || solstore_row_file(src_db, path, from, sizeof from) != 0)
-            rc = nq_errf(why, whylen, "a solution row names no file in the DB's folder ('%s')", path ? path : "");
+            rc = nq_errf(why, whylen, "a solution row names no file in the DB's folder ('%s')",
+                         path ? path : "");
         else if (snprintf(to, sizeof to, "%s%s", dest_dir, name) >= (int)sizeof to)
             rc = nq_errf(why, whylen, "%s%s: path too long", dest_dir, name);
         else if ((rc = copy_file(from, to, bytes, why, whylen)) == 0) {

@@ -11,7 +11,7 @@
  * what this build knows), or a damaged one (quick_check fails; run at open
  * up to 64 MiB, see store_check_file).
  *
- * Results follow invariant 1 of DESIGN.md: the first result per shard decides
+ * Results follow the first invariant of docs/architecture.md: the first result per shard decides
  * it (under quorum, the broker stores a shard only once its votes agree). A
  * decided shard never changes and a done job never goes back: a later result
  * is compared, and an equal one from another identity confirms, a differing

@@ -1,10 +1,11 @@
 /*
  * Results in the store: the first result of a shard decides it, and what comes later is
- * compared, never voted (DESIGN.md invariant 1). put_again is the one place that rule lives:
- * a decided shard (done, or any shard of a done job) never changes; an equal later result from
- * another identity confirms it (table confirmations), a differing one is kept as evidence
- * against its sender (table evidence). Only store_result_dispute, for quorum votes that never
- * agreed, makes a shard CONFLICT. Enumerate payloads and solve solutions are stored here too.
+ * compared, never voted (docs/architecture.md, the first invariant). put_again is the one
+ * place that rule lives: a decided shard (done, or any shard of a done job) never changes; an
+ * equal later result from another identity confirms it (table confirmations), a differing one
+ * is kept as evidence against its sender (table evidence). Only store_result_dispute, for
+ * quorum votes that never agreed, makes a shard CONFLICT. Enumerate payloads and solve
+ * solutions are stored here too.
  * "Equal" is the one agreement relation (common/wire/agree.h), which holds a count's nodes to
  * account only between two results of the CPU kernels': the fast GPU kernel's are its own.
  */
@@ -409,8 +410,8 @@ static int put_result(nq_store_t *s, const nq_result_t *r, const char *worker, c
     if (c.has_result)
         return put_again(s, r, &c, worker, by ? by->who : 0);
     /* A shard is decided by the broker's rules for its job (quorum, spot-checks), and only a
-       running job has them: a first result for a failed job's shard, stored, was once counted by
-       `nq retry` without a vote or a check (4,684 for the 4 of N=6 at quorum 3). */
+       running job has them: a first result for a job not running is kept nowhere, or `nq retry`
+       would count it without a vote or a check. */
     if ((by && by->unloaded) || (c.job_state != NQ_JOB_PENDING && c.job_state != NQ_JOB_RUNNING))
         return NQ_PUT_UNDECIDABLE;
     return put_first(s, r, &c, worker, sol_hash, sol_path, by);

@@ -57,9 +57,13 @@ int store_votes_drop(nq_store_t *s, uint64_t job, uint64_t idx);
 
 #define NQ_SPOT_MAX_VOTES 4    /* the first result, the check and two tie-breakers */
 
+/* shards.verify: 0 nothing to check, 1 a check wanted, 2 disputed, 3 a nodes dispute between CPU
+   counts, which only another CPU count settles (its tie-break copy asks for one) */
+enum { NQ_VERIFY_NONE = 0, NQ_VERIFY_WANTED = 1, NQ_VERIFY_DISPUTED = 2, NQ_VERIFY_CPU = 3 };
+
 typedef struct {
     int state;                 /* NQ_SHARD_*, or -1: no row */
-    int verify;                /* 0 nothing to check, 1 a check wanted, 2 disputed */
+    int verify;                /* NQ_VERIFY_* */
     int nvotes;                /* votes[0] is the stored result when state is done */
     nq_vote_t votes[NQ_SPOT_MAX_VOTES];
 } nq_shard_votes_t;

@@ -74,6 +74,17 @@ size_t nq_utf8_len(const void *sv, size_t n)
     return need;
 }
 
+size_t nq_utf8_prefix(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max + 1);
+    if (n <= max)
+        return n;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;                            /* s[n] continues the character s[n - 1..] begins */
+    return n;
+}
+
 static const char hexd[] = "0123456789abcdef";
 
 static size_t put_hex(char *out, unsigned c)

@@ -61,5 +61,8 @@ const char *nq_log_v(char *buf, size_t len, const char *s);
  * truncated sequence, or N == 0). Shared with the metrics renderer.
  */
 size_t nq_utf8_len(const void *s, size_t n);
+/* The bytes of the longest prefix of valid UTF-8 text s (NUL-terminated) that fits in max
+   bytes and ends on a character boundary: a cut there never splits a character. */
+size_t nq_utf8_prefix(const char *s, size_t max);
 
 #endif

@@ -11,6 +11,8 @@ typedef enum { NQ_KIND_COUNT = 1, NQ_KIND_SOLVE = 2, NQ_KIND_ENUMERATE = 3 } nq_
 #define NQ_ENUM_MAX_N  16
 #define NQ_SOLVE_MAX_N 1000000000ull
 #define NQ_MAX_SPEC    256             /* bytes of an encoded shard descriptor (on the wire: TASK.spec) */
+#define NQ_STR_MAX     256             /* longest string field of the wire, including NUL */
+#define NQ_THREADS_MAX 4096            /* a worker's threads (HELLO), an audit's, nq run's workers */
 
 /* One result vocabulary: a command's exit status, and the code of a control reply (the
    broker answers with the code its client then exits with). */

@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #define NQ_MANIFEST_VERSION 3     /* the one version written and read */
-#define NQ_MANIFEST_WORKER_MAX 255      /* a worker id's bytes (proto_check_worker_id) */
+#define NQ_MANIFEST_WORKER_MAX (NQ_STR_MAX - 1)   /* a worker id's bytes (proto_check_worker_id) */
 /* Longest valid line: 20-digit index, 512 hex digits, three 20-digit numbers, two residues,
    a 255-byte worker id, two 20-digit counts, a kind and 10 spaces come to 904; header and root
    are shorter. */

@@ -36,6 +36,7 @@ typedef enum {
     F_STR,                        /* msgpack str -> NUL-terminated char array */
     F_BIN,                        /* msgpack bin -> pointer into the frame + size_t length */
     F_HB,                         /* HEARTBEAT items: array of [lease, progress] */
+    F_DEVS,                       /* HEARTBEAT devices: array of [name, state, queued, shards, rate] */
     F_PARAMS,                     /* CTL_REQ params: map of str key -> str | uint */
     F_DOC                         /* CTL_REP document: any msgpack value, bounded */
 } fkind_t;
@@ -60,7 +61,7 @@ typedef struct {
 
 static const field_t f_hello[] = {
     FSTR(hello.worker_id, 1), FANY(hello.nonce), FSTR(hello.host, 0),
-    FU32(hello.threads, 1, 4096), FSTR(hello.build, 0),
+    FU32(hello.threads, 1, NQ_THREADS_MAX), FSTR(hello.build, 0),
 };
 static const field_t f_welcome[] = {
     FU32(welcome.heartbeat_ms, 100, 60000), FU32(welcome.liveness, 1, 100),
@@ -74,6 +75,7 @@ static const field_t f_task[] = {
 };
 static const field_t f_heartbeat[] = {
     { "heartbeat.items", F_HB, 0, 0, 0, NQ_MAX_HEARTBEAT_ITEMS }, FANY(heartbeat.sync),
+    { "heartbeat.devices", F_DEVS, 0, 0, 0, NQ_MAX_HB_DEVICES },
 };
 static const field_t f_result[] = {
     FANY(result.job), FANY(result.shard), FANY(result.lease), FU8(result.kind, 1, 3),
@@ -190,16 +192,26 @@ static void fld_set(nq_msg_t *m, const field_t *f, uint64_t v)   /* v already ra
     }
 }
 
+/* U+202A..U+202E and U+2066..U+2069: the bidirectional embeddings, overrides and isolates, which
+   reorder the text around them on a terminal or a page (a host name could make a log line or
+   `nq workers` read as something else). */
+static bool bidi_control(const unsigned char *u, size_t k)
+{
+    return k == 3 && u[0] == 0xe2 && ((u[1] == 0x80 && u[2] >= 0xaa && u[2] <= 0xae) ||
+                                      (u[1] == 0x81 && u[2] >= 0xa6 && u[2] <= 0xa9));
+}
+
 /* Strings are one line of valid UTF-8 text: no NUL (C strings could not hold it), no control
-   characters (C0, DEL, C1: they end up in log lines and terminals), and no malformed sequences
-   (overlong forms, surrogates, past U+10FFFF), so every string we keep is safe to print, to put
-   in JSON and in a Prometheus label as it is. */
+   characters (C0, DEL, C1, bidirectional: they end up in log lines and terminals), and no
+   malformed sequences (overlong forms, surrogates, past U+10FFFF), so every string we keep is
+   safe to print, to put in JSON and in a Prometheus label as it is. */
 static bool text_ok(const char *s, size_t len)
 {
     for (size_t i = 0; i < len;) {
         unsigned char c = (unsigned char)s[i];
         size_t k = nq_utf8_len(s + i, len - i);
-        if (k == 0 || c < 0x20 || c == 0x7f || (k == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0))
+        if (k == 0 || c < 0x20 || c == 0x7f || (k == 2 && c == 0xc2 && (unsigned char)s[i + 1] < 0xa0) ||
+            bidi_control((const unsigned char *)s + i, k))
             return false;
         i += k;
     }
@@ -386,7 +398,7 @@ static int rd_str(rd_t *r, char *dst, size_t cap, size_t minlen)
     if (h.v < minlen)
         return rd_fail(r, "is empty");
     if (!text_ok((const char *)r->p, h.v))
-        return rd_fail(r, "contains a NUL or control byte, or is not valid UTF-8");
+        return rd_fail(r, "contains a NUL or control byte, a bidirectional control, or is not valid UTF-8");
     memcpy(dst, r->p, h.v);
     dst[h.v] = '\0';
     r->p += h.v;
@@ -409,6 +421,37 @@ static int rd_bin(rd_t *r, size_t max, const uint8_t **ptr, size_t *len)
 /* ---------------------------------------------------------------------------
  * Decoding the structured fields
  * ------------------------------------------------------------------------- */
+
+/* At most NQ_MAX_HB_DEVICES devices, each exactly [name, state, queued, shards, rate_milli]: a
+   peer cannot make the broker keep more than a fixed few names a worker, each of at most 63 bytes
+   of text. */
+static int decode_devices(rd_t *r, nq_heartbeat_t *hb)
+{
+    mp_head_t h;
+    uint64_t v;
+    if (rd_expect(r, &h, MP_ARRAY))
+        return -1;
+    if (h.v > NQ_MAX_HB_DEVICES)
+        return rd_fail(r, "has %llu devices, more than %d", (unsigned long long)h.v, NQ_MAX_HB_DEVICES);
+    for (hb->ndevices = 0; hb->ndevices < h.v; hb->ndevices++) {
+        nq_hb_device_t *d = &hb->devices[hb->ndevices];
+        mp_head_t dh;
+        if (rd_expect(r, &dh, MP_ARRAY))
+            return -1;
+        if (dh.v != 5)
+            return rd_fail(r, "device %u has %llu elements, expected [name, state, queued, shards, rate]",
+                           hb->ndevices, (unsigned long long)dh.v);
+        if (rd_str(r, d->name, sizeof d->name, 0) || rd_uint(r, 0, NQ_DEVICE_FAILED, &v))
+            return -1;
+        d->state = (uint8_t)v;
+        if (rd_uint(r, 0, UINT32_MAX, &v))
+            return -1;
+        d->queued = (uint32_t)v;
+        if (rd_uint(r, 0, UINT64_MAX, &d->shards) || rd_uint(r, 0, UINT64_MAX, &d->rate_milli))
+            return -1;
+    }
+    return 0;
+}
 
 static int decode_heartbeat(rd_t *r, nq_heartbeat_t *hb)
 {
@@ -544,6 +587,8 @@ static int decode_field(rd_t *r, const field_t *f, nq_msg_t *m)
         return rd_bin(r, (size_t)f->max, (const uint8_t **)(void *)p, (size_t *)(void *)((char *)m + f->aux));
     case F_HB:
         return decode_heartbeat(r, &m->u.heartbeat);
+    case F_DEVS:
+        return decode_devices(r, &m->u.heartbeat);
     case F_PARAMS:
         return decode_params(r, &m->u.ctl_req);
     case F_DOC:
@@ -709,6 +754,15 @@ static bool field_ok(const nq_msg_t *m, const field_t *f)
     case F_HB:
         return m->u.heartbeat.count <= NQ_MAX_HEARTBEAT_ITEMS &&
                (m->u.heartbeat.items || m->u.heartbeat.count == 0);
+    case F_DEVS:
+        if (m->u.heartbeat.ndevices > NQ_MAX_HB_DEVICES)
+            return false;
+        for (uint32_t i = 0; i < m->u.heartbeat.ndevices; i++) {
+            const nq_hb_device_t *d = &m->u.heartbeat.devices[i];
+            if (!str_field_ok(d->name, sizeof d->name, 0) || d->state > NQ_DEVICE_FAILED)
+                return false;
+        }
+        return true;
     case F_PARAMS:
         return params_ok(&m->u.ctl_req);
     case F_DOC:
@@ -739,6 +793,16 @@ static int pack_field(msgpack_packer *pk, msgpack_sbuffer *sb, const nq_msg_t *m
         for (uint32_t i = 0; i < m->u.heartbeat.count; i++)
             rc |= msgpack_pack_array(pk, 2) | msgpack_pack_uint64(pk, m->u.heartbeat.items[i].lease) |
                   msgpack_pack_uint64(pk, m->u.heartbeat.items[i].progress);
+        return rc;
+    case F_DEVS:
+        rc = msgpack_pack_array(pk, m->u.heartbeat.ndevices);
+        for (uint32_t i = 0; i < m->u.heartbeat.ndevices; i++) {
+            const nq_hb_device_t *d = &m->u.heartbeat.devices[i];
+            size_t nl = strlen(d->name);
+            rc |= msgpack_pack_array(pk, 5) | msgpack_pack_str(pk, nl) |
+                  msgpack_pack_str_body(pk, d->name, nl) | msgpack_pack_uint8(pk, d->state) | msgpack_pack_uint32(pk, d->queued) |
+                  msgpack_pack_uint64(pk, d->shards) | msgpack_pack_uint64(pk, d->rate_milli);
+        }
         return rc;
     case F_PARAMS:
         rc = msgpack_pack_map(pk, m->u.ctl_req.nparams);

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <msgpack.h>
 
-#define NQ_PROTO_VERSION      4            /* the one version spoken: a frame of any other is
+#define NQ_PROTO_VERSION      5            /* the one version spoken: a frame of any other is
                                               refused (proto_decode: NQ_PROTO_WRONG_VERSION) */
 #define NQ_MAX_FRAME          (64u << 20)  /* bytes; also ZMQ_MAXMSGSIZE on every socket */
 #define NQ_MAX_PAYLOAD        (48u << 20)  /* RESULT payload / SOLPART data bytes */
@@ -30,7 +30,6 @@
 #define NQ_MAX_CTL_PARAMS     32           /* key/value pairs in a control request */
 #define NQ_MAX_DOC_DEPTH      8            /* nesting of a control reply document */
 #define NQ_MAX_DOC_ITEMS      (1u << 20)   /* total objects in a control reply document */
-#define NQ_STR_MAX            256          /* longest string field, including NUL */
 
 typedef enum {
     NQ_MSG_HELLO = 1,     /* worker -> broker */
@@ -56,7 +55,7 @@ typedef struct {
     char worker_id[NQ_STR_MAX];   /* stable id of the worker process (host:pid:start) */
     uint64_t nonce;               /* random per session: tells a restarted worker apart */
     char host[NQ_STR_MAX];
-    uint32_t threads;             /* 1..4096 */
+    uint32_t threads;             /* 1..NQ_THREADS_MAX */
     char build[NQ_STR_MAX];       /* kernel build id */
 } nq_hello_t;
 
@@ -82,11 +81,26 @@ typedef struct {
 } nq_task_t;
 
 typedef struct { uint64_t lease, progress; } nq_hb_item_t;
+/* A GPU worker's devices, one figure set each (a worker drives at most NQ_GPU_MAX_DEVICES):
+   the name is the driver's words, text but hostile like every string from a peer. */
+#define NQ_MAX_HB_DEVICES   16
+#define NQ_DEVICE_NAME_MAX  64            /* bytes with the NUL: a name is cut to 63 */
+#define NQ_DEVICE_OK        0
+#define NQ_DEVICE_FAILED    1
+typedef struct {
+    char name[NQ_DEVICE_NAME_MAX];
+    uint8_t state;                /* NQ_DEVICE_OK or NQ_DEVICE_FAILED */
+    uint32_t queued;              /* shards it holds now */
+    uint64_t shards;              /* shards it counted since the worker started */
+    uint64_t rate_milli;          /* shards a second it counts lately, times 1000 */
+} nq_hb_device_t;
 typedef struct {
     uint32_t count;               /* 0..NQ_MAX_HEARTBEAT_ITEMS */
     nq_hb_item_t *items;          /* decode: malloc'd by proto_decode, freed by proto_msg_free */
     uint64_t sync;                /* broker -> worker: a new token; worker -> broker: the last token
                                      it read (0: none), so every lease sent before it is in items */
+    uint32_t ndevices;            /* 0..NQ_MAX_HB_DEVICES: a GPU worker's devices; 0 otherwise */
+    nq_hb_device_t devices[NQ_MAX_HB_DEVICES];
 } nq_heartbeat_t;
 
 typedef struct {
@@ -107,6 +121,11 @@ typedef struct {
    counts the same nodes), or the fast GPU search's own, which quorums and spot-checks do not
    compare with the CPU's. */
 enum { NQ_NODES_CPU = 0, NQ_NODES_GPU_FAST = 1 };
+
+/* TASK.algo of a count: "" any kernel, or this: the CPU kernels' count is wanted (a nodes dispute
+   between two CPU counts, which no other kernel's nodes can settle). A worker with a GPU runs it on
+   a CPU thread, and makes no GPU copy of it. */
+#define NQ_TASK_CPU "cpu"
 
 typedef struct {
     uint64_t job, shard, lease;

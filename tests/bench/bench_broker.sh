@@ -16,6 +16,8 @@
 # costs the two shared cores; and with the real pages. The last two differ only in what the
 # broker renders, so their ratio is the page's own cost. The HTTP threads' CPU seconds are read
 # from /proc at the end of each run with pages.
+# STATUS=ab: two arms, alternating run by run: quiet, and with a client running `nq status 1` in a
+# loop (what a user watching a campaign does), to see what a status costs the broker's loop.
 set -euo pipefail
 NQ=${NQ:-build/nq}; LOADGEN=${LOADGEN:-build/tests/nq_loadgen}; K=200000; R=3; WORKERS=16; CREDIT=256
 BASE=""; BASE_LOADGEN=""
@@ -29,7 +31,7 @@ if [ -n "$BASE" ] && [ -z "$BASE_LOADGEN" ]; then echo "$0: --base needs --base-
 tmp=$(mktemp -d); bp=""; lp=""
 trap '[ -n "$bp" ] && kill -9 "$bp" 2>/dev/null; [ -n "$lp" ] && kill "$lp" 2>/dev/null; rm -rf "$tmp"' EXIT
 # shellcheck source=tests/bench/bench_lib.sh
-. "$(dirname "$0")/bench_lib.sh"   # median, free_port
+. "$(dirname "$0")/bench_lib.sh"   # median, free_port, wait_broker
 
 sqlite_baseline() {   # rows/s, 100-row transactions, WAL + FULL, like a careful hand-written store
     rm -f "$tmp"/base.db*
@@ -53,11 +55,14 @@ broker_run() {        # results/s for K shards; also prints the broker's peak RS
     "$NQ" broker --db "$tmp/b.db" --bind "tcp://127.0.0.1:$wp" --control "tcp://127.0.0.1:$cp" --log-level warn \
         "${web[@]}" 2>"$tmp/broker.log" &
     bp=$!
-    sleep 0.3
+    wait_broker "$NQ" "tcp://127.0.0.1:$cp"
     NQ_BROKER=tcp://127.0.0.1:$cp "$NQ" submit solve 1000 --restarts "$K" --all --timeout 300 >/dev/null
     if [ ${#web[@]} -gt 0 ]; then
         (while :; do for p in $pages; do curl -s -o /dev/null "http://127.0.0.1:$hp$p"; done
                      sleep 1; done) &
+        lp=$!
+    elif [ "${1:-}" = status ]; then
+        (while :; do "$NQ" status 1 --broker "tcp://127.0.0.1:$cp" >/dev/null 2>&1; done) &
         lp=$!
     fi
     "$LOADGEN" "tcp://127.0.0.1:$wp" "$WORKERS" "$CREDIT" "$K" | awk '{print $6}'
@@ -69,6 +74,18 @@ broker_run() {        # results/s for K shards; also prints the broker's peak RS
     kill "$bp"; wait "$bp" 2>/dev/null || true; bp=""
 }
 
+if [ "${STATUS:-0}" = ab ]; then    # a status loop's cost: two arms, alternating
+    quiet=(); polled=()
+    for i in $(seq "$R"); do
+        quiet+=("$(broker_run 3>/dev/null)")
+        polled+=("$(broker_run status 3>/dev/null)")
+    done
+    q=$(printf '%s\n' "${quiet[@]}" | median); s=$(printf '%s\n' "${polled[@]}" | median)
+    printf '| broker, %s shards, median of %s alternating runs | durable results/s | vs quiet |\n' "$K" "$R"
+    printf '|---|---|---|\n| quiet | %.0f | 1.00 |\n' "$q"
+    printf '| a client running nq status 1 in a loop | %.0f | %.3f |\n' "$s" "$(echo "$s / $q" | bc -l)"
+    exit 0
+fi
 if [ "${WEB:-0}" = ab ]; then       # the web view's cost: three arms, alternating
     plain=(); c404=(); paged=()
     export HTTP_CPU=$tmp/http_cpu
@@ -129,7 +146,7 @@ rm -f "$tmp"/m.db*
 wp=$(free_port); cp=$(free_port)
 "$NQ" broker --db "$tmp/m.db" --bind "tcp://127.0.0.1:$wp" --control "tcp://127.0.0.1:$cp" --log-level warn 2>/dev/null &
 bp=$!
-sleep 0.3
+wait_broker "$NQ" "tcp://127.0.0.1:$cp"
 t0=$(date +%s.%N)
 NQ_BROKER=tcp://127.0.0.1:$cp "$NQ" submit solve 1000 --restarts 1000000 --all --timeout 300 >/dev/null
 t1=$(date +%s.%N)

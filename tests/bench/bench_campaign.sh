@@ -37,7 +37,7 @@ broker_start() {    # on the same ports; a first start may draw new ones if anot
             --max-job-shards 100000000 --max-store-shards 100000000 2>>"$tmp/broker.log" &
         bp=$!
         sleep 0.2
-        kill -0 "$bp" 2>/dev/null && return 0
+        kill -0 "$bp" 2>/dev/null && wait_broker "$NQ" "$NQ_BROKER" && return 0
         [ "${1:-}" = fixed ] && break
         WP=$(free_port); CP=$(free_port); export NQ_BROKER=tcp://127.0.0.1:$CP
     done

@@ -96,6 +96,18 @@ out=$(env -u NQ_CONNECT bash "$ARRAY" 2>&1); rc=$?
 out=$(NQ_CONNECT=tcp://127.0.0.1:1 NQ_KEY_FILE=$tmp/none.key bash "$ARRAY" 2>&1); rc=$?
 [[ $rc == 2 && $out == *"cannot read the worker key"* ]] || fail "array with a missing key: rc=$rc '$out'"
 [[ ! -s $STUB_TASKS ]] || fail "a refused script started tasks: $(cat "$STUB_TASKS")"
+# nq-gpu-workers.sbatch: refusals as the array's; the worker it starts drives every GPU, which on a
+# machine without one (pocl's CPU devices at most) nq refuses in one line, exit 3
+GPUS=$SRC/deploy/slurm/nq-gpu-workers.sbatch
+out=$(env -u NQ_CONNECT bash "$GPUS" 2>&1); rc=$?
+[[ $rc == 2 && $out == *NQ_CONNECT* ]] || fail "GPU workers without NQ_CONNECT: rc=$rc '$out'"
+if ! "$NQ" bench count 4 --gpu >/dev/null 2>&1; then   # a machine with a GPU would count here
+    out=$(HOME=$tmp NQ_CONNECT=tcp://127.0.0.1:1 timeout 60 bash "$GPUS" 2>&1); rc=$?
+    grep -q " worker --connect tcp://127.0.0.1:1 --gpu all$" "$STUB_TASKS" \
+        || fail "GPU workers: srun did not start 'nq worker ... --gpu all': $(cat "$STUB_TASKS")"
+    [[ $rc == 3 && $out == *"nq worker: no "* ]] || fail "GPU workers on a machine without a GPU: rc=$rc '$out'"
+    : > "$STUB_TASKS"
+fi
 
 if ! "$NQ" help broker >/dev/null 2>&1; then
     ((fails)) && { echo "$fails check(s) failed"; exit 1; }

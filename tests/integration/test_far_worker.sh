@@ -37,8 +37,14 @@ wait_for 120 job_done "$id" || fail "count 10 through a 2 s round trip did not f
 sleep 3                                 # five liveness windows more: it stays
 [ "$(grep -c "event=worker.join" broker.log)" = 1 ] || fail "the far worker joined more than once"
 "$NQ" workers --json | grep -q '"alive":true' || fail "the far worker is not alive: $("$NQ" workers)"
+# the round trip it shows can be no shorter than the link's 2 s of delay
+rtt=$("$NQ" workers --json | grep -o '"rtt_s":[0-9.e+-]*' | head -1 | cut -d: -f2)
+awk -v r="${rtt:-0}" 'BEGIN { exit !(r >= 2.0) }' ||
+    fail "nq workers shows a round trip of '$rtt' s: $("$NQ" workers)"
+"$NQ" workers | grep -Eq "far-1 .* [0-9]{4,} ms " || fail "the RTT column: $("$NQ" workers)"
 never_lost far.log
-ok "a worker 2 s away joins once and stays (never lost, never quarantined); count 10 exact"
+ok "a worker 2 s away joins once and stays (never lost, never quarantined), nq workers shows its" \
+   "${rtt} s round trip; count 10 exact"
 
 link near 150
 start w1 "$NQ" worker --connect "tcp://127.0.0.1:$LPORT" --threads 1 --id near-1
@@ -49,7 +55,9 @@ id=$("$NQ" submit count 13) || fail "submit"
 wait_for 120 job_done "$id" || fail "count 13 through a 0.3 s round trip did not finish"
 [ "$(job_field "$id" total)" = "$(oeis_total 13)" ] || fail "count 13 total through a 0.3 s round trip"
 never_lost far.log w1.log w2.log
-ok "three workers 0.3 s and 2 s away: count 13 exact, none lost"
+# the far one's link (2 s) is more than four times the others' (0.3 s): the broker says so
+wait_for 30 grep -q "event=worker.link_far worker=far-1 " broker.log || fail "no worker.link_far for far-1"
+ok "three workers 0.3 s and 2 s away: count 13 exact, none lost; the far link logged"
 
 # A large solution over a slow link (100 KB/s: its 1.2 MB take 12 s, twenty liveness windows):
 # the worker sends it a window at a time, its heartbeats pass between the parts, and the broker

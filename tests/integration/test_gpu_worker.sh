@@ -45,11 +45,12 @@ wait_for 120 job_done "$id" || fail "quorum job with a GPU worker did not finish
 [ "$(job_field "$id" unique)" = "$(oeis_unique 13)" ] || fail "quorum unique"
 [ "$(job_field "$id" shards_conflict)" = 0 ] || fail "conflicts between the fast GPU and the CPU worker"
 [ "$(job_field "$id" evidence)" = 0 ] || fail "evidence between the fast GPU and the CPU worker"
-"$NQ" workers --json | grep -o '{[^{}]*"id":"gpu1"[^{}]*}' | grep -q '"kernel":"nq-[^"]* gpu: ' \
+# a worker's fields up to its devices (an array of objects): '"id":"gpu1"' and what follows it
+"$NQ" workers --json | grep -o '"id":"gpu1"[^[]*' | grep -q '"kernel":"nq-[^"]* gpu: ' \
     || fail "nq workers --json does not name the GPU: $("$NQ" workers --json)"
 "$NQ" workers | grep '^gpu1 ' | grep -q 'gpu: ' \
     || fail "nq workers does not show the device: $("$NQ" workers)"
-"$NQ" workers --json | grep -o '{[^{}]*"id":"gpu1"[^{}]*}' | grep -Eq '"shards_done":[1-9]' \
+"$NQ" workers --json | grep -o '"id":"gpu1"[^[]*' | grep -Eq '"shards_done":[1-9]' \
     || fail "the GPU worker did no shard"
 "$NQ" workers | grep -q FLAGGED && fail "a worker was flagged: $("$NQ" workers)"
 ok "quorum 2 with a fast GPU worker and a CPU worker: exact, no conflict, no evidence;" \
@@ -87,7 +88,7 @@ id2=$("$NQ" submit count 14 --quorum 2) || fail "submit quorum 2"
 wait_for 120 job_done "$id2" || fail "quorum job with a miscounting GPU did not finish"
 [ "$(job_field "$id2" total)" = "$(oeis_total 14)" ] || fail "quorum total with a miscounting GPU"
 [ "$(job_field "$id2" unique)" = "$(oeis_unique 14)" ] || fail "quorum unique with a miscounting GPU"
-"$NQ" workers --json | grep -o '{[^{}]*"id":"badgpu"[^{}]*}' | grep -q '"flagged":true' \
+"$NQ" workers --json | grep -o '"id":"badgpu"[^[]*' | grep -q '"flagged":true' \
     || fail "the miscounting GPU worker is not flagged: $("$NQ" workers --json)"
 ok "a GPU that miscounts (residues and all): caught by the quorum, flagged; the answer exact"
 
@@ -96,8 +97,10 @@ kill "$bad_pid" "$cpu2_pid" "$cpu1_pid"
 stop_count() { sed -n "s/.*event=worker.stop .*$2=\([0-9]*\).*/\1/p" "$1" | tail -1; }
 
 # a GPU worker that counts on the CPU beside its device, slowed by a test switch so that it holds
-# more than a second of work: exact, and both engines counted shards
-NQ_FAULT_GPU_SLOW=0.1 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 start_worker both $GPU --threads 4 --id both
+# more than a second of work: exact, and both engines counted shards. Each launch lasts a second at
+# least, so the two launches that fill the device are two seconds of work whatever the machine's
+# speed (at 0.1 s a launch, a busy machine's nq run once left the CPU nothing: gpu=199 cpu=0)
+NQ_FAULT_GPU_SLOW=1 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 start_worker both $GPU --threads 4 --id both
 both_pid=$LAST_PID
 wait_for 30 grep -q 'worker.join worker=both' "$T/broker.log" || fail "the CPU+GPU worker did not join"
 id4=$("$NQ" submit count 13) || fail "submit count 13"
@@ -112,18 +115,19 @@ g=$(stop_count "$T/both.log" gpu_shards); c=$(stop_count "$T/both.log" cpu_shard
 ok "one GPU worker counting on the CPU beside its device: exact, $g shards on the GPU and $c on the CPU"
 
 # nq run is the same worker: both engines; --gpu-only, the GPU alone
-export NQ_FAULT_GPU_SLOW=0.1 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024
+export NQ_FAULT_GPU_SLOW=1 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024
 "$NQ" run count 13 $GPU --workers 4 --db both.db --json --log-level info >run.json 2>run.err \
     || fail "run count 13 --gpu: $(tail -3 run.err)"
 [ "$(json_get total <run.json)" = "$(oeis_total 13)" ] || fail "run --gpu on both engines: total"
 g=$(stop_count run.err gpu_shards); c=$(stop_count run.err cpu_shards)
 [ "${g:-0}" -gt 0 ] && [ "${c:-0}" -gt 0 ] || fail "nq run --gpu: want both engines, got gpu=$g cpu=$c"
+unset NQ_FAULT_GPU_SLOW                 # --gpu-only counts nothing on the CPU whatever the device's speed
 "$NQ" run count 13 $GPU --gpu-only --workers 4 --db only.db --json --log-level info >run.json 2>run.err \
     || fail "run count 13 --gpu-only: $(tail -3 run.err)"
 [ "$(json_get total <run.json)" = "$(oeis_total 13)" ] || fail "run --gpu-only: total"
 [ "$(stop_count run.err cpu_shards)" = 0 ] && [ "$(stop_count run.err gpu_shards)" -gt 0 ] \
     || fail "nq run --gpu-only counted on the CPU: $(grep worker.stop run.err)"
-unset NQ_FAULT_GPU_SLOW NQ_GPU_ROWS NQ_GPU_MAX_TASKS
+unset NQ_GPU_ROWS NQ_GPU_MAX_TASKS
 ok "nq run count 13 --gpu: $g shards on the GPU and $c on the CPU, exact; --gpu-only: the GPU alone"
 
 # the GPU worker alone first, so that it holds shards when its device goes
@@ -149,7 +153,7 @@ ok "a GPU lost mid-job: its shards come back as errors, the worker exits 3, the 
 # lost while it counts on the CPU too (CPU shards slowed to ~0.2 s, so some run when the device
 # goes): the GPU's shards come back as errors, the CPU's finish before it exits 3, the job is exact
 kill "$cpu3_pid"
-NQ_FAULT_GPU_SLOW=0.1 NQ_FAULT_GPU_LOST=40 NQ_FAULT_PACE=20000 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 \
+NQ_FAULT_GPU_SLOW=1 NQ_FAULT_GPU_LOST=5 NQ_FAULT_PACE=20000 NQ_GPU_ROWS=6 NQ_GPU_MAX_TASKS=1024 \
     "$NQ" worker --connect "$WEP" $GPU --threads 4 --id lost2 >lost2.log 2>lost2.err &
 lost2=$!
 PIDS+=("$lost2")

@@ -34,13 +34,14 @@ ctx = zmq.Context()
 s = ctx.socket(zmq.DEALER)
 s.setsockopt(zmq.LINGER, 0)
 s.connect(sys.argv[1])
-pack = lambda *f: s.send(msgpack.packb([4, *f], use_bin_type=True))
+pack = lambda *f: s.send(msgpack.packb([5, *f], use_bin_type=True))
 pack(1, "html-peer", int.from_bytes(os.urandom(8), "little"), "<img src=x onerror=alert(2)>", 1,
      "<script>alert(3)</script>")
 pack(3, 0)                                   # CREDIT 0: it takes no work, it only stays alive
 end = time.monotonic() + float(sys.argv[2])
 while time.monotonic() < end:
-    pack(5, [], 0)                           # HEARTBEAT: holds nothing, echoes no token
+    # HEARTBEAT: holds nothing, echoes no token; one "GPU" named in markup
+    pack(5, [], 0, [["<img src=x onerror=alert(4)>", 0, 3, 12, 2500]])
     time.sleep(0.1)
 PY
 start peer "$PY" peer.py "$WEP" 900         # for the whole test: the cleanup ends it
@@ -101,11 +102,17 @@ dom /workers >workers.html || fail "chromium could not load /workers"
 grep -q '&lt;script&gt;alert(1)&lt;/script&gt;' workers.html || fail "the hostile worker id is not shown as text"
 grep -q '&lt;img src=x onerror=alert(2)&gt;' workers.html || fail "the hostile host is not shown as text"
 grep -q '&lt;script&gt;alert(3)&lt;/script&gt;' workers.html || fail "the hostile kernel is not shown as text"
+grep -q '0: &lt;img src=x onerror=alert(4)&gt;, counting, 3 queued, 12 shards, 2.5 shards/s' workers.html \
+    || fail "the hostile peer's device is not shown as text with its figures"
 if grep -qi '<script\|<img' workers.html index.html job.html; then
     fail "markup from the DB or the wire became an element"
 fi
 grep -Eq '<td class="l">nq-[0-9.]+ (avx512|scalar)</td>' workers.html || fail "/workers does not name w1's CPU kernel"
-ok "/workers: a worker id, host and kernel full of markup show as text; w1's kernel named"
+ok "/workers: a worker id, host, kernel and device name full of markup show as text; w1's kernel named"
+# One worker showed three nodes/s figures with no window named: each table says which it shows.
+grep -q '<th[^>]*>nodes/s since connected</th>' index.html && grep -q '<th>nodes/s since connected</th>' workers.html &&
+    grep -q '<th[^>]*>nodes per thread-second</th>' job.html || fail "a nodes/s column without its window named"
+ok "every nodes/s column names its window: since connected (/, /workers), per thread-second on the job"
 
 # Screenshots, wide and narrow: each shows its chart's two lines (the chart's blue and orange,
 # counted by tests/tools/png_colors.py), not cut off or left out at a phone's width.
@@ -121,3 +128,27 @@ for size in 1280,900 390,844; do
     done
 done
 ok "screenshots at 1280x900 and 390x844 of /, /jobs/2 and /jobs/1, the charts' lines in those of / and /jobs/2, in $SHOTS"
+
+# At a phone's width the page lays out within it: a copy of each page (its style and chart are
+# inline) with a script that measures the layout, loaded from a file (no CSP there), says whether
+# the page, the jobs table with its ETA and total columns, and each chart fit in 390 px. A chart
+# with a min-width of 480 px had its right axis cut, and the jobs table scrolled its ETA and total
+# out of sight.
+FIT='<script>var w=innerWidth,bad=[];function chk(n,e){var r=e.getBoundingClientRect();
+if(r.width<=0||r.right>w+1)bad.push(n+" "+Math.round(r.left)+".."+Math.round(r.right));}
+if(document.documentElement.scrollWidth>w)bad.push("page "+document.documentElement.scrollWidth);
+document.querySelectorAll("svg.chart").forEach(function(s){chk("chart",s);});
+var t=document.getElementById("jobs");if(t){chk("jobs",t);t.querySelectorAll("th").forEach(function(h){
+if(/^(ETA|total)$/.test(h.textContent))chk(h.textContent,h);});}
+document.title="FIT:"+(bad.join(",")||"ok");</script>'
+for page in index:/ job:/jobs/2; do
+    curl -s "http://127.0.0.1:$HPORT${page#*:}" >"$T/${page%%:*}.fit.html" && echo "$FIT" >>"$T/${page%%:*}.fit.html" ||
+        fail "cannot fetch ${page#*:}"
+    for try in 1 2; do                  # a second try only when chromium wrote no page at all
+        chrome --dump-dom --window-size=390,844 "file://$T/${page%%:*}.fit.html" >fit.html
+        grep -q "<title>FIT:" fit.html && break
+    done
+    grep -q "<title>FIT:ok</title>" fit.html ||
+        fail "${page#*:} does not fit 390 px: $(grep -o '<title>[^<]*</title>' fit.html)"
+done
+ok "at 390 px, / and /jobs/2 fit: the charts whole (their right axis in view), the jobs table with ETA and total"

@@ -19,7 +19,7 @@ import time
 import msgpack
 import zmq
 
-VERSION, CTL_REQ = 4, 11   # NQ_PROTO_VERSION, NQ_MSG_CTL_REQ (common/wire/proto.h)
+VERSION, CTL_REQ = 5, 11   # NQ_PROTO_VERSION, NQ_MSG_CTL_REQ (common/wire/proto.h)
 
 
 def ask(sock, spec):

@@ -14,7 +14,7 @@ import time
 import msgpack
 import zmq
 
-VERSION = 4
+VERSION = 5
 HELLO, WELCOME, CREDIT, TASK, HEARTBEAT, RESULT, SOLPART, ACK, CANCEL, BYE = range(1, 11)
 RES_OK, RES_NOTFOUND, RES_ERROR = 0, 1, 2
 
@@ -48,7 +48,7 @@ class Peer:
         self.send(CREDIT, credit)
 
     def heartbeat(self):
-        self.send(HEARTBEAT, [[t["lease"], 0] for t in self.tasks], self.sync)
+        self.send(HEARTBEAT, [[t["lease"], 0] for t in self.tasks], self.sync, [])   # no devices
 
     def pump(self, seconds, want_tasks=None, heartbeat=True, want_acks=None):
         """Reads for up to `seconds`, keeping TASKs; stops early once want_tasks are held, or
@@ -197,7 +197,7 @@ def bad_ids(ctx, ep):
     """HELLOs whose worker id would forge log fields, or is not UTF-8; prints how many were welcomed."""
     frames = [msgpack.packb([VERSION, HELLO, wid, 1, "h", 1, "b"])
               for wid in ("w9 event=auth.refused key=FORGED level=error", 'a"b', "ok-id")]
-    frames.insert(1, b"\x97\x04\x01\xa2\xff\xfe\x01\xa1h\x01\xa1b")   # worker id bytes ff fe
+    frames.insert(1, bytes([0x97, VERSION]) + b"\x01\xa2\xff\xfe\x01\xa1h\x01\xa1b")   # worker id bytes ff fe
     welcomed = 0
     for f in frames:
         s = ctx.socket(zmq.DEALER)
@@ -263,7 +263,7 @@ def export_rows0(ctx, ep, job):
 
 
 def other_versions(ctx, wep, cep):
-    """A HELLO and a control request in the protocol versions around ours (3 and 5): prints what
+    """A HELLO and a control request in the protocol versions around ours (4 and 6): prints what
     came back for each, as `VERSION TYPE [error]`, or `none`."""
     for v in (VERSION - 1, VERSION + 1):
         for ep, frame in ((wep, [v, HELLO, f"old-{v}", 1, "h", 1, "b"]), (cep, [v, 11, "list", 0, {}])):
@@ -404,7 +404,8 @@ def resend_after_ack(ctx, ep, n):
     chunk = 4 << 20
     for off in range(0, len(data), chunk):
         p.send(SOLPART, t["job"], t["shard"], t["lease"], off // 4, data[off:off + chunk], t["proof"])
-    result = (RESULT, t["job"], t["shard"], t["lease"], t["kind"], RES_OK, 1, 0, 1, 1, 1, 1000, n, t["proof"], b"", 0)
+    result = (RESULT, t["job"], t["shard"], t["lease"], t["kind"], RES_OK, 1, 0, 1, 1, 1, 1000, n, t["proof"],
+              b"", 0)
     p.send(*result)
     p.pump(60, want_acks=1)
     p.send(*result)
@@ -461,7 +462,8 @@ def hoard(ctx, ep, seconds, moving="0"):
 
         def heartbeat():
             step[0] += 1
-            p.send(HEARTBEAT, [[t["lease"], step[0] if t["lease"] == first else 0] for t in p.tasks], p.sync)
+            p.send(HEARTBEAT, [[t["lease"], step[0] if t["lease"] == first else 0] for t in p.tasks], p.sync,
+                   [])
         p.heartbeat = heartbeat
     p.pump(float(seconds))
     print(f"hoard: took {taken}, heartbeat them at 0 for {seconds} s" + (" (one moving)" if moving == "1" else ""))

@@ -291,6 +291,22 @@ T_TEST(test_quote_api)
     T_EQ_U64(bad_cuts, 0);
 }
 
+/* A cut of a HELLO string never splits a character: 62 bytes and an 'é' cut at 63 keep the 62, so
+   the web's JSON of a worker's kernel stays valid UTF-8. */
+T_TEST(test_utf8_prefix)
+{
+    char s[80];
+    memset(s, 'a', 62);
+    memcpy(s + 62, "\xc3\xa9z", 4);
+    T_EQ_U64(nq_utf8_prefix(s, 63), 62);
+    T_EQ_U64(nq_utf8_prefix(s, 64), 64);
+    T_EQ_U64(nq_utf8_prefix(s, 65), 65);
+    T_EQ_U64(nq_utf8_prefix(s, 200), 65);              /* shorter than max: all of it */
+    T_EQ_U64(nq_utf8_prefix("\xe2\x82\xac\xe2\x82\xac", 5), 3);
+    T_EQ_U64(nq_utf8_prefix("\xf0\x9f\x98\x80", 3), 0);
+    T_EQ_U64(nq_utf8_prefix("abc", 0), 0);
+}
+
 T_TEST(test_utf8_len)
 {
     T_EQ_U64(nq_utf8_len("a", 1), 1);

@@ -110,12 +110,15 @@ static nq_metrics_snapshot_t sample_snapshot(const nq_metrics_worker_t *w, size_
 
 T_TEST(test_render_families)
 {
-    nq_metrics_worker_t w[] = { { "w-a", 1e6, 3, 0, "" } };
-    nq_metrics_snapshot_t s = sample_snapshot(w, 1);
+    nq_metrics_worker_t w[] = { { "w-a", 1e6, 3, 0, "", NULL, 0, 0.25 }, { "w-b", 1e6, 3, 0, "", NULL, 0, 0 } };
+    nq_metrics_snapshot_t s = sample_snapshot(w, 2);
     char *t = metrics_render(&s, NULL);
     T_CHECK(t != NULL);
     if (!t)
         return;
+    T_CHECK(has_line(t, "# TYPE nq_worker_round_trip_seconds gauge"));
+    T_CHECK(has_line(t, "nq_worker_round_trip_seconds{worker=\"w-a\"} 0.25"));
+    T_CHECK(strstr(t, "nq_worker_round_trip_seconds{worker=\"w-b\"}") == NULL);   /* not measured yet */
     T_CHECK(has_line(t, "# TYPE nq_results_total counter"));
     T_CHECK(has_line(t, "nq_results_total 45"));
     T_CHECK(has_line(t, "nq_results_duplicate_total 4"));
@@ -149,9 +152,9 @@ T_TEST(test_render_families)
 T_TEST(test_render_escapes_and_special_floats)
 {
     nq_metrics_worker_t w[] = {
-        { "host\"a\\b\nc", NAN, 0, 0, "" },
-        { NULL, INFINITY, 1, 0, "" },
-        { "neg", -INFINITY, 2, 0, "" },
+        { "host\"a\\b\nc", NAN, 0, 0, "", NULL, 0, 0 },
+        { NULL, INFINITY, 1, 0, "", NULL, 0, 0 },
+        { "neg", -INFINITY, 2, 0, "", NULL, 0, 0 },
     };
     nq_metrics_snapshot_t s = sample_snapshot(w, 3);
     char *t = metrics_render(&s, NULL);
@@ -250,17 +253,40 @@ static int exposition_bad_line(const char *t)
     return 0;
 }
 
+/* A GPU worker's devices: a series each, with the worker and the device's index and name as
+   labels; a name from the wire that tries to end its label and forge a sample stays inside it. */
+T_TEST(test_render_device_series)
+{
+    nq_hb_device_t d[2] = {
+        { "H100", NQ_DEVICE_OK, 40, 1234, 2500 },
+        { "x\"} 1\nnq_workers_alive 99", NQ_DEVICE_FAILED, 0, 7, 0 },
+    };
+    nq_metrics_worker_t w[] = { { "gpu-1", 1e9, 3, 0, "", d, 2, 0 } };
+    nq_metrics_snapshot_t s = sample_snapshot(w, 1);
+    char *t = metrics_render(&s, NULL);
+    T_CHECK(t != NULL);
+    if (!t)
+        return;
+    T_CHECK(strstr(t, "nq_worker_device_shards_per_second{worker=\"gpu-1\",device=\"0\",name=\"H100\"} 2.5\n"));
+    T_CHECK(strstr(t, "nq_worker_device_queued{worker=\"gpu-1\",device=\"0\",name=\"H100\"} 40\n"));
+    T_CHECK(strstr(t, "nq_worker_device_shards{worker=\"gpu-1\",device=\"1\",name=\"x\\\"} 1\\nnq_workers_alive 99\"} 7\n"));
+    T_CHECK(strstr(t, "nq_worker_device_up{worker=\"gpu-1\",device=\"1\",name=\"x\\\"} 1\\nnq_workers_alive 99\"} 0\n"));
+    T_CHECK(strstr(t, "\nnq_workers_alive 99") == NULL);
+    T_EQ_U64(exposition_bad_line(t), 0);
+    free(t);
+}
+
 /* Worker ids come from the wire: invalid UTF-8 and control characters must not reach the text. */
 T_TEST(test_render_label_values_stay_valid_utf8)
 {
     nq_metrics_worker_t w[] = {
-        { "\xff\xfe", 1, 1, 0, "" },
-        { "a\x01" "b\x1b[2J\x7f" "c", 2, 2, 0, "" },
-        { "caf\xc3\xa9-\xe2\x82\xac", 3, 3, 0, "" },       /* valid UTF-8 is kept */
-        { "\xc2\x9b" "31m", 4, 4, 0, "" },                  /* C1 control (CSI) */
-        { "t\tr\rn\nq\"b\\", 5, 5, 0, "" },
-        { "\xed\xa0\x80|\xc0\xaf|\xe2\x82", 6, 6, 0, "" },   /* surrogate, overlong, truncated */
-        { "} 1\nnq_workers_alive 99\n# x", 7, 7, 0, "" },   /* a forged sample */
+        { "\xff\xfe", 1, 1, 0, "", NULL, 0, 0 },
+        { "a\x01" "b\x1b[2J\x7f" "c", 2, 2, 0, "", NULL, 0, 0 },
+        { "caf\xc3\xa9-\xe2\x82\xac", 3, 3, 0, "", NULL, 0, 0 },       /* valid UTF-8 is kept */
+        { "\xc2\x9b" "31m", 4, 4, 0, "", NULL, 0, 0 },                  /* C1 control (CSI) */
+        { "t\tr\rn\nq\"b\\", 5, 5, 0, "", NULL, 0, 0 },
+        { "\xed\xa0\x80|\xc0\xaf|\xe2\x82", 6, 6, 0, "", NULL, 0, 0 },   /* surrogate, overlong, truncated */
+        { "} 1\nnq_workers_alive 99\n# x", 7, 7, 0, "", NULL, 0, 0 },   /* a forged sample */
     };
     nq_metrics_snapshot_t s = sample_snapshot(w, sizeof w / sizeof w[0]);
     char *t = metrics_render(&s, NULL);
@@ -304,7 +330,7 @@ T_TEST(test_http_serves_snapshot)
     free(r);
 
     char id[] = "worker-1";
-    nq_metrics_worker_t w[] = { { id, 2.5e7, 4, 0, "" } };
+    nq_metrics_worker_t w[] = { { id, 2.5e7, 4, 0, "", NULL, 0, 0 } };
     nq_metrics_snapshot_t s = sample_snapshot(w, 1);
     http_update(m, &s);
     id[0] = 'X';   /* the endpoint must have copied the id */
@@ -344,7 +370,7 @@ static void *update_loop(void *arg)
         size_t nw = (size_t)(i % 8);
         for (size_t k = 0; k < nw; k++) {
             snprintf(ids[k], sizeof ids[k], "w%d-%zu", i, k);
-            w[k] = (nq_metrics_worker_t){ ids[k], (double)i, (uint32_t)k, 0, "" };
+            w[k] = (nq_metrics_worker_t){ ids[k], (double)i, (uint32_t)k, 0, "", NULL, 0, 0 };
         }
         nq_metrics_snapshot_t s = sample_snapshot(w, nw);
         s.results_total = (uint64_t)i;

@@ -105,6 +105,11 @@ static void sample(int i, nq_msg_t *m)
         m->type = NQ_MSG_HEARTBEAT;
         m->u.heartbeat.count = strcmp(s, "heartbeat") ? 0 : 3;
         m->u.heartbeat.items = m->u.heartbeat.count ? hb3 : NULL;
+        if (m->u.heartbeat.count) {     /* a GPU worker's two devices, the second failed */
+            m->u.heartbeat.ndevices = 2;
+            m->u.heartbeat.devices[0] = (nq_hb_device_t){ "NVIDIA H100 80GB HBM3", NQ_DEVICE_OK, 1400, 52000, 261500 };
+            m->u.heartbeat.devices[1] = (nq_hb_device_t){ "NVIDIA H100 80GB HBM3", NQ_DEVICE_FAILED, 0, 310, 0 };
+        }
     } else if (!strncmp(s, "result", 6)) {
         sample_result(m, !strcmp(s, "result-enumerate"));
     } else if (!strcmp(s, "solpart")) {
@@ -175,6 +180,14 @@ static int msg_eq(const nq_msg_t *a, const nq_msg_t *b)
                !strcmp(x->algo, y->algo) && x->max_steps == y->max_steps;
     }
     case NQ_MSG_HEARTBEAT:
+        if (a->u.heartbeat.ndevices != b->u.heartbeat.ndevices)
+            return 0;
+        for (uint32_t i = 0; i < a->u.heartbeat.ndevices; i++) {
+            const nq_hb_device_t *x = &a->u.heartbeat.devices[i], *y = &b->u.heartbeat.devices[i];
+            if (strcmp(x->name, y->name) || x->state != y->state || x->queued != y->queued ||
+                x->shards != y->shards || x->rate_milli != y->rate_milli)
+                return 0;
+        }
         return bytes_eq(a->u.heartbeat.items, a->u.heartbeat.count * sizeof(nq_hb_item_t),
                         b->u.heartbeat.items, b->u.heartbeat.count * sizeof(nq_hb_item_t));
     case NQ_MSG_RESULT: {
@@ -376,7 +389,8 @@ T_TEST(test_roundtrip_limits)
     static nq_hb_item_t items[NQ_MAX_HEARTBEAT_ITEMS];
     for (int i = 0; i < NQ_MAX_HEARTBEAT_ITEMS; i++)
         items[i] = (nq_hb_item_t){ (uint64_t)i << 33, (uint64_t)i * i };
-    m.type = NQ_MSG_HEARTBEAT; m.u.heartbeat.count = NQ_MAX_HEARTBEAT_ITEMS; m.u.heartbeat.items = items;
+    sample(sample_index("heartbeat"), &m);   /* with its devices */
+    m.u.heartbeat.count = NQ_MAX_HEARTBEAT_ITEMS; m.u.heartbeat.items = items;
     roundtrip(&m);
     sample(sample_index("result-count"), &m);
     m.u.result.status = NQ_RES_ERROR; m.u.result.kind = NQ_KIND_SOLVE; m.u.result.sol_n = 1000000000;
@@ -479,6 +493,9 @@ T_TEST(test_encode_refuses)
     REFUSE("task-count", m.u.task.spec = NULL);
     REFUSE("heartbeat", m.u.heartbeat.count = NQ_MAX_HEARTBEAT_ITEMS + 1);
     REFUSE("heartbeat", m.u.heartbeat.items = NULL);
+    REFUSE("heartbeat", m.u.heartbeat.ndevices = NQ_MAX_HB_DEVICES + 1);
+    REFUSE("heartbeat", m.u.heartbeat.devices[1].state = 2);
+    REFUSE("heartbeat", strcpy(m.u.heartbeat.devices[0].name, "bad\x1b[2Jname"));
     REFUSE("result-count", m.u.result.status = 3);
     REFUSE("result-count", m.u.result.res13 = 13);
     REFUSE("result-count", m.u.result.res15 = 15);
@@ -512,7 +529,7 @@ T_TEST(test_reject_empty_and_oversize)
     T_REJECT(big, (size_t)NQ_MAX_FRAME + 1, "exceeds NQ_MAX_FRAME");
     free(big);
     nq_msg_t m;
-    T_CHECK(proto_decode("\x92\x04\x0a", 3, NULL, NULL, 0) == -1);   /* no crash without err/m */
+    T_CHECK(proto_decode("\x92\x05\x0a", 3, NULL, NULL, 0) == -1);   /* no crash without err/m */
     T_CHECK(proto_decode("\x91\x04", 2, &m, NULL, 0) == -1);
 }
 
@@ -524,7 +541,7 @@ T_TEST(test_reject_garbage)
     T_REJECT("\x90", 1, "array has 0 elements");
     T_REJECT("\x91\x04", 2, "array has 1 elements");
     T_REJECT("\x92\xa1" "1\x01", 4, "field 'version' is str, expected uint");
-    T_REJECT("\x92\x04\xcb\x00\x00\x00\x00\x00\x00\xf0\x3f", 11, "field 'type' is float, expected uint");
+    T_REJECT("\x92\x05\xcb\x00\x00\x00\x00\x00\x00\xf0\x3f", 11, "field 'type' is float, expected uint");
     nq_rng_t r;
     rng_init(&r, 1, 0);
     uint8_t buf[64];
@@ -535,7 +552,7 @@ T_TEST(test_reject_garbage)
         nq_msg_t m;
         char err[128];
         if (proto_decode(buf, len, &m, err, sizeof err) == 0)
-            proto_msg_free(&m);   /* possible in principle (e.g. "\x92\x04\x0a"), just free */
+            proto_msg_free(&m);   /* possible in principle (e.g. "\x92\x05\x0a"), just free */
     }
 }
 
@@ -557,34 +574,34 @@ T_TEST(test_reject_truncated_everywhere)
         msgpack_sbuffer_destroy(&sb);
     }
     /* the reasons name the failure */
-    T_REJECT("\x97\x04\x01\xaa" "abcdef", 10, "field 'worker_id' declared length 10 exceeds frame");
-    T_REJECT("\x93\x04\x03\xcd\x01", 5, "field 'credit' truncated");
-    T_REJECT("\x92\x04\xcd", 3, "field 'type' truncated");
+    T_REJECT("\x97\x05\x01\xaa" "abcdef", 10, "field 'worker_id' declared length 10 exceeds frame");
+    T_REJECT("\x93\x05\x03\xcd\x01", 5, "field 'credit' truncated");
+    T_REJECT("\x92\x05\xcd", 3, "field 'type' truncated");
     T_REJECT("\x93\x04", 2, "message declared array of 3 elements exceeds frame");
 }
 
 T_TEST(test_reject_huge_declared_lengths)
 {
     /* HELLO whose worker_id claims 4 GiB */
-    T_REJECT("\x97\x04\x01\xdb\xff\xff\xff\xff" "abc", 11, "declared length 4294967295 exceeds frame");
+    T_REJECT("\x97\x05\x01\xdb\xff\xff\xff\xff" "abc", 11, "declared length 4294967295 exceeds frame");
     /* TASK whose spec claims 4 GiB, after valid leading fields */
-    T_REJECT("\x9d\x04\x04\x07\x01\x63\x02\x01\x12\xc6\xff\xff\xff\xff\x00", 15,
+    T_REJECT("\x9d\x05\x04\x07\x01\x63\x02\x01\x12\xc6\xff\xff\xff\xff\x00", 15,
              "field 'spec' declared length 4294967295 exceeds frame");
     /* top-level array of 2^32-1 elements in 5 bytes */
     T_REJECT("\xdd\xff\xff\xff\xff", 5, "declared array of 4294967295 elements exceeds frame");
     T_REJECT("\xdc\xff\xff\x01\x05", 5, "exceeds frame");
     /* HEARTBEAT with an items array of 2^32-1, and of 6 when the 15 bytes left hold 5 */
-    T_REJECT("\x94\x04\x05\xdd\xff\xff\xff\xff\x92\x00\x00", 11, "exceeds frame");
-    T_REJECT("\x94\x04\x05\xdc\x00\x06\x92\x00\x00\x92\x00\x00\x92\x00\x00\x92\x00\x00\x92\x00\x00",
+    T_REJECT("\x95\x05\x05\xdd\xff\xff\xff\xff\x92\x00\x00", 11, "exceeds frame");
+    T_REJECT("\x95\x05\x05\xdc\x00\x06\x92\x00\x00\x92\x00\x00\x92\x00\x00\x92\x00\x00\x92\x00\x00",
              21, "declares 6 items, more than the frame can hold");
     /* CTL_REQ whose params map claims 2^32-1 entries */
-    T_REJECT("\x95\x04\x0b\xa1x\x00\xdf\xff\xff\xff\xff\xa1k\x01", 14, "exceeds frame");
+    T_REJECT("\x95\x05\x0b\xa1x\x00\xdf\xff\xff\xff\xff\xa1k\x01", 14, "exceeds frame");
     /* CTL_REP documents: a bin32, an ext32, a map32 claiming gigabytes */
-    T_REJECT("\x95\x04\x0c\x00\xa0\xc6\x7f\xff\xff\xff\x00", 11, "field 'doc' declared length");
-    T_REJECT("\x95\x04\x0c\x00\xa0\xc9\x7f\xff\xff\xff\x01\x00", 12, "field 'doc' declared length");
-    T_REJECT("\x95\x04\x0c\x00\xa0\x91\xdf\x7f\xff\xff\xff\x00\x00", 13, "declared map of");
+    T_REJECT("\x95\x05\x0c\x00\xa0\xc6\x7f\xff\xff\xff\x00", 11, "field 'doc' declared length");
+    T_REJECT("\x95\x05\x0c\x00\xa0\xc9\x7f\xff\xff\xff\x01\x00", 12, "field 'doc' declared length");
+    T_REJECT("\x95\x05\x0c\x00\xa0\x91\xdf\x7f\xff\xff\xff\x00\x00", 13, "declared map of");
     /* a SOLPART whose data bin is over the payload cap (declared, not present) */
-    T_REJECT("\x98\x04\x07\x01\x01\x01\x00\xc6\x03\x00\x00\x04", 12, "exceeds frame");
+    T_REJECT("\x98\x05\x07\x01\x01\x01\x00\xc6\x03\x00\x00\x04", 12, "exceeds frame");
 }
 
 /* Every field of every sample, replaced by a value of each wrong msgpack type. */
@@ -673,18 +690,19 @@ T_TEST(test_reject_out_of_range)
 /* One version: any other is refused, and said to be (the broker answers such a sender). */
 T_TEST(test_reject_wrong_version)
 {
-    T_REJECT("\x92\x00\x0a", 3, "field 'version' is 0, this build speaks 4 (wrong version");
+    T_REJECT("\x92\x00\x0a", 3, "field 'version' is 0, this build speaks 5 (wrong version");
     T_REJECT("\x92\x02\x0a", 3, "wrong version");
     T_REJECT("\x93\x03\x09\x07", 4, "wrong version");            /* [3, CANCEL, job 7]: a release before */
-    T_REJECT("\x92\x05\x0a", 3, "wrong version");
+    T_REJECT("\x92\x04\x0a", 3, "wrong version");            /* the release before */
+    T_REJECT("\x92\x06\x0a", 3, "wrong version");
     T_REJECT("\x92\xcf\xff\xff\xff\xff\xff\xff\xff\xff\x0a", 11, "wrong version");
     T_REJECT("\x92\xff\x0a", 3, "field 'version' out of range");   /* -1 */
     nq_msg_t m;
     char err[200];
     T_EQ_U64(proto_decode("\x92\x03\x0a", 3, &m, err, sizeof err), (uint64_t)NQ_PROTO_WRONG_VERSION);
-    T_EQ_U64(proto_decode("\x92\x05\x0a", 3, &m, err, sizeof err), (uint64_t)NQ_PROTO_WRONG_VERSION);
+    T_EQ_U64(proto_decode("\x92\x06\x0a", 3, &m, err, sizeof err), (uint64_t)NQ_PROTO_WRONG_VERSION);
     T_EQ_U64(proto_decode("\x92\xa1" "1\x01", 4, &m, err, sizeof err), (uint64_t)-1);   /* no version at all */
-    T_CHECK(t_accept("\x94\x04\x09\x07\x05", 5, &m) == 0);      /* [4, CANCEL, job 7, lease 5] */
+    T_CHECK(t_accept("\x94\x05\x09\x07\x05", 5, &m) == 0);      /* [5, CANCEL, job 7, lease 5] */
     T_CHECK(m.u.cancel.job == 7 && m.u.cancel.lease == 5);
     proto_msg_free(&m);
     nq_msg_t c = { .type = NQ_MSG_CANCEL };                      /* every frame goes out in it */
@@ -696,9 +714,9 @@ T_TEST(test_reject_wrong_version)
 
 T_TEST(test_reject_unknown_type)
 {
-    T_REJECT("\x92\x04\x00", 3, "field 'type' is 0 (unknown type)");
-    T_REJECT("\x92\x04\x0d", 3, "field 'type' is 13 (unknown type)");
-    T_REJECT("\x92\x04\xcc\xc8", 4, "is 200 (unknown type)");
+    T_REJECT("\x92\x05\x00", 3, "field 'type' is 0 (unknown type)");
+    T_REJECT("\x92\x05\x0d", 3, "field 'type' is 13 (unknown type)");
+    T_REJECT("\x92\x05\xcc\xc8", 4, "is 200 (unknown type)");
     T_CHECK(!strcmp(proto_type_name(0), "?"));
     T_CHECK(!strcmp(proto_type_name(13), "?"));
     T_CHECK(!strcmp(proto_type_name(-1), "?"));
@@ -708,9 +726,9 @@ T_TEST(test_reject_unknown_type)
 
 T_TEST(test_reject_field_count)
 {
-    T_REJECT("\x93\x04\x0a\x00", 4, "BYE: has 1 fields, expected 0");
-    T_REJECT("\x93\x04\x09\x01", 4, "CANCEL: has 1 fields, expected 2");
-    T_REJECT("\x95\x04\x09\x01\x02\x03", 6, "CANCEL: has 3 fields, expected 2");
+    T_REJECT("\x93\x05\x0a\x00", 4, "BYE: has 1 fields, expected 0");
+    T_REJECT("\x93\x05\x09\x01", 4, "CANCEL: has 1 fields, expected 2");
+    T_REJECT("\x95\x05\x09\x01\x02\x03", 6, "CANCEL: has 3 fields, expected 2");
     msgpack_sbuffer sb, bad;
     encode_sample(sample_index("hello"), &sb);
     frame_edit(&sb, 4, NULL, &bad);   /* drop 'host' */
@@ -730,7 +748,7 @@ T_TEST(test_reject_trailing_bytes)
         encode_sample(i, &sb);
         msgpack_sbuffer_write(&sb, "\x00", 1);
         T_REJECT(sb.data, sb.size, "trailing bytes (1 after the message)");
-        msgpack_sbuffer_write(&sb, "\x92\x04\x0a", 3);   /* a second whole message */
+        msgpack_sbuffer_write(&sb, "\x92\x05\x0a", 3);   /* a second whole message */
         T_REJECT(sb.data, sb.size, "trailing bytes (4 after the message)");
         msgpack_sbuffer_destroy(&sb);
     }
@@ -749,6 +767,18 @@ T_TEST(test_reject_bad_strings)
     reject_field(hello, 0, obj_str("", 0), "field 'worker_id' is empty");
     accept_field(hello, 2, obj_str("", 0));
     accept_field(hello, 2, obj_str("h\xc3\xa9llo", 6));   /* UTF-8 passes */
+    /* bidirectional embeddings, overrides and isolates never reach a log line, a terminal or a page */
+    static const char *bidi[] = { "\xe2\x80\xaa", "\xe2\x80\xab", "\xe2\x80\xac", "\xe2\x80\xad", "\xe2\x80\xae",
+                                  "\xe2\x81\xa6", "\xe2\x81\xa7", "\xe2\x81\xa8", "\xe2\x81\xa9" };
+    for (size_t i = 0; i < sizeof bidi / sizeof bidi[0]; i++) {
+        char h[16];
+        snprintf(h, sizeof h, "ab%scd", bidi[i]);
+        reject_field(hello, 2, obj_str(h, 7), "field 'host' contains a NUL or control byte, a bidirectional");
+        reject_field(hello, 4, obj_str(h, 7), "field 'build' contains");
+    }
+    accept_field(hello, 2, obj_str("ab\xe2\x80\xaf" "cd", 7));   /* U+202F, U+2065, U+2070: their neighbours */
+    accept_field(hello, 2, obj_str("ab\xe2\x81\xa5" "cd", 7));
+    accept_field(hello, 2, obj_str("ab\xe2\x81\xb0" "cd", 7));
     reject_field(req, 0, obj_str(s, 32), "field 'op' is 32 bytes, longer than 31");
     accept_field(req, 0, obj_str(s, 31));
     reject_field(req, 0, obj_str("", 0), "field 'op' is empty");
@@ -812,13 +842,13 @@ T_TEST(test_reject_bad_bins)
     free(f);
 }
 
-/* [3, HEARTBEAT, [ n items of [i, i] ], 7] packed by hand; `shape` breaks item 0. */
+/* [5, HEARTBEAT, [ n items of [i, i] ], 7, []] packed by hand; `shape` breaks item 0. */
 static void hb_frame(msgpack_sbuffer *sb, uint32_t n, int shape)
 {
     msgpack_packer pk;
     msgpack_sbuffer_init(sb);
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    msgpack_pack_array(&pk, 4); msgpack_pack_uint8(&pk, NQ_PROTO_VERSION); msgpack_pack_uint8(&pk, NQ_MSG_HEARTBEAT);
+    msgpack_pack_array(&pk, 5); msgpack_pack_uint8(&pk, NQ_PROTO_VERSION); msgpack_pack_uint8(&pk, NQ_MSG_HEARTBEAT);
     msgpack_pack_array(&pk, n);
     for (uint32_t i = 0; i < n; i++) {
         if (i == 0 && shape == 1) { msgpack_pack_uint8(&pk, 5); continue; }
@@ -828,6 +858,65 @@ static void hb_frame(msgpack_sbuffer *sb, uint32_t n, int shape)
         msgpack_pack_uint64(&pk, (uint64_t)i << 40);   /* 9 bytes: the frame is not short */
     }
     msgpack_pack_uint64(&pk, 7);        /* the sync token */
+    msgpack_pack_array(&pk, 0);         /* no devices */
+}
+
+/* [5, HEARTBEAT, [], 7, [ n devices of [name, 0, 1, 2, 3] ]]; `shape` breaks the last one: 1 a
+   name of namelen bytes, 2 four elements, 3 state 2, 4 a control byte in the name. */
+static void hb_devices_frame(msgpack_sbuffer *sb, uint32_t n, int shape, size_t namelen)
+{
+    msgpack_packer pk;
+    char name[200];
+    msgpack_sbuffer_init(sb);
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 5); msgpack_pack_uint8(&pk, NQ_PROTO_VERSION); msgpack_pack_uint8(&pk, NQ_MSG_HEARTBEAT);
+    msgpack_pack_array(&pk, 0);
+    msgpack_pack_uint64(&pk, 7);
+    msgpack_pack_array(&pk, n);
+    for (uint32_t i = 0; i < n; i++) {
+        int last = i + 1 == n;
+        size_t nl = last && shape == 1 ? namelen : 5;
+        memset(name, 'g', nl);
+        if (last && shape == 4)
+            name[2] = '\x1b';
+        msgpack_pack_array(&pk, last && shape == 2 ? 4 : 5);
+        msgpack_pack_str_with_body(&pk, name, nl);
+        msgpack_pack_uint8(&pk, last && shape == 3 ? 2 : 0);
+        msgpack_pack_uint8(&pk, 1);
+        msgpack_pack_uint8(&pk, 2);
+        if (!(last && shape == 2))
+            msgpack_pack_uint8(&pk, 3);
+    }
+}
+
+/* A peer's device list is bounded and checked: at most NQ_MAX_HB_DEVICES devices of exactly five
+   fields, names of 63 bytes of text at most, a known state. */
+T_TEST(test_heartbeat_devices_bounded)
+{
+    msgpack_sbuffer sb;
+    nq_msg_t m;
+    hb_devices_frame(&sb, NQ_MAX_HB_DEVICES, 1, NQ_DEVICE_NAME_MAX - 1);
+    T_CHECK(t_accept(sb.data, sb.size, &m) == 0);
+    T_EQ_U64(m.u.heartbeat.ndevices, NQ_MAX_HB_DEVICES);
+    T_EQ_U64(strlen(m.u.heartbeat.devices[NQ_MAX_HB_DEVICES - 1].name), NQ_DEVICE_NAME_MAX - 1);
+    T_EQ_U64(m.u.heartbeat.devices[0].rate_milli, 3);
+    proto_msg_free(&m);
+    msgpack_sbuffer_destroy(&sb);
+    hb_devices_frame(&sb, NQ_MAX_HB_DEVICES + 1, 0, 0);
+    T_REJECT(sb.data, sb.size, "field 'devices' has 17 devices, more than 16");
+    msgpack_sbuffer_destroy(&sb);
+    hb_devices_frame(&sb, 2, 1, NQ_DEVICE_NAME_MAX);
+    T_REJECT(sb.data, sb.size, "is 64 bytes, longer than 63");
+    msgpack_sbuffer_destroy(&sb);
+    hb_devices_frame(&sb, 2, 2, 0);
+    T_REJECT(sb.data, sb.size, "device 1 has 4 elements");
+    msgpack_sbuffer_destroy(&sb);
+    hb_devices_frame(&sb, 1, 3, 0);
+    T_REJECT(sb.data, sb.size, "field 'devices'");
+    msgpack_sbuffer_destroy(&sb);
+    hb_devices_frame(&sb, 1, 4, 0);
+    T_REJECT(sb.data, sb.size, "control byte");
+    msgpack_sbuffer_destroy(&sb);
 }
 
 T_TEST(test_reject_bad_heartbeat)
@@ -901,7 +990,7 @@ static void ctlrep_frame(msgpack_sbuffer *sb, const char *prefix, size_t plen, c
                          size_t fill_count)
 {
     msgpack_sbuffer_init(sb);
-    msgpack_sbuffer_write(sb, "\x95\x04\x0c\x00\xa0", 5);
+    msgpack_sbuffer_write(sb, "\x95\x05\x0c\x00\xa0", 5);
     msgpack_sbuffer_write(sb, prefix, plen);
     for (size_t i = 0; i < fill_count; i++)
         msgpack_sbuffer_write(sb, &fill, 1);
@@ -922,7 +1011,7 @@ T_TEST(test_reject_deep_doc)
     msgpack_sbuffer_destroy(&sb);
     /* maps count too: {"":{"":...{"":1}}} nine deep */
     msgpack_sbuffer_init(&sb);
-    msgpack_sbuffer_write(&sb, "\x95\x04\x0c\x00\xa0", 5);
+    msgpack_sbuffer_write(&sb, "\x95\x05\x0c\x00\xa0", 5);
     for (int i = 0; i < NQ_MAX_DOC_DEPTH + 1; i++)
         msgpack_sbuffer_write(&sb, "\x81\xa0", 2);
     msgpack_sbuffer_write(&sb, "\x01", 1);
@@ -1064,13 +1153,13 @@ static const char *source_dir(void)
 static size_t bad_seed(int i, msgpack_sbuffer *sb, const char **name)
 {
     static const struct { const char *name; const char *bytes; size_t len; } raw[] = {
-        { "bad-huge-str", "\x97\x04\x01\xdb\xff\xff\xff\xff" "abc", 11 },
+        { "bad-huge-str", "\x97\x05\x01\xdb\xff\xff\xff\xff" "abc", 11 },
         { "bad-huge-array", "\xdd\xff\xff\xff\xff", 5 },
-        { "bad-deep-doc", "\x95\x04\x0c\x00\xa0\x91\x91\x91\x91\x91\x91\x91\x91\x91\x01", 15 },
+        { "bad-deep-doc", "\x95\x05\x0c\x00\xa0\x91\x91\x91\x91\x91\x91\x91\x91\x91\x01", 15 },
         { "bad-version", "\x92\x03\x0a", 3 },   /* a version before this one */
-        { "bad-unknown-type", "\x92\x04\x0d", 3 },
-        { "bad-hb-item", "\x94\x04\x05\x91\x93\x01\x02\x03", 8 },
-        { "bad-dup-param", "\x95\x04\x0b\xa2op\x00\x82\xa1n\x01\xa1n\x02", 14 },
+        { "bad-unknown-type", "\x92\x05\x0d", 3 },
+        { "bad-hb-item", "\x95\x05\x05\x91\x93\x01\x02\x03", 8 },
+        { "bad-dup-param", "\x95\x05\x0b\xa2op\x00\x82\xa1n\x01\xa1n\x02", 14 },
     };
     int nraw = (int)(sizeof raw / sizeof raw[0]);
     msgpack_sbuffer_init(sb);

@@ -216,7 +216,7 @@ T_TEST(test_refused_row)
     msgpack_pack_nil(&d.pk);   /* what the caller had before */
     T_CHECK(query_job(db, 1, NULL, &d.pk, d.err, sizeof d.err) == -2);
     T_EQ_STR(d.err, want);
-    T_CHECK(query_result(db, 1, &d.pk, d.err, sizeof d.err) == -2 && strcmp(d.err, want) == 0);
+    T_CHECK(query_result(db, 1, NULL, &d.pk, d.err, sizeof d.err) == -2 && strcmp(d.err, want) == 0);
     T_CHECK(query_export(db, 1, 0, 10, 0, &d.pk, d.err, sizeof d.err) == -2 && strcmp(d.err, want) == 0);
     T_CHECK(query_study_sample(db, 1, 5, &d.pk, d.err, sizeof d.err) == -2);
     sql(db, "UPDATE jobs SET restarts = 6 WHERE id = 2");
@@ -227,7 +227,7 @@ T_TEST(test_refused_row)
     doc_free(&d);
 
     doc_init(&d);
-    T_CHECK(query_list(db, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_list(db, NULL, &d.pk, d.err, sizeof d.err) == 0);
     const msgpack_object *l = doc_obj(&d);
     T_CHECK(l->type == MSGPACK_OBJECT_ARRAY && l->via.array.size == 2);
     if (l->type == MSGPACK_OBJECT_ARRAY && l->via.array.size == 2) {
@@ -377,7 +377,7 @@ T_TEST(test_copies_counted_apart_from_shards)
     };
     const uint64_t want_copies[] = { 17, 0, 2, 0 };
     for (size_t c = 0; c < 4; c++) {
-        query_live_t live = { NULL, (void *)cases[c], live_copies };
+        query_live_t live = { NULL, (void *)cases[c], live_copies, NULL, NULL, NULL };
         doc_t d;
         doc_init(&d);
         T_CHECK(query_job(db, 1, &live, &d.pk, d.err, sizeof d.err) == 0);
@@ -390,7 +390,7 @@ T_TEST(test_copies_counted_apart_from_shards)
     }
     /* a job that makes no copies: an excess is figures that ran ahead of the rows, not copies */
     sql(db, "UPDATE jobs SET verify_ppm = 0 WHERE id = 1");
-    query_live_t live = { NULL, (void *)cases[0], live_copies };
+    query_live_t live = { NULL, (void *)cases[0], live_copies, NULL, NULL, NULL };
     doc_t d;
     doc_init(&d);
     T_CHECK(query_job(db, 1, &live, &d.pk, d.err, sizeof d.err) == 0);
@@ -410,7 +410,7 @@ T_TEST(test_missing_job)
     msgpack_pack_nil(&d.pk);   /* what the caller had before */
     T_CHECK(query_job(db, 42, NULL, &d.pk, d.err, sizeof d.err) == -1);
     T_EQ_STR(d.err, "no job 42");
-    T_CHECK(query_result(db, 42, &d.pk, d.err, sizeof d.err) == -1);
+    T_CHECK(query_result(db, 42, NULL, &d.pk, d.err, sizeof d.err) == -1);
     T_EQ_STR(d.err, "no job 42");
     T_CHECK(query_export(db, 42, 0, 10, 0, &d.pk, d.err, sizeof d.err) == -1);
     T_EQ_STR(d.err, "no job 42");
@@ -422,7 +422,7 @@ T_TEST(test_missing_job)
 
     /* An empty DB lists nothing. */
     doc_init(&d);
-    T_CHECK(query_list(db, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_list(db, NULL, &d.pk, d.err, sizeof d.err) == 0);
     T_CHECK(doc_obj(&d)->type == MSGPACK_OBJECT_ARRAY && doc_obj(&d)->via.array.size == 0);
     doc_free(&d);
 
@@ -430,7 +430,7 @@ T_TEST(test_missing_job)
     sqlite3 *empty = NULL;
     sqlite3_open(":memory:", &empty);
     doc_init(&d);
-    T_CHECK(query_list(empty, &d.pk, d.err, sizeof d.err) == -2);
+    T_CHECK(query_list(empty, NULL, &d.pk, d.err, sizeof d.err) == -2);
     T_CHECK(strstr(d.err, "no such table") != NULL);
     T_EQ_U64(d.sb.size, 0);
     doc_free(&d);
@@ -453,7 +453,7 @@ T_TEST(test_u128_totals)
     }
     doc_t d;
     doc_init(&d);
-    T_CHECK(query_result(db, 1, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_result(db, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
     const msgpack_object *j = doc_obj(&d), *t = get(j, "total");
     unsigned __int128 v = 0;
     T_CHECK(t->type == MSGPACK_OBJECT_EXT && t->via.ext.type == QUERY_EXT_U128 && t->via.ext.size == 16);
@@ -491,7 +491,7 @@ T_TEST(test_list)
     shard_add(db, 3, 1, &(shard_t){ .state = "done", .total = 3 });
     doc_t d;
     doc_init(&d);
-    T_CHECK(query_list(db, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_list(db, NULL, &d.pk, d.err, sizeof d.err) == 0);
     const msgpack_object *a = doc_obj(&d);
     T_CHECK(a->type == MSGPACK_OBJECT_ARRAY && a->via.array.size == 3);
     if (a->type == MSGPACK_OBJECT_ARRAY && a->via.array.size == 3) {
@@ -509,16 +509,51 @@ T_TEST(test_list)
     sqlite3_close(db);
 }
 
-static int live_lookup(void *ud, const char *id, int *alive, double *nps, uint32_t *leases,
-                       char kernel[QUERY_KERNEL_MAX])
+static int live_solutions_777(void *ud, uint64_t id, uint64_t *n)
+{
+    (void)ud;
+    if (id != 2)
+        return -1;
+    *n = 777;
+    return 0;
+}
+
+/* The broker's loop answers a status with the solutions it counts in memory: counting a solve
+   job's rows for every status (O(solutions) each) halved its results/s under a status loop. */
+T_TEST(test_live_solutions_not_counted)
+{
+    sqlite3 *db = db_new();
+    job_add(db, 2, "solve", 1000, "running", 4);
+    sql(db, "INSERT INTO solutions (job, hash, shard, seed, n, cols, found_at) VALUES (2, 'ab', 0, 5, 1000, x'00', 1.0)");
+    query_live_t live = { .solutions = live_solutions_777 };
+    doc_t d;
+    doc_init(&d);
+    T_CHECK(query_job(db, 2, &live, &d.pk, d.err, sizeof d.err) == 0);
+    T_EQ_U64(getu(doc_obj(&d), "solutions_found"), 777);
+    doc_free(&d);
+    doc_init(&d);
+    T_CHECK(query_list(db, &live, &d.pk, d.err, sizeof d.err) == 0);
+    const msgpack_object *a = doc_obj(&d);
+    T_CHECK(a->type == MSGPACK_OBJECT_ARRAY && a->via.array.size == 1 &&
+            getu(&a->via.array.ptr[0], "solutions_found") == 777);
+    doc_free(&d);
+    doc_init(&d);
+    T_CHECK(query_job(db, 2, NULL, &d.pk, d.err, sizeof d.err) == 0);   /* offline: the rows */
+    T_EQ_U64(getu(doc_obj(&d), "solutions_found"), 1);
+    doc_free(&d);
+    sqlite3_close(db);
+}
+
+static int live_lookup(void *ud, const char *id, query_worker_live_t *w)
 {
     (void)ud;
     if (strcmp(id, "w1") != 0)
         return -1;
-    *alive = 1;
-    *nps = 123.5;
-    *leases = 3;
-    snprintf(kernel, QUERY_KERNEL_MAX, "nq-0.1.0 gpu: Some GPU (Vendor)");
+    w->alive = 1;
+    w->nodes_per_s = 123.5;
+    w->leases = 3;
+    snprintf(w->kernel, sizeof w->kernel, "nq-0.1.0 gpu: Some GPU (Vendor)");
+    w->rtt_s = 0.3;
     return 0;
 }
 
@@ -544,11 +579,11 @@ T_TEST(test_workers)
         T_EQ_U64(getu(w2, "nodes"), UINT64_MAX);          /* stored bit pattern read as u64 */
         T_CHECK(!getb(w1, "flagged") && getb(w2, "flagged"));
         T_EQ_U64(getu(w2, "conflicts"), 2);
-        T_CHECK(is_nil(w1, "alive") && is_nil(w1, "leases") && is_nil(w1, "kernel"));
+        T_CHECK(is_nil(w1, "alive") && is_nil(w1, "leases") && is_nil(w1, "kernel") && is_nil(w1, "rtt_s"));
     }
     doc_free(&d);
 
-    query_live_t live = { live_lookup, NULL, NULL };
+    query_live_t live = { live_lookup, NULL, NULL, NULL, NULL, NULL };
     doc_init(&d);
     T_CHECK(query_workers(db, &live, &d.pk, d.err, sizeof d.err) == 0);
     a = doc_obj(&d);
@@ -560,6 +595,8 @@ T_TEST(test_workers)
         NEAR(getd(w1, "nodes_per_s"), 123.5, 0);
         T_CHECK(str_is(get(w1, "kernel"), "nq-0.1.0 gpu: Some GPU (Vendor)"));   /* the device it runs on */
         T_CHECK(is_nil(w2, "kernel"));
+        NEAR(getd(w1, "rtt_s"), 0.3, 0);                  /* its link's round trip */
+        T_CHECK(is_nil(w2, "rtt_s"));
     }
     doc_free(&d);
     sqlite3_close(db);
@@ -576,7 +613,7 @@ T_TEST(test_result_count)
                                                   .total = 30 + (uint64_t)i, .elapsed = 1.25 });
     doc_t d;
     doc_init(&d);
-    T_CHECK(query_result(db, 1, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_result(db, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
     const msgpack_object *r = doc_obj(&d), *w = get(r, "workers");
     T_CHECK(w->type == MSGPACK_OBJECT_ARRAY && w->via.array.size == 2);
     if (w->type == MSGPACK_OBJECT_ARRAY && w->via.array.size == 2)
@@ -591,7 +628,7 @@ T_TEST(test_result_count)
     sql(db, "UPDATE shards SET res15 = (res15 + 1) %% 15 WHERE job = 1 AND idx = 2");
     job_resum(db, 1);
     doc_init(&d);
-    T_CHECK(query_result(db, 1, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_result(db, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
     r = doc_obj(&d);
     T_CHECK(!getb(r, "residues_ok"));
     doc_free(&d);
@@ -621,7 +658,7 @@ T_TEST(test_result_study)
             " (1, 'bb', 3, 103, 100, x'00', NULL, 5.0), (1, 'cc', 1, 101, 200000, NULL, 'db.solutions/cc.nqsol', 4.0)");
     doc_t d;
     doc_init(&d);
-    T_CHECK(query_result(db, 1, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_result(db, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
     const msgpack_object *r = doc_obj(&d), *sols = get(r, "solutions"), *study = get(r, "study");
     T_EQ_U64(getu(r, "solutions_total"), 2);
     T_CHECK(sols->type == MSGPACK_OBJECT_ARRAY && sols->via.array.size == 2);
@@ -997,7 +1034,7 @@ T_TEST(test_connections)
     T_CHECK(sqlite3_open_v2(path, &ro, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK);
     doc_t d;
     doc_init(&d);
-    T_CHECK(query_result(ro, 1, &d.pk, d.err, sizeof d.err) == 0);
+    T_CHECK(query_result(ro, 1, NULL, &d.pk, d.err, sizeof d.err) == 0);
     T_EQ_U64(getu(doc_obj(&d), "total"), 10);
     doc_free(&d);
     T_CHECK(sqlite3_get_autocommit(ro));   /* its snapshot was released */
