@@ -191,7 +191,7 @@ size_t shard_encode(const nq_shard_desc_t *d, uint8_t *out);
 int shard_auto_depth(int kind, int n);
 int shard_depth_range(int kind, int n, int *min, int *max);
 /*
- * Knuth's random probe one step further: extends a count shard (encoding 2) by `extra` levels,
+ * Knuth's random probe one step further: extends a count shard by `extra` levels,
  * each a column picked uniformly among its open cells (pick(ud, m) returns 0..m-1), into out
  * (NQ_MAX_SPEC bytes); *weight = the product of the numbers of choices. Summing weight x (the
  * work of the deeper shard) estimates the shard's work without bias. Returns the deeper

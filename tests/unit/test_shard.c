@@ -85,8 +85,9 @@ static int each_at_check(void *ud, uint64_t i, const uint8_t *spec, size_t len)
 T_TEST(test_each_at_equals_lease_order)
 {
     char err[256];
-    int cases[][4] = { { NQ_KIND_COUNT, 12, 1, 2 }, { NQ_KIND_COUNT, 12, 4, 2 },
-                       { NQ_KIND_COUNT, 13, 3, 1 }, { NQ_KIND_COUNT, 5, 0, 2 }, { NQ_KIND_ENUMERATE, 9, 3, 2 } };
+    const int E = NQ_SHARD_ENCODING;
+    int cases[][4] = { { NQ_KIND_COUNT, 12, 1, E }, { NQ_KIND_COUNT, 12, 4, E },
+                       { NQ_KIND_COUNT, 13, 3, E }, { NQ_KIND_COUNT, 5, 0, E }, { NQ_KIND_ENUMERATE, 9, 3, E } };
     uint64_t runs[] = { 1, 2, 7, 64, 1000 };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         nq_shards_t *s = shards_new_ex(cases[k][0], cases[k][1], cases[k][2], cases[k][3], err, sizeof err);
@@ -232,9 +233,9 @@ T_TEST(test_refusals)
     T_CHECK(found == 20);
     shards_destroy(&s1);
     /* enumerate beyond 16, plain count shards above n = 3 */
-    uint8_t e[] = { 1, NQ_KIND_ENUMERATE, 17, 0, 1, 1, 0 };
+    uint8_t e[] = { NQ_SHARD_ENCODING, NQ_KIND_ENUMERATE, 17, 0, 1, 1, 0 };
     T_CHECK(refused(e, sizeof e, "n"));
-    uint8_t p[] = { 1, NQ_KIND_COUNT, 8, 0, 1, 0 };
+    uint8_t p[] = { NQ_SHARD_ENCODING, NQ_KIND_COUNT, 8, 0, 1, 0 };
     T_CHECK(refused(p, sizeof p, "mode"));
     shards_destroy(&s);
 }
