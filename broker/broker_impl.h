@@ -452,7 +452,6 @@ void spotcheck_tick(nq_broker_t *b, double now);
 int spotcheck_wants_cpu(nq_broker_t *b, nq_job_t *j, uint64_t shard);
 /* The holder of a shard a tail copy decided lost its lease unheard: in a job without spot-checks
    the copy's result stands as a first result does, and waits for no check (spotcheck.c). */
-void spotcheck_copy_alone(nq_broker_t *b, uint64_t job, uint64_t shard);
 void spotcheck_forget_job(nq_broker_t *b, uint64_t job);
 void spotcheck_free_all(nq_broker_t *b);
 

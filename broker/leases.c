@@ -5,6 +5,7 @@
  */
 #include "broker_impl.h"
 #include "log.h"
+#include "store_spotcheck.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,22 @@ void leases_cancel(nq_broker_t *b, nq_lease_t *l, const char *why)
     leases_remove(b, l);
 }
 
+/* The check a tail copy's result waited for was its holder's result, or a third identity's. A
+   holder gone unheard (it died, stalled, or lost its lease) is no threat the check guards against:
+   without spot-checks the result stands as any first result does, so a job whose last other
+   identity went away does not wait for ever. A dispute already open stays open. */
+static void copy_alone(nq_broker_t *b, uint64_t job, uint64_t shard)
+{
+    nq_job_t *j = jobq_find(b, job);
+    if (!j || j->spec.verify_ppm > 0 || !b->store_ok)
+        return;
+    txn_begin(b);
+    if (store_shard_copy_alone(b->store, job, shard) == 1 && j->checks_open > 0) {
+        j->checks_open--;
+        jobq_due(b, j);
+    }
+}
+
 /* The shard goes back to pending, or to FAILED when it has used up its attempts; but while the
    other lease of a tail copy pair is out, that one carries the shard on: nothing is charged (a
    lost copy costs its shard nothing) and nothing goes back. */
@@ -146,7 +163,7 @@ void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char
     int copied = l->copied;
     leases_remove(b, l);
     if (copied) {                       /* a copy's result holds the shard: it stands alone now */
-        spotcheck_copy_alone(b, job, shard);
+        copy_alone(b, job, shard);
         return;
     }
     if (check) {                        /* a spot-check copy: the shard is done, the copy waits again */

@@ -31,7 +31,7 @@
  * the faulty in every dispute, at an expected cost of about P of the job.
  *
  * Durable state: the shard row (who delivered it, verify), the checks table, job_flagged with
- * each sweep's progress (schema/006_spotcheck.sql). In memory: only the queue of check copies,
+ * each sweep's progress (schema/011_store.sql). In memory: only the queue of check copies,
  * rebuilt at load from the partial index of shards under check.
  */
 #include "broker_impl.h"
@@ -424,22 +424,6 @@ int spotcheck_wants_cpu(nq_broker_t *b, nq_job_t *j, uint64_t shard)
 {
     nq_shard_votes_t sv;
     return store_shard_votes(b->store, j->id, shard, &sv) == 0 && sv.verify == NQ_VERIFY_CPU;
-}
-
-/* The check a tail copy's result waited for was its holder's result, or a third identity's. A
-   holder gone unheard (it died, stalled, or lost its lease) is no threat the check guards against:
-   without spot-checks the result stands as any first result does, so a job whose last other
-   identity went away does not wait for ever. A dispute already open stays open. */
-void spotcheck_copy_alone(nq_broker_t *b, uint64_t job, uint64_t shard)
-{
-    nq_job_t *j = jobq_find(b, job);
-    if (!j || j->spec.verify_ppm > 0 || !b->store_ok)
-        return;
-    txn_begin(b);
-    if (store_shard_copy_alone(b->store, job, shard) == 1 && j->checks_open > 0) {
-        j->checks_open--;
-        jobq_due(b, j);
-    }
 }
 
 void spotcheck_forget_job(nq_broker_t *b, uint64_t job)

@@ -127,7 +127,8 @@
       "\n" \
       "  --connect EP       the broker's worker endpoint (default tcp://127.0.0.1:7555)\n" \
       "  --threads K        compute threads (default: all cores)\n" \
-      "  --prefetch P       shards queued beyond the running ones (default: one a thread)\n" \
+      "  --prefetch P       shards queued beyond the running ones (default: one a thread, and\n" \
+      "                     what the threads finish in a round trip to the broker)\n" \
       "  --gpu              count on the first GPU through OpenCL; the threads feed it (as many as it\n" \
       "                     needs) and count on the CPU while it holds a second of work; it asks for\n" \
       "                     shards to fill the device, then for what its measured rate keeps busy.\n" \

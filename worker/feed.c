@@ -116,14 +116,15 @@ uint32_t feed_prefetch(uint32_t threads)
  * away did two shards a round trip and waited out the rest (count 18 took 15-21 times as long).
  * What it finishes is its threads' busy rate (their shards' seconds), or its rate when higher: a
  * starved worker's rate is what the link let through, and credit grown from it grew a round trip
- * at a time.
+ * at a time. A prefetch given with --prefetch is the user's own bound (0: nothing queued, which
+ * a worker that may crash on a shard relies on to hold only what it runs), so it does not grow.
  */
 #define CREDIT_LINK_MARGIN 1.5
 
 uint32_t feed_credit(const nq_feed_t *f)
 {
     double speed = f->busy_rate > f->rate ? f->busy_rate : f->rate;
-    double c = f->threads + f->prefetch + speed * f->rtt * CREDIT_LINK_MARGIN;
+    double c = f->threads + f->prefetch + (f->prefetch_auto ? speed * f->rtt * CREDIT_LINK_MARGIN : 0);
     if (f->gpu) {
         double ahead = f->rate * CREDIT_AHEAD_S;
         c += ahead > (double)f->load.fill ? ahead : (double)f->load.fill;

@@ -32,6 +32,7 @@
 
 struct nq_worker {
     nq_worker_cfg_t cfg;
+    int prefetch_auto;                 /* no --prefetch: the default, grown to cover the round trip */
     void *ctx, *sock, *pull, *mon;
     int own_ctx;
     nq_pool_t *pool;
@@ -336,7 +337,8 @@ nq_worker_t *worker_new(const nq_worker_cfg_t *cfg, char *err, size_t errlen)
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         w->cfg.threads = n > 0 ? (uint32_t)n : 1;
     }
-    if (w->cfg.prefetch == NQ_PREFETCH_AUTO)
+    w->prefetch_auto = w->cfg.prefetch == NQ_PREFETCH_AUTO;
+    if (w->prefetch_auto)
         w->cfg.prefetch = feed_prefetch(w->cfg.threads);
     nq_feed_t f = { .threads = w->cfg.threads, .prefetch = w->cfg.prefetch, .gpu = w->cfg.ngpu > 0 };
     w->credit = feed_credit(&f);        /* a GPU worker raises it once its engine knows its fill */
@@ -444,6 +446,7 @@ static void worker_credit(nq_worker_t *w, double now)
     nq_feed_t f;
     pool_feed(w->pool, &f);
     f.prefetch = w->cfg.prefetch;
+    f.prefetch_auto = w->prefetch_auto;
     f.rate = w->rate;
     f.busy_rate = w->shard_s > 0 ? w->cfg.threads / w->shard_s : 0;
     f.rtt = w->link.srtt;

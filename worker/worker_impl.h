@@ -87,6 +87,7 @@ typedef struct {
     double rate;                      /* shards a second the worker finished lately; 0 unknown */
     double busy_rate;                 /* shards a second its threads finish when none waits; 0 unknown */
     double rtt;                       /* the broker's round trip, seconds; 0 unknown */
+    int prefetch_auto;                /* the prefetch is the default: it grows to cover the round trip */
 } nq_feed_t;
 /* Fills f's threads, gpu, gpu_only, failed, feed_s, dev, load and hungriest from p. */
 void pool_feed(nq_pool_t *p, nq_feed_t *f);

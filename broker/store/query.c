@@ -203,14 +203,18 @@ int query_job_read_row(sqlite3 *db, uint64_t id, qjob_t *j, char *err, size_t er
 
 /*
  * Shards per state and the sums over the done ones, in O(1) of the job's size: done, failed,
- * conflict and the sums are kept in the job's row (004_campaign.sql); leased shards are
+ * conflict and the sums are kept in the job's row (schema/011_store.sql); leased shards are
  * counted through the open-state index (as many as there are leases out); a finished job's
  * unfinished shards (cancelled, or a solve that found its solutions) are cancelled; the rest
  * are pending.
  */
-static int job_scan(sqlite3 *db, qjob_t *j, char *err, size_t errlen)
+static int job_scan(sqlite3 *db, qjob_t *j, int live_leases, char *err, size_t errlen)
 {
-    sqlite3_stmt *st = query_prep(db, "SELECT shards_failed, shards_conflict,"
+    /* the broker's loop has the leases in memory (query_job_live): counting their rows for every
+       status there walked one index entry a lease out (4,096 with 16 workers of 256 credits) */
+    sqlite3_stmt *st = query_prep(db, live_leases
+                                ? "SELECT shards_failed, shards_conflict, 0 FROM jobs WHERE id = ?1"
+                                : "SELECT shards_failed, shards_conflict,"
                                 " (SELECT count(*) FROM shards WHERE job = ?1 AND state = 'leased'"
                                 "  AND state <> 'done')"   /* the partial index's own condition */
                                 " FROM jobs WHERE id = ?1", err, errlen);
@@ -312,7 +316,7 @@ int query_job_load(sqlite3 *db, uint64_t id, const query_live_t *live, qjob_t *j
     memset(j, 0, sizeof *j);
     int rc = query_job_read_row(db, id, j, err, errlen);
     if (rc == 0)
-        rc = job_scan(db, j, err, errlen);
+        rc = job_scan(db, j, live && live->job, err, errlen);
     if (rc == 0 && strcmp(j->kind, "solve") == 0)
         rc = job_solutions(db, j, live, err, errlen);
     if (rc == 0 && j->verify_ppm > 0)
@@ -413,7 +417,7 @@ void query_pack_job(msgpack_packer *pk, const qjob_t *j)
         query_pack_str(pk, "total"); query_pack_u128(pk, j->total);
         query_pack_str(pk, "unique"); query_pack_u128(pk, j->unique);
         /* nodes in one unit: the CPU kernels', over the done shards that carry them; the fast GPU
-           kernel's own apart, with their shards (010_nodes_kind.sql) */
+           kernel's own apart, with their shards (schema/011_store.sql) */
         query_pack_str(pk, "nodes"); query_pack_u128(pk, j->nodes);
         query_pack_str(pk, "fast_nodes"); query_pack_u128(pk, j->fast_nodes);
         query_pack_str(pk, "fast_shards"); msgpack_pack_uint64(pk, j->fast_shards);

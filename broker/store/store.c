@@ -153,6 +153,13 @@ static int known_max(void)
     return nq_migrations_count > 0 ? nq_migrations[nq_migrations_count - 1].version : 0;
 }
 
+/* The oldest store this build can open: its first migration creates the whole schema, and no
+   release has made a store before it. */
+static int known_min(void)
+{
+    return nq_migrations_count > 0 ? nq_migrations[0].version : 0;
+}
+
 /* "file:" URI for the path (needed for immutable=1): everything but unreserved chars escaped. */
 static char *path_uri(const char *path, int immutable)
 {
@@ -278,8 +285,14 @@ static int inspect_identity(sqlite3 *db, const char *path, int *version, char *e
     if (rc != SQLITE_OK)
         return damaged(path, rc, sqlite3_errmsg(db), err, errlen);
     if (v > known_max()) {
-        nq_errf(err, errlen, "%s: created by a newer nq: schema %lld, this build knows 1..%d",
-                path, (long long)v, known_max());
+        nq_errf(err, errlen, "%s: created by a newer nq: schema %lld, this build knows %d..%d",
+                path, (long long)v, known_min(), known_max());
+        return -1;
+    }
+    if (v > 0 && v < known_min()) {
+        nq_errf(err, errlen, "%s: schema %lld was made by a development build of nq before any release;"
+                " this build opens schema %d..%d and has no migration from it", path, (long long)v,
+                known_min(), known_max());
         return -1;
     }
     *version = (int)v;

@@ -90,8 +90,8 @@ typedef struct {
     nq_job_spec_t spec;
     nq_job_state_t state;
     uint64_t shards_total, shards_done, shards_failed, shards_conflict;
-    uint64_t frontier;         /* order positions below it have a shard row (004_campaign.sql) */
-    uint64_t back;             /* ... and those at or above it (009_schedule.sql) */
+    uint64_t frontier;         /* order positions below it have a shard row (schema/011_store.sql) */
+    uint64_t back;             /* ... and those at or above it (schema/011_store.sql) */
     uint64_t checks, disagreed;   /* spot-check results compared, and those that disagreed (006) */
     uint64_t evidence;         /* results that disagreed with a decided shard (007) */
     uint64_t fast_shards;      /* done shards whose nodes are the fast GPU kernel's own (010) */
@@ -217,7 +217,7 @@ int store_shards_retry(nq_store_t *s, uint64_t job);                    /* faile
 int store_result_put(nq_store_t *s, const nq_result_t *r, const char *worker,
                      const char *sol_hash, const char *sol_path);
 /* The same, for a job under spot-checks: a first result records who delivered it (an
-   identities row, 006_spotcheck.sql) and whether a check copy is wanted (verify = 1). */
+   identities row, schema/011_store.sql) and whether a check copy is wanted (verify = 1). */
 /* who: the sender's identity (identities.id): stored with a first result, and what tells a
    resend from a confirmation for every job. verify: a check copy is wanted. spot: a job under
    spot-checks, where the identity's record counts its stored results. unloaded: the broker does
@@ -255,7 +255,7 @@ int store_worker_key_ok(nq_store_t *s, const char *id, const char *key);
 /* Keeps "shard IDX: text" as the job's last error, shown by `nq status`. */
 int store_job_note_error(nq_store_t *s, uint64_t job, uint64_t idx, const char *text);
 
-/* A solve job's shard idx, which has no row until leased (004_campaign.sql): its seed and its
+/* A solve job's shard idx, which has no row until leased (schema/011_store.sql): its seed and its
    method. Shards are algorithm-major: method k of the comma-separated list (empty: qs4) takes
    idx k*restarts .. (k+1)*restarts-1, with seeds seed0 .. seed0+restarts-1 (u64, wrapping). */
 uint64_t store_solve_seed(uint64_t seed0, uint64_t restarts, uint64_t idx);

@@ -62,8 +62,8 @@ int store_worker_credit(nq_store_t *s, const char *worker, uint64_t nodes, doubl
 int store_worker_conflict(nq_store_t *s, const char *worker);
 int store_worker_evidence(nq_store_t *s, const char *worker);
 
-/* One done shard's contribution to its job's row (004_campaign.sql); its nodes go to the job's
-   nodes or, of the fast GPU kernel's own, to fast_nodes (010_nodes_kind.sql). */
+/* One done shard's contribution to its job's row (schema/011_store.sql); its nodes go to the job's
+   nodes or, of the fast GPU kernel's own, to fast_nodes (schema/011_store.sql). */
 typedef struct {
     uint64_t total, unique, nodes;
     int res13, res15;

@@ -42,7 +42,7 @@ static const char *const sql_text[R_COUNT] = {
         "UPDATE shards SET confirmations = confirmations + 1 WHERE job = ?1 AND idx = ?2",
     [R_PUT_CONFLICT] =
         "UPDATE shards SET state = 'conflict', conflict_with = ?3, verify = 0 WHERE job = ?1 AND idx = ?2",
-    /* one row per confirming identity (007_decided.sql): changes() says whether it is new */
+    /* one row per confirming identity (schema/011_store.sql): changes() says whether it is new */
     [R_CONFIRM_ADD] =
         "INSERT OR IGNORE INTO confirmations (job, idx, who) VALUES (?1, ?2, ?3)",
     [R_EVIDENCE_PUT] =

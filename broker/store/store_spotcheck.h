@@ -1,5 +1,5 @@
 /*
- * Spot-checks in the store (schema/006_spotcheck.sql): who delivered a shard's result, the
+ * Spot-checks in the store (schema/011_store.sql): who delivered a shard's result, the
  * check results that followed it, the identities' records, and the flagged identities of a job
  * with the progress of the check of their other results. broker/spotcheck.c decides; this
  * file only reads and writes, inside the broker's open group like every other write.

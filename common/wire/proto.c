@@ -573,7 +573,7 @@ static int decode_doc(rd_t *r, nq_ctl_rep_t *c)
 static int decode_field(rd_t *r, const field_t *f, nq_msg_t *m)
 {
     char *p = (char *)m + f->off;
-    uint64_t v;
+    uint64_t v = 0;                    /* set by rd_uint when it succeeds: the 0 quiets -O3 */
     r->field = f->name;   /* shortened only if an error is reported */
     switch (f->kind) {
     case F_U8: case F_U32: case F_I32: case F_U64:

@@ -8,8 +8,8 @@
 # writes outside its temporary folders. Any line that fails fails the test. The README's test command is
 # not run (it is this suite) but must be what .ci/run calls, and it must leave build/ alone:
 # tests/run.sh is run with cmake and ctest stubbed to see which folders it would build in.
-# It runs in a network namespace of its own where it can (root): the commands that find no broker
-# on the default control endpoint read ./nq.db, and no other broker on this machine may answer.
+# It runs in a network namespace of its own where it can (root), so no other broker's tcp endpoint
+# is in reach; the client commands ask the broker of ./nq.db (its socket beside it) or read the file.
 # The Release build is the same whatever the build around it, so the sanitizer suite skips it.
 if [ "${NQ_SANITIZED:-0}" = 1 ]; then
     echo "skipped: the README's Release build is built and run by the normal suite"
@@ -21,7 +21,6 @@ fi
 [ -n "${NQ_OWN_NETNS:-}" ] && ip link set lo up 2>/dev/null
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
-[ -n "${NQ_OWN_NETNS:-}" ] || echo "note: no network namespace (not root): a broker on 127.0.0.1:7556 would answer"
 
 # ---- the README's blocks: ```sh ... ``` under a section's heading ----
 # blocks SECTION: the sh blocks of "## SECTION", one after the other.

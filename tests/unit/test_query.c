@@ -55,7 +55,7 @@ static void job_add(sqlite3 *db, uint64_t id, const char *kind, int n, const cha
         (unsigned long long)(k == NQ_KIND_SOLVE ? shards : 0), k == NQ_KIND_SOLVE ? "qs4" : "");
 }
 
-/* The store keeps a job's counts and sums in its row (004_campaign.sql); rows written by hand
+/* The store keeps a job's counts and sums in its row (schema/011_store.sql); rows written by hand
    here get them the way that migration computes them. */
 static void job_resum(sqlite3 *db, uint64_t job)
 {

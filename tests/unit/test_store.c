@@ -352,10 +352,24 @@ T_TEST(test_refuse_newer_schema)
                          NULL, NULL, NULL) == SQLITE_OK);
     store_destroy(&s);
     char want[128];
-    snprintf(want, sizeof want, "created by a newer nq: schema 999, this build knows 1..%d",
-             nq_migrations[nq_migrations_count - 1].version);
+    snprintf(want, sizeof want, "created by a newer nq: schema 999, this build knows %d..%d",
+             nq_migrations[0].version, nq_migrations[nq_migrations_count - 1].version);
     check_refused(path, 0, want);
     check_refused(path, 1, want);
+}
+
+/* A store of a schema before the first this build creates (a development build's, before any
+   release) is refused with its version named, never migrated by guesswork or misread. */
+T_TEST(test_refuse_older_schema)
+{
+    const char *path = db_path("older");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    T_CHECK(sqlite3_exec(store_db(s), "UPDATE schema_version SET version = 3", NULL, NULL, NULL) == SQLITE_OK);
+    store_destroy(&s);
+    check_refused(path, 0, "schema 3 was made by a development build of nq before any release");
+    check_refused(path, 1, "schema 3 was made by a development build of nq before any release");
 }
 
 T_TEST(test_refuse_damaged)
@@ -935,7 +949,7 @@ static void aggregates_agree(nq_store_t *s, uint64_t job)
 }
 
 /*
- * A job created without rows (004_campaign.sql): a lease makes the shard's row and moves the
+ * A job created without rows (schema/011_store.sql): a lease makes the shard's row and moves the
  * frontier; a result for a shard with no row makes it; done, conflict, failed and a late result
  * after FAILED all move the job's counts and sums in step with the rows; a retry clears them.
  */
@@ -1006,7 +1020,7 @@ static nq_result_t fast_result(uint64_t job, uint64_t shard, uint64_t lease, uin
 }
 
 /*
- * Results of the fast GPU kernel (010_nodes_kind.sql): a later result with the decided total and
+ * Results of the fast GPU kernel (schema/011_store.sql): a later result with the decided total and
  * other nodes confirms it when either's nodes are the fast kernel's (not even two of those
  * compare), and is evidence when both are the CPU kernels'; a different total is evidence
  * whoever counted. The row keeps whose nodes it holds, and the job sums the CPU kernels' nodes
@@ -1093,7 +1107,7 @@ static void on_sweep(void *ud, int64_t who, uint64_t next)
     v->sweep_next = next;
 }
 
-/* Spot-check records (006): a check that agrees, a dispute the check wins (the shard's row and
+/* Spot-check records: a check that agrees, a dispute the check wins (the shard's row and
    the job's sums take its result), one with no majority (CONFLICT, out of the sums), the flag
    and its sweep over the loser's other results, and what a restart loads back. */
 T_TEST(test_spotcheck_records)
@@ -1166,48 +1180,6 @@ T_TEST(test_spotcheck_records)
     T_CHECK(loaded.n == 3 && loaded.sweep_who == 0);                   /* the sweep is finished */
     T_CHECK(store_spot_open(s, job, &open) == 0 && open == 3);
     T_EQ_U64(sql_int(s, "SELECT sweep FROM job_flagged WHERE job = 1"), 100);
-    store_destroy(&s);
-}
-
-/* A store written by schema 3 (every shard a row, no sums in the job row) is migrated forward:
-   its sums are computed once from its rows and its frontier is the end of the list. */
-T_TEST(test_migrate_from_schema_3)
-{
-    const char *path = db_path("schema3");
-    sqlite3 *db;
-    T_CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-    for (int i = 0; i < nq_migrations_count && nq_migrations[i].version <= 3; i++) {
-        T_CHECK(sqlite3_exec(db, nq_migrations[i].sql, NULL, NULL, NULL) == SQLITE_OK);
-        char q[200];
-        snprintf(q, sizeof q, "INSERT INTO schema_version VALUES (%d, '%s', 0)", nq_migrations[i].version,
-                 nq_migrations[i].name);
-        T_CHECK(sqlite3_exec(db, q, NULL, NULL, NULL) == SQLITE_OK);
-    }
-    const char *fill =
-        "PRAGMA application_id = 1852920132;"
-        "INSERT INTO jobs (id, kind, n, state, depth, encoding, shards_total, shards_done, created_at)"
-        " VALUES (1, 'count', 12, 'running', 2, 5, 4, 2, 0);"
-        "INSERT INTO shards (job, idx, spec, state, total, uniq, nodes, res13, res15, elapsed, worker)"
-        " VALUES (1, 0, x'01', 'done', -1, 5, 7, 5, 0, 1.5, 'w1'),"   /* 2^64-1 (its bit pattern): res13 is 2, not 5 */
-        " (1, 1, x'01', 'done', 40, 5, 7, 40 % 13, 40 % 15, 2.5, 'w2'),"
-        " (1, 2, x'01', 'failed', NULL, NULL, NULL, NULL, NULL, NULL, NULL),"
-        " (1, 3, x'01', 'pending', NULL, NULL, NULL, NULL, NULL, NULL, NULL);";
-    T_CHECK(sqlite3_exec(db, fill, NULL, NULL, NULL) == SQLITE_OK);
-    sqlite3_close(db);
-    nq_store_t *s = open_ok(path, 0);
-    if (!s)
-        return;
-    nq_job_row_t row;
-    nq_job_totals_t t;
-    T_CHECK(store_job_get(s, 1, &row) == 0 && row.frontier == 4 && row.shards_done == 2 && row.shards_failed == 1);
-    T_CHECK(store_job_totals(s, 1, &t) == 0);
-    T_CHECK(t.total == (unsigned __int128)UINT64_MAX + 40);
-    T_EQ_U64(t.workers, 2);
-    T_CHECK(t.core_seconds > 3.99 && t.core_seconds < 4.01);
-    nq_job_totals_t rc;
-    memset(&rc, 0, sizeof rc);
-    T_CHECK(store_job_recount(store_db(s), 1, &rc) == SQLITE_DONE && rc.total == t.total);
-    T_EQ_U64(rc.residues_bad, 1);    /* the first row's residues were written wrong on purpose */
     store_destroy(&s);
 }
 

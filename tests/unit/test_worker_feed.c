@@ -35,6 +35,7 @@ T_TEST(test_feed_credit_covers_the_round_trip)
     memset(&f, 0, sizeof f);
     f.threads = 1;
     f.prefetch = 1;
+    f.prefetch_auto = 1;
     T_EQ_U64(feed_credit(&f), 2);               /* nothing measured: the threads and the prefetch */
     f.rate = 6.7;                               /* starved: two shards a 0.3 s round trip */
     f.busy_rate = 200;                          /* its thread does a shard in 5 ms */
@@ -45,6 +46,19 @@ T_TEST(test_feed_credit_covers_the_round_trip)
     f.rtt = 2.0;
     f.busy_rate = 1e6;
     T_EQ_U64(feed_credit(&f), NQ_CREDIT_MAX);
+}
+
+/* --prefetch P is the user's bound: it does not grow with the link (0: a worker that may crash on a
+   shard holds only what it runs, and a crash charges one shard, not a round trip's worth). */
+T_TEST(test_feed_fixed_prefetch_does_not_grow)
+{
+    nq_feed_t f;
+    memset(&f, 0, sizeof f);
+    f.threads = 1;
+    f.prefetch = 0;
+    f.busy_rate = 1e5;
+    f.rtt = 0.3;
+    T_EQ_U64(feed_credit(&f), 1);
 }
 
 T_TEST(test_feed_cpu_worker_counts_on_every_thread)
