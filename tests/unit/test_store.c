@@ -89,7 +89,7 @@ static nq_job_spec_t job_spec(int kind, uint64_t n)
     j.kind = kind;
     j.n = n;
     j.depth = 3;
-    j.encoding = 1;
+    j.encoding = NQ_SHARD_ENCODING;
     j.max_attempts = 3;
     j.quorum = 1;
     if (kind == NQ_KIND_SOLVE) {       /* seeds x methods, as submit cuts it (store_check.h) */
@@ -474,7 +474,7 @@ T_TEST(test_job_roundtrip_1e5)
     T_CHECK(store_job_get(s, id, &row) == 0);
     T_EQ_U64(row.id, id);
     T_CHECK(row.spec.kind == NQ_KIND_COUNT && row.spec.n == 17 && row.spec.priority == 5);
-    T_CHECK(row.spec.depth == 3 && row.spec.encoding == 1 && row.spec.max_attempts == 4);
+    T_CHECK(row.spec.depth == 3 && row.spec.encoding == NQ_SHARD_ENCODING && row.spec.max_attempts == 4);
     T_CHECK(row.state == NQ_JOB_PENDING && row.created_at > 1e9 && row.started_at == 0);
     T_EQ_U64(row.shards_total, N);
     T_EQ_U64(row.shards_done, 0);
