@@ -29,6 +29,7 @@ sqlite3 web.db "INSERT INTO workers (id, host, threads, first_seen, last_seen) V
 start_broker web.db --http "127.0.0.1:@MPORT@" --liveness 25
 HPORT=$MPORT
 start_worker w1 --threads 1
+W1=$LAST_PID
 cat >peer.py <<'PY'
 import os, sys, time, msgpack, zmq
 ctx = zmq.Context()
@@ -167,8 +168,8 @@ nb=$(echo "$before" | wc -w)
 [ "$nb" -ge 2 ] && fractions "$before" || fail "/jobs/2's chart is not shares of its work that grow: '$before'"
 first=$(sql web.db "SELECT min(t) FROM job_progress WHERE job = 2")
 [ -n "$first" ] || fail "job 2's progress is not in the store"
-kill "$BROKER_PID"
-wait "$BROKER_PID" 2>/dev/null
+kill "$W1" "$BROKER_PID"                    # no worker after the restart: the job waits
+wait "$W1" "$BROKER_PID" 2>/dev/null
 BROKER_N=2 start_broker web.db --http "127.0.0.1:@MPORT@" --liveness 25
 HPORT=$MPORT
 running=$(grep -c 'id="f-state">running<' before.html)
@@ -176,8 +177,28 @@ running=$(grep -c 'id="f-state">running<' before.html)
     wait_for 30 sh -c "[ \$(sqlite3 -readonly web.db 'SELECT count(*) FROM job_progress WHERE job = 2') -gt $nb ]" ||
         fail "the restarted broker adds no point to job 2's chart"
 }
+# The web view's rate and ETA are those of `nq status`: this run's, from its estimated work. It
+# once took shards done since the job's first start over the time since (the shards done before
+# the restart counted as this run's), and showed an ETA beside the reason it waited.
+if [ "$running" != 0 ]; then
+    api=$(curl -s "http://127.0.0.1:$HPORT/api/jobs/2")
+    cli=$("$NQ" status 2 --json)
+    for k in rate eta waiting; do
+        [ "$(echo "$api" | json_get $k)" = "$(echo "$cli" | json_get $k)" ] ||
+            fail "/api/jobs/2 and nq status differ on $k: $api against $cli"
+    done
+    [ "$(echo "$api" | json_get rate)" = 0 ] && [ "$(echo "$api" | json_get eta)" = null ] ||
+        fail "/api/jobs/2, waiting after a restart, has a rate or an ETA: $api"
+    curl -s "http://127.0.0.1:$HPORT/jobs/2" | grep -q '<th class="l">ETA</th><td class="l">-</td>' ||
+        fail "/jobs/2 shows an ETA while the job waits"
+    ok "/api/jobs/2 and /jobs/2, waiting for a worker after a restart: the rate (0) and no ETA of nq status"
+fi
 "$NQ" cancel 2 >/dev/null 2>&1 || job_done 2 || fail "cannot cancel job 2"
-curl -s "http://127.0.0.1:$HPORT/jobs/2" >after.html || fail "cannot fetch /jobs/2 after the restart"
+for try in $(seq 50); do                     # the page cache may answer the running page a moment
+    curl -s "http://127.0.0.1:$HPORT/jobs/2" >after.html || fail "cannot fetch /jobs/2 after the restart"
+    grep -q 'time (UTC), to the end at' after.html && break
+    sleep 0.2
+done
 after=$(shares after.html)
 na=$(echo "$after" | wc -w)
 [ "${after%% *}" = "${before%% *}" ] && [ "$na" -ge $((nb + running)) ] && fractions "$after" ||
