@@ -590,6 +590,7 @@ int broker_round(nq_broker_t *b, long timeout_ms)
     if (idents_tick(b, b->now))
         peers_wake(b);                  /* a quarantine ended */
     jobs_tick(b, b->now);
+    progress_tick(b, b->now);
     solutions_tick(b, b->now);
     spotcheck_tick(b, b->now);
     jobs_settle_due(b);                 /* jobs whose counters moved: done, failed, or not yet */

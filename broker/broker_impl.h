@@ -88,6 +88,8 @@ typedef struct nq_job {
        first do not swing it (it went 6 min, 1 h, 3 h 50, 46 min within 6 s by shard counts). */
     double run_t0, run_left0;
     uint64_t run_done0;
+    /* The last point of its progress chart written (progress.c): when (monotonic), its value */
+    double chart_at, chart_done;
     uint64_t *pending;                 /* returned shard indexes; the next is pending[npending-1] */
     size_t npending, cap;
     uint64_t *grace;                   /* after a restart: leased shards waiting for their worker */
@@ -428,6 +430,9 @@ int jobs_retry(nq_broker_t *b, uint64_t id, char *err, size_t errlen);
 void jobs_check_done(nq_broker_t *b, nq_job_t *j); /* settles j now; may free it */
 void jobs_settle_due(nq_broker_t *b);              /* every job marked due since the last call */
 void jobs_tick(nq_broker_t *b, double now);
+/* Every PROGRESS_PERIOD_S, each running job's share of its estimated work done into the store's
+   job_progress, in the open group (progress.c). */
+void progress_tick(nq_broker_t *b, double now);
 void jobs_free_all(nq_broker_t *b);
 
 /* ---- job_wait.c: why j has pending work that no connected worker may take, "" when it does not ---- */
@@ -552,6 +557,7 @@ void jobq_take(nq_job_t *j, int from_back, int allow_checks, jobq_taken_t *t);
 double jobq_cost(const nq_job_t *j, uint64_t idx);     /* a shard's estimate; 1 without one */
 double jobq_cost_at(const nq_job_t *j, uint64_t pos);  /* ... of order position pos */
 double jobq_work_left(const nq_job_t *j);              /* in cost units */
+double jobq_work_done(const nq_job_t *j);              /* share of the estimated work: 0..1 */
 double jobq_scale(const nq_job_t *j);                  /* nodes per cost unit; 0: not learnt yet */
 void jobq_calibrate(nq_job_t *j, double cost, uint64_t nodes);
 nq_job_t *jobq_find(nq_broker_t *b, uint64_t id);

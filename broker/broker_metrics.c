@@ -57,6 +57,7 @@ static nq_metrics_job_t *snapshot_jobs(nq_broker_t *b, nq_metrics_snapshot_t *s)
         m->shards_leased = j->leases_out;
         m->shards_pending = jobq_pending(j);
         job_wait_why(b, j, m->waiting, sizeof m->waiting);
+        jobs_pace(b, j, &m->eta, &m->rate);
     }
     s->jobs = out;
     s->jobs_active = (uint32_t)n;

@@ -108,6 +108,17 @@ double jobq_work_left(const nq_job_t *j)
     return fresh * q + j->pending_cost + j->leased_cost;
 }
 
+/* The share of the job's estimated work done, 0..1: its work left against all of it (every shard,
+   each copy a quorum needs). The same figures as its ETA (jobs_pace), not its shard counts,
+   which lag while the largest shards go first. */
+double jobq_work_done(const nq_job_t *j)
+{
+    double q = j->spec.quorum > 1 ? j->spec.quorum : 1;
+    double all = q * (j->list ? shards_cost_total(j->list) : (double)j->shards_total);
+    double done = all > 0 ? 1 - jobq_work_left(j) / all : 0;
+    return done < 0 ? 0 : done > 1 ? 1 : done;
+}
+
 /* Nodes per cost unit, learnt from this job's results; 0 until a few have come. */
 double jobq_scale(const nq_job_t *j)
 {

@@ -81,7 +81,7 @@ static int check_row(sqlite3 *db, uint64_t id, nq_job_row_t *job)
     if (rc == -2 || rc == 1)
         return -1;
     nq_shards_t *list = NULL;
-    if (rc == 0 && job->spec.kind != NQ_KIND_SOLVE && job->spec.encoding != 0 &&
+    if (rc == 0 && job->spec.kind != NQ_KIND_SOLVE &&
         !(list = store_job_list(job, err, sizeof err)))
         rc = -1;
     shards_destroy(&list);

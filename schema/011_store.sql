@@ -266,3 +266,14 @@ CREATE TABLE failures (
     who           INTEGER NOT NULL,               -- identities.id of the holder charged
     PRIMARY KEY (job, idx, who)
 ) WITHOUT ROWID;
+
+-- A job's progress over its whole life, for the web view's chart: the share of its estimated work
+-- done (0..1, from the shard cost estimates) against time, sampled by the broker every few seconds
+-- while it runs, in the group commit. At most a few hundred rows a job (broker/store/
+-- store_progress.c thins them as the job grows older), so a campaign of months reads the same.
+CREATE TABLE job_progress (
+    job           INTEGER NOT NULL REFERENCES jobs(id),
+    t             REAL NOT NULL,                  -- unix seconds
+    done          REAL NOT NULL CHECK (done BETWEEN 0 AND 1),
+    PRIMARY KEY (job, t)
+) WITHOUT ROWID;

@@ -4,7 +4,7 @@
  *   http_reaper.c deadlines that close slow clients; who goes first when the listener is full
  *   http_addr.c   HOST:PORT, loopback or not
  *   metrics.c     the snapshot's copy and its Prometheus text (/metrics)
- *   history.c     a small ring of samples per job: what the job page's chart draws
+ *   history.c     the broker's ring of samples since it started: what the home page's chart draws
  *   web_db.c      the read-only DB connection and the query documents read through it
  *   web_html.c    HTML text: escaping, numbers, durations, the page frame
  *   web_chart.c   the inline SVG chart
@@ -27,34 +27,28 @@
 
 /* ---- history.c ---- */
 
-/* Points per job: when a ring is full, every other point goes and the spacing doubles, so a
-   job of any length is drawn whole in HIST_CAP points (a week at 1 Hz is 19 halvings). */
+/* Points of the broker's ring: when it is full, every other point goes and the spacing doubles,
+   so a broker's run of any length is drawn whole in HIST_CAP points (a week at 1 Hz is 19
+   halvings). A job's chart is the store's (job_progress), kept across restarts. */
 #define HIST_CAP 240
-/* Jobs with a history; past this the one updated least recently is forgotten. */
-#define HIST_JOBS 32
 
 typedef struct {
     double t;                  /* unix seconds */
-    uint64_t done;             /* shards done; the broker's ring: results received */
+    double done;               /* the broker's ring: results received; a job's chart: share of its work */
     uint32_t workers;          /* the broker's ring: workers alive */
 } hist_sample_t;
 
 typedef struct {
-    uint64_t job;              /* 0: free */
     size_t n;
     uint32_t stride, skipped;  /* one snapshot in `stride` becomes a point */
-    double updated;
     hist_sample_t s[HIST_CAP];
 } hist_ring_t;
 
 typedef struct {
-    hist_ring_t rings[HIST_JOBS];
     hist_ring_t broker;        /* the whole broker: results received and workers alive */
 } nq_history_t;
 
 void history_add(nq_history_t *h, const nq_metrics_snapshot_t *s);
-/* Copies job's points (oldest first) into out; returns how many. */
-size_t history_get(const nq_history_t *h, uint64_t job, hist_sample_t *out, size_t max);
 /* The broker's points (oldest first): results received so far and workers alive. */
 size_t history_get_broker(const nq_history_t *h, hist_sample_t *out, size_t max);
 
@@ -123,9 +117,10 @@ void html_count_u64(FILE *f, uint64_t v);
 
 /* ---- web_chart.c ---- */
 
-/* A job's shards done (left axis, up to total) and shards done a second (right axis) against
-   time, as an <svg> with a legend and a time axis in UTC; `running`: the last point is now. */
-void chart_progress(FILE *f, const hist_sample_t *s, size_t n, uint64_t total, int running);
+/* A job's share of its estimated work done (left axis, in %; s[i].done from 0 to 1) and how fast
+   that share grows (right axis, % an hour) against time, as an <svg> with a legend and a time axis
+   in UTC; `running`: the last point is now. */
+void chart_progress(FILE *f, const hist_sample_t *s, size_t n, int running);
 /* The broker's results a second (left axis) and workers alive (right axis) against time. */
 void chart_broker(FILE *f, const hist_sample_t *s, size_t n);
 

@@ -37,6 +37,9 @@ typedef struct {
     char kind[12], state[12];      /* "count", "running", ...: names of the README and --json */
     uint64_t shards_total, shards_done, shards_failed, shards_conflict, shards_leased, shards_pending;
     char waiting[160];             /* why its pending work is not taken, "" when it is */
+    /* this run's pace, as `nq status` gives it (the broker's jobs_pace: its estimated work left over
+       the rate this run has done it): ETA seconds (-1: none yet) and shards a second */
+    double eta, rate;
 } nq_metrics_job_t;
 
 typedef struct {

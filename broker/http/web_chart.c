@@ -1,6 +1,6 @@
 /*
  * The web view's charts, as inline SVG (no script, no library): two series against time, one on
- * each y axis, from a history ring (history.c), with a legend that names both, axis titles
+ * each y axis, from a job's progress points (the store's) or the broker's ring (history.c), with a legend that names both, axis titles
  * clear of the ticks, and a time axis in UTC whose ticks fall on round times. A job's chart
  * ends where the job ended; a running job's at now. They scale down to a phone's width.
  */
@@ -152,11 +152,11 @@ static void polyline(FILE *f, const char *id, const char *colour, double width)
             id, colour, width);
 }
 
-/* Per second between neighbouring points of a count that only grows (a drop, after a restart: 0). */
+/* Per second between neighbouring points of a figure that only grows (a drop, after a restart: 0). */
 static double slope(const hist_sample_t *a, const hist_sample_t *b)
 {
     double dt = b->t - a->t;
-    return dt > 0 && b->done >= a->done ? (double)(b->done - a->done) / dt : 0;
+    return dt > 0 && b->done >= a->done ? (b->done - a->done) / dt : 0;
 }
 
 static double max_slope(const hist_sample_t *s, size_t n)
@@ -186,26 +186,36 @@ static int too_few(FILE *f, const chart_t *c, size_t n, const char *why)
     return 1;
 }
 
-void chart_progress(FILE *f, const hist_sample_t *s, size_t n, uint64_t total, int running)
+/* The share of the work done, point by point, as the store keeps it: what the line draws, for a
+   reader (or a test) that wants the figures rather than the pixels. */
+static void shares(FILE *f, const hist_sample_t *s, size_t n)
 {
-    chart_t c = { "progress-chart", "shards done and shards done a second", "shards done", "shards/s",
-                  0, 0, 0, 0, running };
-    if (too_few(f, &c, n, "Collecting samples: one a second while the job runs under this broker."))
+    fputs("<desc id=\"chart-shares\">", f);
+    for (size_t i = 0; i < n; i++)
+        fprintf(f, "%s%.6f", i ? " " : "", s[i].done);
+    fputs("</desc>", f);
+}
+
+void chart_progress(FILE *f, const hist_sample_t *s, size_t n, int running)
+{
+    chart_t c = { "progress-chart", "share of the estimated work done, and how fast it grows",
+                  "work done (%)", "% an hour", 100, 0, 0, 0, running };
+    if (too_few(f, &c, n, "Collecting samples: one every few seconds while the job runs."))
         return;
     c.t0 = s[0].t;
     c.t1 = s[n - 1].t;
-    c.lmax = total ? (double)total : nice_top((double)s[n - 1].done);
-    c.rmax = nice_top(max_slope(s, n));
+    c.rmax = nice_top(max_slope(s, n) * 100 * 3600);
     chart_open(f, &c);
+    shares(f, s, n);
     legend(f, &c);
     y_axes(f, &c);
     time_axis(f, &c);
     polyline(f, "chart-done", BLUE, 2.5);
     for (size_t i = 0; i < n; i++)
-        fprintf(f, "%.1f,%.1f ", px(&c, s[i].t), py((double)s[i].done, c.lmax));
+        fprintf(f, "%.1f,%.1f ", px(&c, s[i].t), py(s[i].done, 1.0));
     fputs("\"/>", f);
     polyline(f, "chart-rate", ORANGE, 1.5);
-    steps(f, &c, s, n, c.rmax);
+    steps(f, &c, s, n, c.rmax / (100 * 3600));
     fputs("\"/></svg>\n", f);
 }
 

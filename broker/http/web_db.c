@@ -147,6 +147,26 @@ static int live_job(void *ud, uint64_t id, uint64_t *pending, uint64_t *leased, 
     return rc;
 }
 
+/* An active job's ETA and rate from the last snapshot: the broker's pace this run, the figures of
+   `nq status` (query_live_t), its ETA less the time since the snapshot. */
+static int live_pace(void *ud, uint64_t id, double *eta, double *rate)
+{
+    nq_http_t *h = ud;
+    int rc = -1;
+    pthread_mutex_lock(&h->lock);
+    for (size_t i = 0; i < h->snap.njobs && rc; i++) {
+        const nq_metrics_job_t *j = &h->snap.jobs[i];
+        if (j->id == id) {
+            double age = nq_wall() - h->snap.wall;
+            *eta = j->eta < 0 ? -1 : j->eta > age ? j->eta - age : 0;
+            *rate = j->rate;
+            rc = 0;
+        }
+    }
+    pthread_mutex_unlock(&h->lock);
+    return rc;
+}
+
 /* What a page asks of the DB: a document, or (export) a page of a job's rows. */
 typedef struct {
     web_doc_kind_t kind;
@@ -157,7 +177,7 @@ typedef struct {
 
 static int run_query(nq_http_t *h, const doc_req_t *q, msgpack_packer *pk, char *err, size_t errlen)
 {
-    query_live_t live = { live_lookup, h, live_job, live_devices, NULL, NULL };
+    query_live_t live = { live_lookup, h, live_job, live_devices, NULL, live_pace };
     uint64_t job = q->job;
     if (q->export)
         return query_export(h->db, job, q->cursor, q->rows, 0, pk, err, errlen);

@@ -1,10 +1,13 @@
 /*
  * /jobs/ID: one job's page. Its figures (the document of `nq status ID --json`), its
- * progress over time as a chart (history.c), who did its work and at what speed
+ * progress over time as a chart (the store's job_progress), who did its work and at what speed
  * (web_share.c), its conflicts and failed shards with the last error a worker reported,
  * and for a solve study the success table of `nq result ID`.
  */
 #include "http_impl.h"
+
+#include "query.h"
+#include "store.h"
 
 #include <string.h>
 
@@ -120,29 +123,40 @@ static void summary(FILE *f, const msgpack_object *j)
     fputs("</td></tr>\n</table>\n", f);
 }
 
-/* The job's samples, plus its end when it finished after the last one (the broker stops
-   sampling a job once it is no longer active); a job that ran before this broker sampled it
-   is drawn from its start to its end, which its row keeps. */
+/* The job's points as the broker stored them while it ran, across restarts (job_progress), plus
+   its end when it ended after the last one: all its work when it is done. A job whose points the
+   store lacks is drawn from its start to its end, which its row keeps. */
 static void chart(nq_http_t *h, FILE *f, const msgpack_object *j, uint64_t id)
 {
-    static __thread hist_sample_t s[HIST_CAP + 2];   /* 6 KB: off the MHD thread's stack */
-    uint64_t done = 0, total = 0;
+    static __thread query_point_t p[STORE_PROGRESS_CAP + 2];   /* off the MHD thread's stack */
+    static __thread hist_sample_t s[STORE_PROGRESS_CAP + 2];
+    char err[256] = "";
     double fin, start;
-    pthread_mutex_lock(&h->lock);
-    size_t n = h->hist ? history_get(h->hist, id, s, HIST_CAP) : 0;
-    pthread_mutex_unlock(&h->lock);
-    doc_u64(j, "shards_done", &done);
-    doc_u64(j, "shards_total", &total);
+    size_t n = 0;
+    if (web_db_hold(h, err, sizeof err) == 0) {
+        if (query_progress(h->db, id, p, STORE_PROGRESS_CAP, &n, err, sizeof err) != 0)
+            n = 0;
+        web_db_release(h);
+    }
+    for (size_t i = 0; i < n; i++)
+        s[i] = (hist_sample_t){ .t = p[i].t, .done = p[i].done };
     int ended = doc_double(j, "finished_at", &fin) == 0;
     if (n == 0 && ended && doc_double(j, "started_at", &start) == 0 && start <= fin)
         s[n++] = (hist_sample_t){ .t = start, .done = 0 };
-    if (ended && (n == 0 || fin > s[n - 1].t))
-        s[n++] = (hist_sample_t){ .t = fin, .done = done };
+    if (ended && (n == 0 || fin > s[n - 1].t)) {
+        double last = doc_str_is(j, "state", "done") ? 1 : n ? s[n - 1].done : 0;
+        s[n++] = (hist_sample_t){ .t = fin, .done = last };
+    }
     fputs("<h2>progress over time</h2>\n<div class=\"wide\">", f);
-    chart_progress(f, s, n, total, !ended);
-    fputs("</div>\n<p class=\"muted\">Sampled once a second while this broker runs the job; older points "
-          "are thinned so the whole run fits. A job that ran before is drawn from its start to its "
-          "end.</p>\n", f);
+    chart_progress(f, s, n, !ended);
+    fputs("</div>\n<p class=\"muted\">The share of the job's estimated work done (from its shards' cost "
+          "estimates, as its ETA), sampled every few seconds while a broker runs it, kept across restarts; "
+          "older points are thinned so the whole run fits.</p>\n", f);
+    if (err[0]) {
+        fputs("<p class=\"err\">Its progress points cannot be read: ", f);
+        html_esc(f, err, strlen(err));
+        fputs("</p>\n", f);
+    }
 }
 
 static void share_table(FILE *f, const web_share_t *s)

@@ -143,6 +143,14 @@ typedef struct {
 int query_jobs_ended(sqlite3 *db, void (*fn)(void *ud, const query_ended_t *j), void *ud, char *err,
                      size_t errlen);
 
+/* A point of a job's progress chart: unix seconds, and the share of its estimated work done. */
+typedef struct { double t, done; } query_point_t;
+/* The job's progress chart (job_progress: at most STORE_PROGRESS_CAP rows), oldest first, up to
+   max points into out; *n gets how many. A value nq could not have written is refused. 0, or -2
+   with err. */
+int query_progress(sqlite3 *db, uint64_t id, query_point_t *out, size_t max, size_t *n, char *err,
+                   size_t errlen);
+
 /*
  * The index-th (0-based, by found_at) solution of a solve job: *cols gets a
  * malloc'd permutation of *n entries (caller frees). Inline solutions come from

@@ -158,6 +158,14 @@ int store_begin(nq_store_t *s);
 int store_commit(nq_store_t *s, char *err, size_t errlen);
 void store_rollback(nq_store_t *s);
 
+/* A job's progress for the web view's chart (store_progress.c): the share of its estimated work
+   done at unix time t, in the open group. The rows stay at most STORE_PROGRESS_CAP a job: the
+   newest point moves until it is a step (the job's span over the cap, at least period seconds)
+   past the one before it, and a job grown past the cap loses every other point but its newest.
+   0, or -1 (logged; the group is poisoned, as for any write). */
+#define STORE_PROGRESS_CAP 240
+int store_progress_add(nq_store_t *s, uint64_t job, double t, double done, double period);
+
 /* Jobs. create inserts the job, and with an iterator all its shards, in one transaction (frontier
    at the end); without one (next = NULL) no shard has a row yet (frontier 0): the broker derives
    each from the job's parameters when it leases it. *id gets the new id. */

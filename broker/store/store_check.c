@@ -196,20 +196,12 @@ static uint64_t n_max(int kind)
 }
 
 /* (n, depth, encoding) and the number of shards they make. */
-static void check_list(check_t *c, const nq_job_spec_t *s, uint64_t shards, uint64_t frontier)
+static void check_list(check_t *c, const nq_job_spec_t *s, uint64_t shards)
 {
     const char *kind = store_kind_name(s->kind);
     int lo, hi;
-    if (s->encoding > NQ_SHARD_ENCODING) {
-        bad(c, J_ENCODING, "encoding", "0..%d", NQ_SHARD_ENCODING);
-    } else if (s->encoding == 0) {      /* from before encodings: every shard's row holds its descriptor */
-        if (s->depth > NQ_SHARD_MAX_N)
-            bad(c, J_DEPTH, "depth", "0..%d", NQ_SHARD_MAX_N);
-        else if (shards < 1 || shards > NQ_SHARD_MAX_LIST)
-            bad(c, J_SHARDS_TOTAL, "shards_total", "1..%llu", (unsigned long long)NQ_SHARD_MAX_LIST);
-        else if (frontier != shards)
-            bad(c, J_FRONTIER, "frontier", "%llu: a job of encoding 0 has a row for every shard",
-                (unsigned long long)shards);
+    if (s->encoding != NQ_SHARD_ENCODING) {
+        bad(c, J_ENCODING, "encoding", "%d", NQ_SHARD_ENCODING);
     } else if (shard_depth_range(s->kind, (int)s->n, &lo, &hi) != 0 || (int64_t)s->depth < lo ||
                (int64_t)s->depth > hi) {
         bad(c, J_DEPTH, "depth", "%d..%d for %s N=%llu", lo, hi, kind, (unsigned long long)s->n);
@@ -240,8 +232,8 @@ static void check_solve(check_t *c, const nq_job_spec_t *s, uint64_t shards)
             (unsigned long long)(s->restarts * (uint64_t)methods), (unsigned long long)s->restarts, methods);
 }
 
-/* Everything a spec asks for against the limits of store.h; frontier: rows made (reading). */
-static int check_spec(check_t *c, const nq_job_spec_t *s, uint64_t shards, uint64_t frontier)
+/* Everything a spec asks for against the limits of store.h. */
+static int check_spec(check_t *c, const nq_job_spec_t *s, uint64_t shards)
 {
     if (s->kind < NQ_KIND_COUNT || s->kind > NQ_KIND_ENUMERATE)
         return bad(c, J_KIND, "kind", "count, solve or enumerate");
@@ -264,15 +256,14 @@ static int check_spec(check_t *c, const nq_job_spec_t *s, uint64_t shards, uint6
     if (s->kind == NQ_KIND_SOLVE)
         check_solve(c, s, shards);
     else
-        check_list(c, s, shards, frontier);
+        check_list(c, s, shards);
     return c->bad ? -1 : 0;
 }
 
 int store_spec_check(const nq_job_spec_t *spec, uint64_t nshards, char *err, size_t errlen)
 {
     check_t c = { NULL, err, errlen, 0 };
-    /* a job made without shard rows (frontier 0) or with all of them: encoding 0 needs them all */
-    return check_spec(&c, spec, nshards, spec->encoding == 0 ? nshards : 0);
+    return check_spec(&c, spec, nshards);
 }
 
 /* kind, n ... verify_ppm: what the job asks for, each within its own limit, or at least within its C
@@ -334,7 +325,7 @@ int store_job_row_read(sqlite3_stmt *q, nq_job_row_t *o, char *err, size_t errle
     job_progress(&r, o);
     check_t c = { &r, err, errlen, 0 };
     if (!r.bad)
-        check_spec(&c, &o->spec, o->shards_total, o->frontier);
+        check_spec(&c, &o->spec, o->shards_total);
     return r.bad ? -1 : 0;
 }
 

@@ -16,7 +16,7 @@
    own, cached in its own row of the open store's slots. */
 typedef enum {
     STORE_MOD_CORE, STORE_MOD_JOBS, STORE_MOD_SHARDS, STORE_MOD_RESULTS, STORE_MOD_WORKERS,
-    STORE_MOD_SPOT, STORE_MOD_VOTES, STORE_MODS
+    STORE_MOD_SPOT, STORE_MOD_VOTES, STORE_MOD_PROGRESS, STORE_MODS
 } store_mod_t;
 #define STORE_MOD_STMTS 24
 #define STORE_SPOT_STMTS STORE_MOD_STMTS   /* store_spotcheck.c's */

@@ -126,7 +126,7 @@ static int shard_lines(sqlite3 *db, uint64_t job, const nq_shards_t *list, const
         }
         if ((rc = row_line(q, list, idx, &l, err, errlen)) != 0)
             break;
-        size_t len = manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, sizeof buf);
+        size_t len = manifest_line_format(&l, buf, sizeof buf);
         if (len == 0)
             rc = (nq_errf(err, errlen, "damaged store: shard %llu's row cannot be written (residues out of range,"
                           " or a worker id with spaces or control bytes)", (unsigned long long)idx), -2);

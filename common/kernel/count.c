@@ -36,7 +36,7 @@ void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip)
     memset(pl, 0, sizeof *pl);
     pl->n = n;
     pl->flipped = flip;
-    plan_set_cover(pl, d->version);   /* after pl->n */
+    plan_set_cover(pl);               /* after pl->n */
     pl->full = n == 32 ? 0xffffffffu : (1u << n) - 1;
     for (int p = 0; p < n; p++) {
         fixed[p] = d->row_col[flip ? n - 1 - p : p];
@@ -71,10 +71,9 @@ void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip)
     }
 }
 
-void plan_set_cover(nq_plan_t *pl, int encoding)
+void plan_set_cover(nq_plan_t *pl)
 {
-    int wide = encoding >= 5 && pl->n >= NQ_COVER_WIDE_N;
-    pl->cover = wide ? NQ_COVER_LEFT_5 : encoding >= 4 ? NQ_COVER_LEFT_4 : 0;
+    pl->cover = pl->n >= NQ_COVER_WIDE_N ? NQ_COVER_LEFT_5 : NQ_COVER_LEFT_4;
 }
 
 void levels_init(nq_levels_t *lv, const nq_plan_t *pl)

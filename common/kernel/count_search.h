@@ -30,9 +30,9 @@ typedef struct {
     uint32_t leaf8, leafx;
     uint8_t bweight[NQ_SHARD_MAX_N], bstab[NQ_SHARD_MAX_N];   /* by column of row n-1 */
     int flipped;                       /* rows are numbered from the bottom (see plan_init) */
-    /* The column test's rule (see nq_levels_t), set by plan_set_cover from the shard encoding:
-       the rows left up to which it runs (0: it does not; NQ_COVER_LEFT_5 is encoding 5's wide
-       rule, where every row it builds must also keep an open cell). */
+    /* The column test's rule (see nq_levels_t), set by plan_set_cover: the rows left up to
+       which it runs (NQ_COVER_LEFT_5 is the wide rule, where every row it builds must also keep
+       an open cell). */
     int cover;
     uint64_t node_base;                /* added to the nodes this search publishes as progress */
 } nq_plan_t;
@@ -51,13 +51,12 @@ void plan_init(nq_plan_t *pl, const nq_shard_desc_t *d, int flip);
    GPU's split both search exactly these two plans. */
 void plan_split_weight(const nq_shard_desc_t *d, nq_plan_t *p8, nq_plan_t *px);
 
-/* The column test of a shard encoding on pl->n (see nq_levels_t): none before 4; 4, and 5 below
-   n = NQ_COVER_WIDE_N: at 3-5 rows left; 5 from there ("wide"): at 3-7 rows left, and every
-   row it builds must keep an open cell. */
+/* The column test on pl->n (see nq_levels_t): below n = NQ_COVER_WIDE_N at 3-5 rows left; from
+   there ("wide") at 3-7 rows left, and every row it builds must keep an open cell. */
 #define NQ_COVER_LEFT_4 5
 #define NQ_COVER_LEFT_5 7
 #define NQ_COVER_WIDE_N 24
-void plan_set_cover(nq_plan_t *pl, int encoding);
+void plan_set_cover(nq_plan_t *pl);
 
 /* Free level L's cells that no fixed queen attacks: its open cells before any queen of the search. */
 static inline uint32_t plan_open(const nq_plan_t *pl, int L) { return pl->full & ~pl->block[L]; }

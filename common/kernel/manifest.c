@@ -102,36 +102,29 @@ size_t manifest_head_format(const nq_manifest_head_t *h, char *buf, size_t cap)
     char t[40], u[40], x[40];
     int n = snprintf(buf, cap,
                      "nq-manifest %d count n=%d depth=%d encoding=%d shards=%llu total=%s unique=%s nodes=%s",
-                     h->version ? h->version : NQ_MANIFEST_VERSION, h->n, h->depth, h->encoding,
+                     NQ_MANIFEST_VERSION, h->n, h->depth, h->encoding,
                      (unsigned long long)h->shards,
                      u128_to_str(h->total, t), u128_to_str(h->unique, u), u128_to_str(h->nodes, x));
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
-size_t manifest_line_format(const nq_manifest_line_t *l, int version, char *buf, size_t cap)
+size_t manifest_line_format(const nq_manifest_line_t *l, char *buf, size_t cap)
 {
     static const char digits[] = "0123456789abcdef";
     char hex[2 * NQ_MAX_SPEC + 1];
     size_t wl = strnlen(l->worker, sizeof l->worker);
-    version = version ? version : NQ_MANIFEST_VERSION;
     if (l->spec_len == 0 || l->spec_len > NQ_MAX_SPEC || l->res13 >= 13 || l->res15 >= 15 ||
-        !worker_ok(l->worker, wl) || l->nodes_kind > NQ_MANIFEST_NODES_GPU_FAST ||
-        (version < 3 && l->nodes_kind != NQ_MANIFEST_NODES_CPU))
+        !worker_ok(l->worker, wl) || l->nodes_kind > NQ_MANIFEST_NODES_GPU_FAST)
         return 0;
     for (size_t i = 0; i < l->spec_len; i++) {
         hex[2 * i] = digits[l->spec[i] >> 4];
         hex[2 * i + 1] = digits[l->spec[i] & 15];
     }
     hex[2 * l->spec_len] = '\0';
-    char later[32] = "";                /* the fields versions 2 and 3 added */
-    if (version == 2)
-        snprintf(later, sizeof later, " %llu", (unsigned long long)l->evidence);
-    else if (version != 1)
-        snprintf(later, sizeof later, " %llu %u", (unsigned long long)l->evidence, l->nodes_kind);
-    int n = snprintf(buf, cap, "%llu %s %llu %llu %llu %u %u %s %llu%s", (unsigned long long)l->idx, hex,
+    int n = snprintf(buf, cap, "%llu %s %llu %llu %llu %u %u %s %llu %llu %u", (unsigned long long)l->idx, hex,
                      (unsigned long long)l->total, (unsigned long long)l->unique,
                      (unsigned long long)l->nodes, l->res13, l->res15, l->worker,
-                     (unsigned long long)l->confirmations, later);
+                     (unsigned long long)l->confirmations, (unsigned long long)l->evidence, l->nodes_kind);
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
@@ -149,8 +142,8 @@ static int head_preamble(const tok_t *t, char *err, size_t errlen)
 {
     if (!tok_is(&t[0], "nq-manifest"))
         return nq_errf(err, errlen, "not a manifest: the first line must start with 'nq-manifest'");
-    if (!tok_is(&t[1], "1") && !tok_is(&t[1], "2") && !tok_is(&t[1], "3"))
-        return nq_errf(err, errlen, "manifest version '%.*s' is not one this build reads (1 to 3)",
+    if (!tok_is(&t[1], "3"))
+        return nq_errf(err, errlen, "manifest version '%.*s' is not the one this build reads (3)",
                        (int)(t[1].len > 20 ? 20 : t[1].len), t[1].p);
     if (tok_is(&t[2], "solve") || tok_is(&t[2], "enumerate"))
         return nq_errf(err, errlen, "manifest: count jobs only");
@@ -165,7 +158,7 @@ int manifest_head_parse(const char *s, size_t len, nq_manifest_head_t *h, char *
     nq_u128 n, depth, enc, shards;
     if (split(s, len, t, HEAD_FIELDS, err, errlen) != 0 || head_preamble(t, err, errlen) != 0)
         return -1;
-    h->version = t[1].p[0] - '0';
+    h->version = NQ_MANIFEST_VERSION;
     if (kv_field(&t[3], "n", NQ_SHARD_MAX_N, &n, err, errlen) != 0 ||
         kv_field(&t[4], "depth", NQ_SHARD_MAX_N, &depth, err, errlen) != 0 ||
         kv_field(&t[5], "encoding", NQ_SHARD_ENCODING, &enc, err, errlen) != 0 ||
@@ -174,9 +167,8 @@ int manifest_head_parse(const char *s, size_t len, nq_manifest_head_t *h, char *
         kv_field(&t[8], "unique", NQ_U128_MAX, &h->unique, err, errlen) != 0 ||
         kv_field(&t[9], "nodes", NQ_U128_MAX, &h->nodes, err, errlen) != 0)
         return -1;
-    if (n < 1 || enc < NQ_SHARD_ENCODING_MIN || shards < 1)
-        return nq_errf(err, errlen, "n, encoding and shards must be at least 1, %d and 1",
-                       NQ_SHARD_ENCODING_MIN);
+    if (n < 1 || enc != NQ_SHARD_ENCODING || shards < 1)
+        return nq_errf(err, errlen, "n and shards must be at least 1, and the encoding %d", NQ_SHARD_ENCODING);
     h->n = (int)n;
     h->depth = (int)depth;
     h->encoding = (int)enc;
@@ -206,13 +198,12 @@ static int spec_field(const tok_t *t, nq_manifest_line_t *l, char *err, size_t e
     return 0;
 }
 
-int manifest_line_parse(const char *s, size_t len, int version, nq_manifest_line_t *l, char *err, size_t errlen)
+int manifest_line_parse(const char *s, size_t len, nq_manifest_line_t *l, char *err, size_t errlen)
 {
     tok_t t[LINE_FIELDS];
     uint64_t r13 = 0, r15 = 0, kind = NQ_MANIFEST_NODES_CPU;
     l->evidence = 0;
-    if (split(s, len, t, version == 1 ? LINE_FIELDS - 2 : version == 2 ? LINE_FIELDS - 1 : LINE_FIELDS,
-              err, errlen) != 0 ||
+    if (split(s, len, t, LINE_FIELDS, err, errlen) != 0 ||
         u64_field(&t[0], "the shard index", UINT64_MAX, &l->idx, err, errlen) != 0 ||
         spec_field(&t[1], l, err, errlen) != 0 ||
         u64_field(&t[2], "total", UINT64_MAX, &l->total, err, errlen) != 0 ||
@@ -221,8 +212,8 @@ int manifest_line_parse(const char *s, size_t len, int version, nq_manifest_line
         u64_field(&t[5], "res13", 12, &r13, err, errlen) != 0 ||
         u64_field(&t[6], "res15", 14, &r15, err, errlen) != 0 ||
         u64_field(&t[8], "confirmations", UINT64_MAX, &l->confirmations, err, errlen) != 0 ||
-        (version != 1 && u64_field(&t[9], "evidence", UINT64_MAX, &l->evidence, err, errlen) != 0) ||
-        (version > 2 && u64_field(&t[10], "nodes_kind", NQ_MANIFEST_NODES_GPU_FAST, &kind, err, errlen) != 0))
+        u64_field(&t[9], "evidence", UINT64_MAX, &l->evidence, err, errlen) != 0 ||
+        u64_field(&t[10], "nodes_kind", NQ_MANIFEST_NODES_GPU_FAST, &kind, err, errlen) != 0)
         return -1;
     if (!worker_ok(t[7].p, t[7].len))
         return nq_errf(err, errlen, "the worker must be 1 to %d bytes without spaces or control bytes",

@@ -8,7 +8,7 @@
  * spelling, so its bytes are what the hash tree commits to.
  *
  *   line 1        nq-manifest 3 count n=N depth=D encoding=E shards=S total=T unique=U nodes=X
- *                 the job's parameters (its shard list is shards_new_ex(count, N, D, E)),
+ *                 the job's parameters (its shard list is shards_new_ex(count, N, D, E); E is 5),
  *                 its number of shards and the claimed 128-bit sums of the lines below (nodes:
  *                 of the lines of NODES_KIND 0 alone, as the job's row sums them)
  *   lines 2..S+1  IDX SPEC TOTAL UNIQUE NODES RES13 RES15 WORKER CONFIRMATIONS EVIDENCE NODES_KIND
@@ -20,8 +20,6 @@
  *                 against them: the decided result stands; an auditor recounts these first),
  *                 and whose nodes NODES are: 0 the CPU kernels' (a recount gives them again),
  *                 1 the fast GPU kernel's own (a recount checks total, unique and residues).
- *                 Version 1 lines have neither EVIDENCE nor NODES_KIND, version 2 lines no
- *                 NODES_KIND (their nodes are all the CPU kernels'); this build reads all three.
  *   line S+2      root HEX
  *                 the hash tree (common/core/merkle.h, BLAKE2b-256) over S+1 leaves: the
  *                 header line's bytes, then each shard line's bytes, without the "\n"
@@ -38,7 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NQ_MANIFEST_VERSION 3     /* written; 1 and 2 are still read */
+#define NQ_MANIFEST_VERSION 3     /* the one version written and read */
 #define NQ_MANIFEST_WORKER_MAX (NQ_STR_MAX - 1)   /* a worker id's bytes (proto_check_worker_id) */
 /* Longest valid line: 20-digit index, 512 hex digits, three 20-digit numbers, two residues,
    a 255-byte worker id, two 20-digit counts, a kind and 10 spaces come to 904; header and root
@@ -46,7 +44,7 @@
 #define NQ_MANIFEST_LINE_MAX 1024
 
 typedef struct {
-    int version;                        /* 1..3: which fields the shard lines have (0 writes the current) */
+    int version;                        /* NQ_MANIFEST_VERSION once read */
     int n, depth, encoding;
     uint64_t shards;
     nq_u128 total, unique, nodes;
@@ -60,8 +58,8 @@ typedef struct {
     unsigned res13, res15;
     char worker[NQ_MANIFEST_WORKER_MAX + 1];
     uint64_t confirmations;
-    uint64_t evidence;                  /* version 2; 0 in a version 1 line */
-    unsigned nodes_kind;                /* version 3: NQ_MANIFEST_NODES_*; 0 in older lines */
+    uint64_t evidence;
+    unsigned nodes_kind;                /* NQ_MANIFEST_NODES_* */
 } nq_manifest_line_t;
 
 /* Whose nodes a line carries (the wire's RESULT.nodes_kind, as the store kept it). */
@@ -70,15 +68,15 @@ typedef struct {
 
 /* Each writes one line without its "\n" into buf and returns its length; 0 when it does not fit
    in cap, or the record cannot be written (a worker id with a space or control byte, an empty
-   descriptor, a residue or a nodes kind out of range, a kind other than 0 in a version before 3). */
+   descriptor, a residue or a nodes kind out of range). */
 size_t manifest_head_format(const nq_manifest_head_t *h, char *buf, size_t cap);
-size_t manifest_line_format(const nq_manifest_line_t *l, int version, char *buf, size_t cap);
+size_t manifest_line_format(const nq_manifest_line_t *l, char *buf, size_t cap);
 size_t manifest_root_format(const uint8_t root[32], char *buf, size_t cap);
 
 /* Each parses one line (without its "\n") strictly: 0, or -1 with the field at fault in err.
    manifest_head_parse refuses any kind but count ("manifest: count jobs only"). */
 int manifest_head_parse(const char *s, size_t len, nq_manifest_head_t *h, char *err, size_t errlen);
-int manifest_line_parse(const char *s, size_t len, int version, nq_manifest_line_t *l, char *err, size_t errlen);
+int manifest_line_parse(const char *s, size_t len, nq_manifest_line_t *l, char *err, size_t errlen);
 int manifest_root_parse(const char *s, size_t len, uint8_t root[32], char *err, size_t errlen);
 
 #endif

@@ -210,7 +210,7 @@ static int shard_line(nq_manifest_scan_t *s, uint64_t idx, char *err, size_t err
         return nq_errf(err, errlen, "line %llu: the root line comes after %llu of %llu shard lines",
                        (unsigned long long)s->line, (unsigned long long)idx,
                        (unsigned long long)s->head.shards);
-    if (manifest_line_parse(s->buf, (size_t)len, s->head.version, &l, why, sizeof why) != 0)
+    if (manifest_line_parse(s->buf, (size_t)len, &l, why, sizeof why) != 0)
         return nq_errf(err, errlen, "line %llu: %s", (unsigned long long)s->line, why);
     if (l.idx != idx)
         return nq_errf(err, errlen, "line %llu: shard %llu where shard %llu should be (lines out of order?)",
@@ -248,7 +248,7 @@ static int root_line(nq_manifest_scan_t *s, char *err, size_t errlen)
     if (len < 0)
         return read_err(s, len, bad, "the root line", err, errlen);
     if (manifest_root_parse(s->buf, (size_t)len, s->root, why, sizeof why) != 0)
-        return manifest_line_parse(s->buf, (size_t)len, s->head.version, &l, why, sizeof why) == 0
+        return manifest_line_parse(s->buf, (size_t)len, &l, why, sizeof why) == 0
             ? nq_errf(err, errlen, "line %llu: a shard line where the root line should be, after the header's"
                       " shards=%llu", (unsigned long long)s->line, (unsigned long long)s->head.shards)
             : nq_errf(err, errlen, "line %llu: %s", (unsigned long long)s->line, why);
@@ -303,7 +303,7 @@ static int name_one(void *ud, uint64_t i, const uint8_t *spec, size_t len)
     unsigned char bad = 0;
     long n = read_line(c->s, &bad);
     c->line = i + 2;
-    if (n < 0 || manifest_line_parse(c->s->buf, (size_t)n, c->s->head.version, &l, why, sizeof why) != 0 || l.idx != i)
+    if (n < 0 || manifest_line_parse(c->s->buf, (size_t)n, &l, why, sizeof why) != 0 || l.idx != i)
         return 1;
     if (l.spec_len != len || memcmp(l.spec, spec, len) != 0) {
         problem(c->s, c->line, "shard %llu: the descriptor is not shard %llu of the job's list",

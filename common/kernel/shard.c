@@ -178,16 +178,11 @@ int shard_flip(int n, int c, int d)
     return c + d < n - 1;
 }
 
-size_t shard_border_bytes(int version) { return version >= 3 ? 3 : 2; }
-
-int shard_level_rows(int version, int mode, int n, int k, int c, int d, int flip, uint8_t *rows)
+int shard_level_rows(int mode, int n, int k, int c, int d, int flip, uint8_t *rows)
 {
     int L = 0;
     if (mode == NQ_SHARD_PLAIN) {
         for (int r = 0; r < k; r++)
-            rows[L++] = (uint8_t)r;
-    } else if (version == 1) {
-        for (int r = 1; r < k; r++)          /* top-down, a row held by a side queen included */
             rows[L++] = (uint8_t)r;
     } else {
         for (int i = 1; i < n && L < k - 1; i++) {
@@ -301,14 +296,14 @@ int shard_probe(const uint8_t *spec, size_t len, int extra, uint64_t (*pick)(voi
     board_t p;
     uint8_t rows[NQ_SHARD_MAX_N];
     *weight = 1;
-    if (shard_decode(spec, len, &d, NULL, 0) || d.version < 2 || d.mode != NQ_SHARD_BORDER ||
+    if (shard_decode(spec, len, &d, NULL, 0) || d.mode != NQ_SHARD_BORDER ||
         d.k + extra > d.n - 2 || extra < 0)
         return -1;
     board_init(&p, d.n);
     for (int r = 0; r < d.n; r++)
         if (d.row_col[r] >= 0)
             board_put(&p, r, d.row_col[r]);
-    int L = shard_level_rows(d.version, d.mode, d.n, d.k + extra, d.c, d.d, d.flip, rows);
+    int L = shard_level_rows(d.mode, d.n, d.k + extra, d.c, d.d, d.flip, rows);
     uint32_t b_allowed = d.bmask8 | d.bmaskx;
     for (int lv = d.k - 1; lv < L; lv++) {
         int r = rows[lv];
@@ -336,9 +331,9 @@ static int decode_header(const uint8_t *b, size_t len, nq_shard_desc_t *o, char 
     if (len > NQ_MAX_SPEC)
         return nq_errf(err, errlen, "shard descriptor too long (%zu bytes)", len);
     o->version = b[0]; o->kind = b[1]; o->n = b[2]; o->mode = b[3]; o->weight = b[4]; o->k = b[5];
-    if (o->version < NQ_SHARD_ENCODING_MIN || o->version > NQ_SHARD_ENCODING)
-        return nq_errf(err, errlen, "shard encoding %d not supported (this build reads %d..%d)", o->version,
-                       NQ_SHARD_ENCODING_MIN, NQ_SHARD_ENCODING);
+    if (o->version != NQ_SHARD_ENCODING)
+        return nq_errf(err, errlen, "shard encoding %d not supported (this build reads %d only)", o->version,
+                       NQ_SHARD_ENCODING);
     if (o->kind != NQ_KIND_COUNT && o->kind != NQ_KIND_ENUMERATE)
         return nq_errf(err, errlen, "shard kind %d is not count or enumerate", o->kind);
     int lo, hi;
@@ -350,7 +345,7 @@ static int decode_header(const uint8_t *b, size_t len, nq_shard_desc_t *o, char 
         return nq_errf(err, errlen, "shard mode %d invalid for this kind and n", o->mode);
     if (o->k < lo || o->k > hi)
         return nq_errf(err, errlen, "shard depth %d out of range %d..%d", o->k, lo, hi);
-    size_t want = HDR + (size_t)o->k + (o->mode == NQ_SHARD_BORDER ? shard_border_bytes(o->version) : 0);
+    size_t want = HDR + (size_t)o->k + (o->mode == NQ_SHARD_BORDER ? NQ_SHARD_BORDER_BYTES : 0);
     if (len != want)
         return nq_errf(err, errlen, "shard descriptor length %zu, expected %zu", len, want);
     return 0;
@@ -361,7 +356,7 @@ static int decode_levels(nq_shard_desc_t *o, board_t *p, char *err, size_t errle
 {
     uint8_t rows[NQ_SHARD_MAX_N];
     int border = o->mode == NQ_SHARD_BORDER, n = o->n;
-    int L = shard_level_rows(o->version, o->mode, n, o->k, o->c, o->d, o->flip, rows);
+    int L = shard_level_rows(o->mode, n, o->k, o->c, o->d, o->flip, rows);
     for (int i = 0; i < L; i++) {
         int r = rows[i], col = o->top[i + border];
         if (board_put(p, r, col))
@@ -386,7 +381,7 @@ static int decode_queens(const uint8_t *b, nq_shard_desc_t *o, board_t *p, char 
         o->c = t[0]; o->d = t[1];
         if (o->c >= n || o->d >= n)
             return nq_errf(err, errlen, "shard border position out of range");
-        o->flip = o->version >= 3 ? t[2] : shard_flip(n, o->c, o->d);   /* encoding 3 carries it */
+        o->flip = t[2];
         if (o->flip > 1)
             return nq_errf(err, errlen, "shard direction byte %d is not 0 or 1", o->flip);
         if (border_place_acd(n, o->top[0], o->c, o->d, p))
@@ -428,8 +423,7 @@ size_t shard_encode(const nq_shard_desc_t *d, uint8_t *out)
         out[len++] = d->top[r];
     if (d->mode == NQ_SHARD_BORDER) {
         out[len++] = (uint8_t)d->c; out[len++] = (uint8_t)d->d;
-        if (d->version >= 3)
-            out[len++] = (uint8_t)d->flip;
+        out[len++] = (uint8_t)d->flip;
     }
     return len;
 }

@@ -18,33 +18,20 @@
  *            a canonical configuration's completions in exactly one
  *            stabilizer orbit).
  *
- * Which rows a shard fixes (encodings 2 and 3). A shard of depth k fixes a, c, d
- * (the root) and then the first k-1 LEVELS of the search the kernel would run
- * on the root: the free rows in the kernel's own order. The kernel searches
- * top-down (rows 1, 2, ..., n-1, so b comes last and one search covers every
- * b) or bottom-up (rows n-1, n-2, ..., 1: b first). Encoding 2 searches
- * bottom-up when c + d < n - 1, which measured 21-26% fewer nodes than
- * top-down everywhere. Encoding 3 carries the direction in the descriptor:
- * from n = 19 the list takes, for each root, the direction whose tree random
- * probes estimate smaller (shard_flip.c; 3.4 % fewer nodes at n = 19), below
- * that encoding 2's rule. Rows c and d hold side queens
- * and are not levels. Because a shard fixes exactly the levels the kernel
- * would branch on first, splitting at any depth never repeats the search above
- * the split: the shards of depth k together search the tree of depth 1 minus
- * its top k-1 levels and minus prefixes that are dead (a free row with no open
- * cell), which are not listed. (Encoding 1 fixed rows 1..k-1 whatever the
- * direction, so every bottom-up shard searched the rows below again: +43% nodes
- * at depth 2, +95% at depth 3 for n = 18.) Shards are listed in lexicographic
- * order of (a, c, d, the level columns).
- * Encoding 4 lists exactly the shards of encoding 3, in the same bytes but the first; what it
- * changes is the search below them: the kernels add the column test (count_search.h), which
- * finds the same counts in about 5 % fewer nodes (8 % fewer vector steps at n = 18). Nodes are
- * part of a result, and quorums and spot-checks compare them, so a job stored with encoding 3
- * keeps encoding 3's search and its node counts.
- * Encoding 5 lists the same shards again and, from n = 24, changes the search once more: the
- * column test runs from 7 rows left, not 5, and kills a node where a row it builds has no open
- * cell (13 % fewer nodes than encoding 4 at n = 28, 9 % at n = 24); jobs stored with encoding 4
- * keep encoding 4's.
+ * Which rows a shard fixes. A shard of depth k fixes a, c, d (the root) and then the first
+ * k-1 LEVELS of the search the kernel would run on the root: the free rows in the kernel's own
+ * order. The kernel searches top-down (rows 1, 2, ..., n-1, so b comes last and one search
+ * covers every b) or bottom-up (rows n-1, n-2, ..., 1: b first); the descriptor carries the
+ * direction: from n = 19 the list takes, for each root, the direction whose tree random probes
+ * estimate smaller (shard_flip.c), below that bottom-up when c + d < n - 1 (21-26 % fewer nodes
+ * than top-down everywhere). Rows c and d hold side queens and are not levels. Because a shard
+ * fixes exactly the levels the kernel would branch on first, splitting at any depth never
+ * repeats the search above the split: the shards of depth k together search the tree of depth
+ * 1 minus its top k-1 levels and minus prefixes that are dead (a free row with no open cell),
+ * which are not listed. Shards are listed in lexicographic order of (a, c, d, the level
+ * columns). Below the shards the kernels run the column test (count_search.h), wider from
+ * n = 24; nodes are part of a result, and quorums and spot-checks compare them, so the
+ * encoding names the search as well as the bytes.
  * count, n <= 3 ("plain" mode): a single shard with nothing pre-placed,
  * weight 1, unique checked against all 8 symmetries.
  *
@@ -56,13 +43,11 @@
  *   [2] n   [3] mode (0 plain, 1 border)
  *   [4] weight: 1 in plain mode and for enumerate; 0 in border mode (per solution, from b)
  *   [5] k   [6 .. 6+k-1] the level columns: plain, rows 0..k-1; border, a then the
- *           columns of the k-1 levels (encoding 2: the kernel's order above;
- *           encoding 1: rows 1..k-1, a row of a side queen holding its column)
- *   border mode only, then: c, d (see above; a is the column of row 0), and from
- *           encoding 3 the direction: 0 top-down, 1 bottom-up
- * shard_decode reads encodings 1 to 5 (a job stored with encoding 1, 2, 3 or 4 keeps
- * its list and its meaning) and accepts exactly the descriptors a list of that
- * encoding can hold, apart from dead ones; anything else is refused with a reason.
+ *           columns of the k-1 levels in the kernel's order above
+ *   border mode only, then: c, d (see above; a is the column of row 0), and the
+ *           direction: 0 top-down, 1 bottom-up
+ * shard_decode reads encoding NQ_SHARD_ENCODING only and accepts exactly the descriptors its
+ * list can hold, apart from dead ones; anything else is refused with a reason.
  *
  * The list is never materialized: shards_new keeps the roots and, for every
  * prefix of all but the last two levels (a "block"), how many shards lie
@@ -91,8 +76,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NQ_SHARD_ENCODING 5       /* what shards_new lists */
-#define NQ_SHARD_ENCODING_MIN 1   /* the oldest shard_decode and shards_new_ex still read */
+#define NQ_SHARD_ENCODING 5       /* the one encoding listed and read; a job stores it */
 #define NQ_SHARD_BORDER_MIN_N 4      /* below: the plain mode */
 #define NQ_SHARD_MAX_LIST (1ull << 28) /* shards_new refuses to list more than this */
 #define NQ_ORDER_ROOTS 1          /* roots by a log tree size, a root's shards in list order */
@@ -125,7 +109,7 @@ typedef struct nq_shards nq_shards_t;
 /* depth 0 = auto from n. NULL with a reason in err when kind, n or depth is out of range.
    shards_new, shards_new_ex and shards_new_bounded give lease order NQ_ORDER_ROOTS. */
 nq_shards_t *shards_new(int kind, int n, int depth, char *err, size_t errlen);
-/* The same for a given encoding (NQ_SHARD_ENCODING_MIN..NQ_SHARD_ENCODING): a stored job's list. */
+/* The same for a stored job's encoding (refused unless NQ_SHARD_ENCODING). */
 nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, size_t errlen);
 /* The same, refusing as soon as it knows that the list has more than max_shards shards (at most
    NQ_SHARD_MAX_LIST) or that listing it takes more than max_steps steps of the search (prefixes
@@ -207,7 +191,7 @@ size_t shard_encode(const nq_shard_desc_t *d, uint8_t *out);
 int shard_auto_depth(int kind, int n);
 int shard_depth_range(int kind, int n, int *min, int *max);
 /*
- * Knuth's random probe one step further: extends a count shard (encoding 2) by `extra` levels,
+ * Knuth's random probe one step further: extends a count shard by `extra` levels,
  * each a column picked uniformly among its open cells (pick(ud, m) returns 0..m-1), into out
  * (NQ_MAX_SPEC bytes); *weight = the product of the numbers of choices. Summing weight x (the
  * work of the deeper shard) estimates the shard's work without bias. Returns the deeper

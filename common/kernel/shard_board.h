@@ -68,16 +68,16 @@ static inline int board_put(board_t *p, int r, int c)
 /* Encoding 2's direction: 1 when the kernel searches a border shard from the bottom (shard.h). */
 int shard_flip(int n, int c, int d);
 
-/* Encoding 3's (shard_flip.c): the direction whose tree random probes estimate smaller, for the
+/* The direction (shard_flip.c) whose tree random probes estimate smaller, for the
    root (a, c, d) on board `root` (holding just those queens) with row n-1's canonical cells
    b_allowed, b_rare of them of weight 2 or 4. Deterministic: the same answer on every machine. */
 int shard_flip_probe(int n, int a, int c, int d, const board_t *root, uint32_t b_allowed, uint32_t b_rare);
 
-/* Bytes after a border descriptor's levels: c, d, and from encoding 3 the direction. */
-size_t shard_border_bytes(int version);
+/* Bytes after a border descriptor's levels: c, d and the direction. */
+#define NQ_SHARD_BORDER_BYTES 3
 
 /* The rows the levels of a shard fix, in order (see shard.h); returns how many (L). */
-int shard_level_rows(int version, int mode, int n, int k, int c, int d, int flip, uint8_t *rows);
+int shard_level_rows(int mode, int n, int k, int c, int d, int flip, uint8_t *rows);
 
 /* Places (0, a), (c, 0), (d, n-1) on a fresh board and fills o's per-b weights; returns how
    many b are possible and canonical (0: none, or the three clash). */

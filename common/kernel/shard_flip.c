@@ -115,7 +115,7 @@ static int flip_estimate(int n, int a, int c, int d, const board_t *root, uint32
     u128 est[2];
     for (int dir = 0; dir < 2; dir++) {
         /* every free row in the kernel's order: the levels of a shard as deep as the board */
-        int m = shard_level_rows(NQ_SHARD_ENCODING, NQ_SHARD_BORDER, n, n, c, d, dir, rows);
+        int m = shard_level_rows(NQ_SHARD_BORDER, n, n, c, d, dir, rows);
         uint64_t rng = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 48 | (uint64_t)a << 32 | (uint64_t)c << 16 |
                                                 (uint64_t)d << 1 | (uint64_t)dir);
         est[dir] = tree_estimate(root, rows, m, b_allowed, &rng);

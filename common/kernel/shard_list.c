@@ -129,7 +129,7 @@ static void walk_init(const nq_shards_t *s, const root_t *rt, walk_t *w)
     } else {
         board_init(&w->board, s->n);
     }
-    w->L = shard_level_rows(s->encoding, s->mode, s->n, s->depth, rt->c, rt->d, rt->flip, w->rows);
+    w->L = shard_level_rows(s->mode, s->n, s->depth, rt->c, rt->d, rt->flip, w->rows);
 }
 
 /* ---- building the index ---- */
@@ -252,8 +252,7 @@ static int build_roots(builder_t *B)
                     continue;
                 if (build_stopped(B))  /* the probes of one root: under a millisecond at N=32 */
                     return -1;
-                int flip = s->encoding >= 3 ? shard_flip_probe(n, a, c, d, &p, o.bmask8 | o.bmaskx, o.bmaskx)
-                                            : shard_flip(n, c, d);
+                int flip = shard_flip_probe(n, a, c, d, &p, o.bmask8 | o.bmaskx, o.bmaskx);
                 root_t rt = { (uint8_t)a, (uint8_t)c, (uint8_t)d, (uint8_t)flip, o.bmask8 | o.bmaskx, 0 };
                 if (root_add(B, &rt))
                     return -1;
@@ -270,9 +269,9 @@ static int check_args(int kind, int n, int *depth, int encoding, char *err, size
         return nq_errf(err, errlen, kind == NQ_KIND_ENUMERATE ? "enumerate needs 1 <= N <= %d (got %d)"
                                                               : "count needs 1 <= N <= %d (got %d)",
                        kind == NQ_KIND_ENUMERATE ? NQ_ENUM_MAX_N : NQ_SHARD_MAX_N, n);
-    if (encoding < NQ_SHARD_ENCODING_MIN || encoding > NQ_SHARD_ENCODING)
-        return nq_errf(err, errlen, "shard encoding %d not supported (this build reads %d..%d)", encoding,
-                       NQ_SHARD_ENCODING_MIN, NQ_SHARD_ENCODING);
+    if (encoding != NQ_SHARD_ENCODING)
+        return nq_errf(err, errlen, "shard encoding %d not supported (this build reads %d only)", encoding,
+                       NQ_SHARD_ENCODING);
     if (*depth == 0) {
         *depth = shard_auto_depth(kind, n);
         return 0;
@@ -298,7 +297,7 @@ nq_shards_t *list_new_unordered(int kind, int n, int depth, int encoding, nq_sha
     }
     s->kind = kind; s->n = n; s->depth = depth; s->encoding = encoding;
     s->mode = (kind == NQ_KIND_COUNT && n >= NQ_SHARD_BORDER_MIN_N) ? NQ_SHARD_BORDER : NQ_SHARD_PLAIN;
-    s->len = HDR + (size_t)depth + (s->mode == NQ_SHARD_BORDER ? shard_border_bytes(encoding) : 0);
+    s->len = HDR + (size_t)depth + (s->mode == NQ_SHARD_BORDER ? NQ_SHARD_BORDER_BYTES : 0);
     int L = s->mode == NQ_SHARD_BORDER ? depth - 1 : depth;
     s->split = L > 2 ? L - 2 : 0;
     s->bcap = 64;

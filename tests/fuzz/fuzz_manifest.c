@@ -66,7 +66,7 @@ static int on_line(void *ud, const nq_manifest_line_t *l, int refuted, char *err
     (void)err; (void)errlen;
     if (l->idx != v->next || l->idx >= v->s->head.shards)
         fail("a shard line out of order reached on_line", v->s->buf);
-    size_t n = manifest_line_format(l, v->s->head.version, again, sizeof again);
+    size_t n = manifest_line_format(l, again, sizeof again);
     if (n == 0 || n != strlen(v->s->buf) || memcmp(again, v->s->buf, n) != 0)
         fail("a shard line accepted in a spelling other than its own", v->s->buf);
     int res = l->total % 13 != l->res13 || l->total % 15 != l->res15;
@@ -135,7 +135,7 @@ static uint64_t specs_not_the_lists(const nq_manifest_scan_t *s, const uint8_t *
         uint8_t want[NQ_MAX_SPEC];
         char why[256];
         const char *line = (const char *)data + at[i + 1];
-        if (manifest_line_parse(line, at[i + 2] - at[i + 1] - 1, s->head.version, &l, why, sizeof why) != 0)
+        if (manifest_line_parse(line, at[i + 2] - at[i + 1] - 1, &l, why, sizeof why) != 0)
             fail("an accepted shard line does not parse", why);
         size_t wl = shards_get(s->list, i, want);
         bad += wl != l.spec_len || memcmp(want, l.spec, wl) != 0;

@@ -125,9 +125,9 @@ bad short.txt 1 "line 1: shards=7, but no list of n=10 .* has that many: more th
 { sed "1s/shards=[0-9]*/shards=$((shards + 1))/" m.txt | head -n $((shards + 1)); echo "$shards 00 0 0 0 0 0 - 0 0 0"
   tail -1 m.txt; } >lshards.txt
 bad lshards.txt 1 "line 1: shards=$((shards + 1)), but the list of n=10 .* has $shards$"
-printf '%s\n%s\n%s\n' "nq-manifest 1 count n=32 depth=30 encoding=2 shards=1 total=0 unique=0 nodes=0" \
-    "0 00 0 0 0 0 0 - 0" "$(tail -1 m.txt)" >deep.txt
-bad deep.txt 1 "line 1: shards=1, but no list of n=32 depth=30 encoding=2 has that many: listing takes"
+printf '%s\n%s\n%s\n' "nq-manifest 3 count n=32 depth=30 encoding=5 shards=1 total=0 unique=0 nodes=0" \
+    "0 00 0 0 0 0 0 - 0 0 0" "$(tail -1 m.txt)" >deep.txt
+bad deep.txt 1 "line 1: shards=1, but no list of n=32 depth=30 encoding=5 has that many: listing takes"
 : >empty.txt;                                       bad empty.txt 1 "line 1: the file ends where the header should be"
 bad missing.txt 3 "missing.txt"
 ok "truncated, bad hex, non-digits, out of order, leading zero, two spaces, NUL, trailing text, long line, other kind, wrong count either way, a list too short or too dear to search, empty: exit 1 with the line; missing file: exit 3"

@@ -3,7 +3,8 @@
 # running count job and a worker; / and /jobs/ID are loaded, their DOM checked (the job's
 # row, its progress bar against the job's shards, the figures an operator looks at first,
 # the charts with a legend, axis titles and round UTC ticks, a finished job's chart ending
-# at its end, counts with grouped digits) and screenshots taken at 1280x900 and at a
+# at its end, counts with grouped digits; a job's chart in shares of its work, kept across a
+# restart and after it ends) and screenshots taken at 1280x900 and at a
 # phone's 390x844, saved under the build folder, in which both charts' lines must show. A job that does not exist gives the 404 page;
 # a worker id full of <script> (in the DB, as an older nq could have stored it) and a host
 # and kernel full of markup (sent over the wire by a scripted worker) show as text.
@@ -28,6 +29,7 @@ sqlite3 web.db "INSERT INTO workers (id, host, threads, first_seen, last_seen) V
 start_broker web.db --http "127.0.0.1:@MPORT@" --liveness 25
 HPORT=$MPORT
 start_worker w1 --threads 1
+W1=$LAST_PID
 cat >peer.py <<'PY'
 import os, sys, time, msgpack, zmq
 ctx = zmq.Context()
@@ -71,7 +73,7 @@ dom /jobs/2 >job.html || fail "chromium could not load /jobs/2"
 grep -q '<svg id="progress-chart" class="chart"[^>]* viewBox="0 0 720 270"' job.html || fail "/jobs/2 has no sized chart"
 pts=$(grep -o '<polyline id="chart-done"[^>]*points="[^"]*"' job.html | sed 's/.*points="//' | wc -w)
 [ "$pts" -ge 2 ] || fail "the chart has $pts points"
-grep -q 'shards done (left axis)' job.html && grep -q 'shards/s (right axis)' job.html || fail "the chart has no legend"
+grep -q 'work done (%) (left axis)' job.html && grep -q '% an hour (right axis)' job.html || fail "the chart has no legend"
 [ "$(grep -o 'class="axis-title"' job.html | wc -l)" = 2 ] || fail "the chart's axes have no titles"
 ticks=$(grep -o '<text class="tick"[^>]*>[0-9][0-9]:[0-9][0-9]:[0-9][0-9]</text>' job.html | wc -l)
 [ "$ticks" -ge 2 ] || fail "the time axis has $ticks round UTC ticks"
@@ -152,3 +154,55 @@ for page in index:/ job:/jobs/2; do
         fail "${page#*:} does not fit 390 px: $(grep -o '<title>[^<]*</title>' fit.html)"
 done
 ok "at 390 px, / and /jobs/2 fit: the charts whole (their right axis in view), the jobs table with ETA and total"
+
+# A job's chart draws the share of its estimated work done (the figures of its ETA), kept in the
+# store: a restart keeps its earlier points, and a job that ended keeps them all. It once drew
+# shards done from memory since the broker's start: flat at 0 against 13,252 shards on a big job,
+# starting over at a restart, and a straight line from start to end once the job had ended.
+shares() { sed -n 's/.*<desc id="chart-shares">\([^<]*\)<.*/\1/p' "$1"; }
+fractions() { echo "$1" | tr ' ' '\n' | awk '$1 < p || $1 > 1 || $1 !~ /^[0-9.]+$/ { exit 1 } { p = $1 }'; }
+curl -s "http://127.0.0.1:$HPORT/jobs/2" >before.html || fail "cannot fetch /jobs/2"
+grep -q 'work done (%) (left axis)' before.html || fail "/jobs/2's chart is not in shares of its work"
+before=$(shares before.html)
+nb=$(echo "$before" | wc -w)
+[ "$nb" -ge 2 ] && fractions "$before" || fail "/jobs/2's chart is not shares of its work that grow: '$before'"
+first=$(sql web.db "SELECT min(t) FROM job_progress WHERE job = 2")
+[ -n "$first" ] || fail "job 2's progress is not in the store"
+kill "$W1" "$BROKER_PID"                    # no worker after the restart: the job waits
+wait "$W1" "$BROKER_PID" 2>/dev/null
+BROKER_N=2 start_broker web.db --http "127.0.0.1:@MPORT@" --liveness 25
+HPORT=$MPORT
+running=$(grep -c 'id="f-state">running<' before.html)
+[ "$running" = 0 ] || {
+    wait_for 30 sh -c "[ \$(sqlite3 -readonly web.db 'SELECT count(*) FROM job_progress WHERE job = 2') -gt $nb ]" ||
+        fail "the restarted broker adds no point to job 2's chart"
+}
+# The web view's rate and ETA are those of `nq status`: this run's, from its estimated work. It
+# once took shards done since the job's first start over the time since (the shards done before
+# the restart counted as this run's), and showed an ETA beside the reason it waited.
+if [ "$running" != 0 ]; then
+    api=$(curl -s "http://127.0.0.1:$HPORT/api/jobs/2")
+    cli=$("$NQ" status 2 --json)
+    for k in rate eta waiting; do
+        [ "$(echo "$api" | json_get $k)" = "$(echo "$cli" | json_get $k)" ] ||
+            fail "/api/jobs/2 and nq status differ on $k: $api against $cli"
+    done
+    [ "$(echo "$api" | json_get rate)" = 0 ] && [ "$(echo "$api" | json_get eta)" = null ] ||
+        fail "/api/jobs/2, waiting after a restart, has a rate or an ETA: $api"
+    curl -s "http://127.0.0.1:$HPORT/jobs/2" | grep -q '<th class="l">ETA</th><td class="l">-</td>' ||
+        fail "/jobs/2 shows an ETA while the job waits"
+    ok "/api/jobs/2 and /jobs/2, waiting for a worker after a restart: the rate (0) and no ETA of nq status"
+fi
+"$NQ" cancel 2 >/dev/null 2>&1 || job_done 2 || fail "cannot cancel job 2"
+for try in $(seq 50); do                     # the page cache may answer the running page a moment
+    curl -s "http://127.0.0.1:$HPORT/jobs/2" >after.html || fail "cannot fetch /jobs/2 after the restart"
+    grep -q 'time (UTC), to the end at' after.html && break
+    sleep 0.2
+done
+after=$(shares after.html)
+na=$(echo "$after" | wc -w)
+[ "${after%% *}" = "${before%% *}" ] && [ "$na" -ge $((nb + running)) ] && fractions "$after" ||
+    fail "after a restart /jobs/2's chart lost its earlier points: '$before' then '$after'"
+[ "$(sql web.db "SELECT min(t) FROM job_progress WHERE job = 2")" = "$first" ] || fail "job 2's first point moved"
+grep -q 'time (UTC), to the end at' after.html || fail "job 2, ended, has no chart to its end"
+ok "/jobs/2: a chart of $nb shares of its work ($before), then $na across a restart and to its end"

@@ -35,15 +35,14 @@ static int oeis_load(oeis_t *o, int maxn)
     return got == maxn ? 0 : -1;
 }
 
-/* Sums every shard of (n, depth) in a list of the given encoding; checks each shard's residues on
-   the way. */
-static int count_list(int n, int depth, int enc, uint64_t *total, uint64_t *unique, size_t *nshards,
-                      uint64_t *nodes)
+/* Sums every shard of (n, depth); checks each shard's residues on the way. */
+static int count_all_nodes(int n, int depth, uint64_t *total, uint64_t *unique, size_t *nshards,
+                           uint64_t *nodes)
 {
     char err[256];
-    nq_shards_t *s = shards_new_ex(NQ_KIND_COUNT, n, depth, enc, err, sizeof err);
+    nq_shards_t *s = shards_new(NQ_KIND_COUNT, n, depth, err, sizeof err);
     if (!s) {
-        fprintf(stderr, "  shards_new_ex(%d, %d, %d): %s\n", n, depth, enc, err);
+        fprintf(stderr, "  shards_new(%d, %d): %s\n", n, depth, err);
         return -1;
     }
     *total = *unique = *nodes = 0;
@@ -55,7 +54,7 @@ static int count_list(int n, int depth, int enc, uint64_t *total, uint64_t *uniq
         len = shards_get(s, i, b);
         nq_count_result_t r;
         if (count_shard(b, len, &r, NULL, err, sizeof err) != 0) {
-            fprintf(stderr, "  n=%d enc=%d shard %zu: %s\n", n, enc, i, err);
+            fprintf(stderr, "  n=%d shard %zu: %s\n", n, i, err);
             bad = 1;
             break;
         }
@@ -67,11 +66,6 @@ static int count_list(int n, int depth, int enc, uint64_t *total, uint64_t *uniq
     }
     shards_destroy(&s);
     return bad ? -1 : 0;
-}
-
-static int count_all_nodes(int n, int depth, uint64_t *total, uint64_t *unique, size_t *nshards, uint64_t *nodes)
-{
-    return count_list(n, depth, NQ_SHARD_ENCODING, total, unique, nshards, nodes);
 }
 
 static int count_all(int n, int depth, uint64_t *total, uint64_t *unique, size_t *nshards)
@@ -111,8 +105,7 @@ T_TEST(test_depths_agree)
 /*
  * Splitting deeper never adds search: a shard fixes exactly the levels the
  * kernel would branch on first (shard.h), so the shards of depth d search
- * the depth-1 tree minus its top levels and minus dead prefixes. Encoding 1
- * broke this (+43% nodes at depth 2, +95% at depth 3 for n=18).
+ * the depth-1 tree minus its top levels and minus dead prefixes.
  */
 T_TEST(test_depth_invariant_nodes)
 {
@@ -134,38 +127,23 @@ T_TEST(test_depth_invariant_nodes)
 }
 
 /*
- * Encodings 4 and 5 change the column test (count_search.h) and so node counts, which quorums
- * and spot-checks compare; a job stored with an older encoding must go on getting the nodes its
- * first results had. These are the node counts of encoding 3 as the kernel of 2026-11-24
- * searched them before encoding 4 existed, and of encoding 4 as the kernel of 2026-11-25
- * searched them before encoding 5 existed (a check of the search's size, not of any count: the
- * totals are checked against OEIS above). Each newer encoding lists the same shards and finds
- * the same counts in fewer nodes (encoding 5 from n = NQ_COVER_WIDE_N: below, in encoding 4's;
- * its wider test is checked against the others on every plan in test_count_kernels).
+ * Node counts are part of a result, which quorums and spot-checks compare: a kernel change that
+ * searches a different tree would make new results disagree with a running job's first ones.
+ * These are the nodes the kernel searched when the encoding was made (below NQ_COVER_WIDE_N;
+ * its wider test is checked against the narrower one on every plan in test_count_kernels); a
+ * check of the search's size, not of any count (the totals are checked against OEIS above).
  */
-T_TEST(test_older_encodings_keep_their_nodes)
+T_TEST(test_encoding_keeps_its_nodes)
 {
-    static const struct { int n, depth; uint64_t nodes3, nodes4; } pinned[] = {
-        { 12, 1, 129134, 123779 }, { 12, 3, 124664, 119309 }, { 13, 1, 678316, 649327 },
-        { 13, 3, 670418, 641429 }, { 14, 1, 3860549, 3682013 }, { 14, 3, 3847107, 3668571 },
+    static const struct { int n, depth; uint64_t nodes; } pinned[] = {
+        { 12, 1, 123779 }, { 12, 3, 119309 }, { 13, 1, 649327 },
+        { 13, 3, 641429 }, { 14, 1, 3682013 }, { 14, 3, 3668571 },
     };
     for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++) {
-        uint64_t t[6], u[6], nodes[6];
-        size_t s[6];
-        for (int enc = 3; enc <= 5; enc++)
-            T_CHECK(count_list(pinned[i].n, pinned[i].depth, enc, &t[enc], &u[enc], &s[enc],
-                               &nodes[enc]) == 0);
-        T_EQ_U64(nodes[3], pinned[i].nodes3);
-        T_EQ_U64(nodes[4], pinned[i].nodes4);
-        for (int enc = 4; enc <= 5; enc++) {
-            T_EQ_U64(s[enc], s[3]);   /* the same shards */
-            T_EQ_U64(t[enc], t[3]);
-            T_EQ_U64(u[enc], u[3]);
-        }
-        T_CHECK(nodes[4] < nodes[3] && nodes[4] > nodes[3] / 2);
-        T_EQ_U64(nodes[5], nodes[4]);   /* n < NQ_COVER_WIDE_N */
-        fprintf(stderr, "  n=%d depth %d: encoding 4 searched %.4f of encoding 3's nodes\n", pinned[i].n,
-                pinned[i].depth, (double)nodes[4] / (double)nodes[3]);
+        uint64_t t, u, nodes;
+        size_t ns;
+        T_CHECK(count_all_nodes(pinned[i].n, pinned[i].depth, &t, &u, &ns, &nodes) == 0);
+        T_EQ_U64(nodes, pinned[i].nodes);
     }
 }
 
@@ -328,11 +306,11 @@ static int ref_solution(void *ud, const uint8_t *cols, int n)
     return 0;
 }
 
-/* Every encoding: a job stored with encoding 1 or 2 is still served exactly. */
+/* Every shard of every list from n = 6 to 11, depths 1 to 4, against the enumeration. */
 T_TEST(test_per_shard_reference)
 {
     char err[256];
-    for (int enc = NQ_SHARD_ENCODING_MIN; enc <= NQ_SHARD_ENCODING; enc++)
+    const int enc = NQ_SHARD_ENCODING;
     for (int n = 6; n <= 11; n++) {
         for (int k = 1; k <= 4 && k <= n - 2; k++) {
             nq_shards_t *s = shards_new_ex(NQ_KIND_COUNT, n, k, enc, err, sizeof err);
@@ -399,7 +377,7 @@ T_TEST(test_u128)
     T_CHECK(u128_add_checked(&a, 1) == -1 && a == big);
 }
 
-/* Either direction counts a root's completions: every n=10 root (encoding 3, depth 1) counted
+/* Either direction counts a root's completions: every n=10 root (depth 1) counted
    top-down and bottom-up gives the same total and unique, rare b (weight 2 or 4) included, and
    the sums are the known ones. Only the node counts may differ. */
 T_TEST(test_direction_byte_counts_the_same)

@@ -38,8 +38,8 @@ static int same(const outcome_t *a, const outcome_t *b)
 
 /* Plans whose solutions are all rare: the vector kernel's rare pass alone gives their nodes. */
 static int rare_only;
-/* Plans where encoding 4's column test searched fewer nodes than encoding 3's search, and
-   encoding 5's wide test (n >= NQ_COVER_WIDE_N, forced here on every plan) fewer than encoding 4's. */
+/* Plans where the column test searched fewer nodes than the search without it, and the wide
+   test (n >= NQ_COVER_WIDE_N, forced here on every plan) fewer than the narrow one. */
 static int cover_pruned, cover5_pruned;
 
 static outcome_t compare_one(const nq_plan_t *pl, int n, int depth, size_t i, const char *how)
@@ -62,10 +62,9 @@ static void check_fewer(const outcome_t *newer, const outcome_t *older)
             newer->r15 == older->r15 && newer->nodes <= older->nodes);
 }
 
-/* Compares the kernels on one plan under each search whose stored jobs keep their node counts:
-   no column test (encodings 1-3), encoding 4's, and encoding 5's wide test (which it runs only
-   from n = NQ_COVER_WIDE_N, forced here whatever n), and the searches with each other: the same
-   counts, and never more nodes with a newer test. Counts the plans with rare (weight < 8)
+/* Compares the kernels on one plan under each search: no column test, the narrow one, and the
+   wide one (which the kernel runs only from n = NQ_COVER_WIDE_N, forced here whatever n), and
+   the searches with each other: the same counts, and never more nodes with a wider test. Counts the plans with rare (weight < 8)
    last-row cells. Returns the vector kernel's outcome on the plan as given, one of the three. */
 static outcome_t compare(const nq_plan_t *pl, int n, int depth, size_t i, const char *how, int *rare)
 {
@@ -130,7 +129,7 @@ T_TEST(test_kernels_agree_on_every_shard)
                     plans++;
                 }
                 /* bottom-up as count_flipped runs it: row n-1 free, its weight-8 cells only;
-                   or b fixed by the shard (encoding 2 at depth 2+), a weight-8 b */
+                   or b fixed by the shard, a weight-8 b */
                 plan_of(s, i, 1, &d, &bottom);
                 if (d.row_col[n - 1] < 0) {
                     bottom.block[0] |= ~d.bmask8;
@@ -147,7 +146,7 @@ T_TEST(test_kernels_agree_on_every_shard)
         }
     }
     fprintf(stderr, "  %d plans (%d bottom-up with b fixed), %d with rare last-row cells and solutions"
-            " (%d with only those), %d with fewer nodes by the column test, %d fewer again by encoding 5's\n",
+            " (%d with only those), %d with fewer nodes by the column test, %d fewer again by the wide one\n",
             plans, fixed_b, rare, rare_only, cover_pruned, cover5_pruned);
     T_CHECK(plans > 1000);
     T_CHECK(cover_pruned > 1000);   /* the column test pruned, and left every count as it was */

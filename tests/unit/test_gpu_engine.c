@@ -2,7 +2,7 @@
  * The GPU engine (common/gpu) on its host backend, the kernels compiled as C: shards split
  * between host and GPU, expanded into tasks, spread over many launches and chunks, folded back
  * per shard, must give count_shard's result exactly (total, unique, residues; nodes too with the
- * parity kernel), in every shard encoding; cancels, a lost device and the test fault switches end
+ * parity kernel); cancels, a lost device and the test fault switches end
  * shards as they should.
  */
 #include "t.h"
@@ -105,12 +105,12 @@ static void submit(nq_gpu_t *g, sink_t *s, size_t i, const uint8_t *spec, size_t
     T_EQ_U64(gpu_count_shard(g, spec, len, ctl, on_done, u), 0);
 }
 
-/* Every shard of (n, depth, encoding) through the engine against count_shard (nodes too where the
+/* Every shard of (n, depth) through the engine against count_shard (nodes too where the
    engine's are the CPU's); returns the shards compared. */
-static size_t compare_list(nq_gpu_t *g, int n, int depth, int enc)
+static size_t compare_list(nq_gpu_t *g, int n, int depth)
 {
     char err[256];
-    nq_shards_t *l = shards_new_ex(NQ_KIND_COUNT, n, depth, enc, err, sizeof err);
+    nq_shards_t *l = shards_new(NQ_KIND_COUNT, n, depth, err, sizeof err);
     T_CHECK(l != NULL);
     if (!l)
         return 0;
@@ -134,8 +134,8 @@ static size_t compare_list(nq_gpu_t *g, int n, int depth, int enc)
             want.nodes = got->nodes;    /* the fast kernel's are its own */
         if (s.rc[i] != 0 || got->total != want.total || got->unique != want.unique ||
             got->nodes != want.nodes || got->res13 != want.res13 || got->res15 != want.res15)
-            fprintf(stderr, "  n=%d depth %d encoding %d shard %zu: rc %d, %llu/%llu/%llu nodes, want "
-                    "%llu/%llu/%llu\n", n, depth, enc, i, s.rc[i], (unsigned long long)got->total,
+            fprintf(stderr, "  n=%d depth %d shard %zu: rc %d, %llu/%llu/%llu nodes, want "
+                    "%llu/%llu/%llu\n", n, depth, i, s.rc[i], (unsigned long long)got->total,
                     (unsigned long long)got->unique, (unsigned long long)got->nodes,
                     (unsigned long long)want.total, (unsigned long long)want.unique,
                     (unsigned long long)want.nodes);
@@ -151,16 +151,15 @@ static size_t compare_list(nq_gpu_t *g, int n, int depth, int enc)
     return cnt;
 }
 
-T_TEST(test_gpu_engine_matches_count_shard_in_every_encoding)
+T_TEST(test_gpu_engine_matches_count_shard_at_every_depth)
 {
     static const char *how[3] = { "parity, largest first", "parity, chunked", "fast" };
     for (int mode = PARITY; mode <= FAST; mode++) {
         nq_gpu_t *g = host_engine_as(5, 100, mode);   /* tasks of 5 rows, launches of <= 100 tasks */
         size_t shards = 0;
-        for (int enc = NQ_SHARD_ENCODING_MIN; enc <= NQ_SHARD_ENCODING; enc++)
-            for (int n = 1; n <= 12; n++)
-                for (int depth = 1; depth <= 3 && depth <= (n < 4 ? 1 : n - 2); depth++)
-                    shards += compare_list(g, n, n < 4 ? 0 : depth, enc);
+        for (int n = 1; n <= 12; n++)
+            for (int depth = 1; depth <= 3 && depth <= (n < 4 ? 1 : n - 2); depth++)
+                shards += compare_list(g, n, n < 4 ? 0 : depth);
         nq_gpu_stats_t st;
         gpu_stats(g, &st);
         fprintf(stderr, "  %s: %zu shards, %llu launches, %llu tasks\n", how[mode], shards,
@@ -403,7 +402,7 @@ T_TEST(test_gpu_engine_load_measures_shards)
     nq_gpu_load_t ld;
     gpu_load(g, &ld);
     T_CHECK(ld.held == 0 && ld.shard_s == 0 && ld.fill == 0);
-    compare_list(g, 12, 2, NQ_SHARD_ENCODING);
+    compare_list(g, 12, 2);
     gpu_load(g, &ld);
     T_EQ_U64(ld.held, 0);
     T_CHECK(ld.shard_s > 0 && ld.held_s == 0);

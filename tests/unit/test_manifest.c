@@ -35,68 +35,50 @@ T_TEST(test_line_round_trip_is_byte_exact)
 {
     char buf[NQ_MANIFEST_LINE_MAX], again[NQ_MANIFEST_LINE_MAX], err[256];
     nq_manifest_line_t l = sample_line(), back;
-    size_t n = manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, sizeof buf);
+    size_t n = manifest_line_format(&l, buf, sizeof buf);
     T_EQ_STR(buf, "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 1 0");
-    T_CHECK(manifest_line_parse(buf, n, NQ_MANIFEST_VERSION, &back, err, sizeof err) == 0);
-    T_CHECK(manifest_line_format(&back, NQ_MANIFEST_VERSION, again, sizeof again) == n && memcmp(buf, again, n) == 0);
+    T_CHECK(manifest_line_parse(buf, n, &back, err, sizeof err) == 0);
+    T_CHECK(manifest_line_format(&back, again, sizeof again) == n && memcmp(buf, again, n) == 0);
 }
 
-/* Manifests written before the evidence field still read: version 1 lines have 9 fields, and
-   a line of the other version's length is refused. */
-T_TEST(test_version_1_lines_still_read)
-{
-    char err[256];
-    nq_manifest_line_t l;
-    const char *v1 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2";
-    T_CHECK(manifest_line_parse(v1, strlen(v1), 1, &l, err, sizeof err) == 0);
-    T_CHECK(l.confirmations == 2 && l.evidence == 0);
-    T_CHECK(manifest_line_parse(v1, strlen(v1), 2, &l, err, sizeof err) == -1);
-    const char *v2 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 7";
-    T_CHECK(manifest_line_parse(v2, strlen(v2), 1, &l, err, sizeof err) == -1);
-    T_CHECK(manifest_line_parse(v2, strlen(v2), 2, &l, err, sizeof err) == 0 && l.evidence == 7);
-    nq_manifest_head_t h;
-    const char *head = "nq-manifest 1 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0";
-    T_CHECK(manifest_head_parse(head, strlen(head), &h, err, sizeof err) == 0 && h.version == 1);
-}
-
-/* Version 3 says whose nodes each line carries: 1 the fast GPU kernel's own. It reads back as
-   written; version 2 lines still read (their nodes are the CPU kernels'); a kind outside 0..1, or
-   one that an older version cannot say, is neither read nor written. */
-T_TEST(test_version_3_lines_say_whose_nodes_and_version_2_still_reads)
+/* A line says whose nodes it carries: 1 the fast GPU kernel's own. It reads back as written; a
+   kind outside 0..1 is neither read nor written, and a line of another field count (a version 1
+   or 2 line, or a header of another version) is refused. */
+T_TEST(test_lines_say_whose_nodes_and_other_versions_are_refused)
 {
     char buf[NQ_MANIFEST_LINE_MAX], err[256] = "";
     nq_manifest_line_t l = sample_line(), back;
     l.nodes_kind = NQ_MANIFEST_NODES_GPU_FAST;
-    size_t n = manifest_line_format(&l, 3, buf, sizeof buf);
+    size_t n = manifest_line_format(&l, buf, sizeof buf);
     T_EQ_STR(buf, "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 1 1");
-    T_CHECK(manifest_line_parse(buf, n, 3, &back, err, sizeof err) == 0);
+    T_CHECK(manifest_line_parse(buf, n, &back, err, sizeof err) == 0);
     T_CHECK(back.nodes_kind == NQ_MANIFEST_NODES_GPU_FAST && back.evidence == 1 && back.nodes == 1234567);
-    T_CHECK(manifest_line_format(&l, 2, buf, sizeof buf) == 0);     /* v2 cannot say it */
     l.nodes_kind = 2;
-    T_CHECK(manifest_line_format(&l, 3, buf, sizeof buf) == 0);
-    const char *v2 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 7";
-    back.nodes_kind = 9;
-    T_CHECK(manifest_line_parse(v2, strlen(v2), 2, &back, err, sizeof err) == 0);
-    T_CHECK(back.evidence == 7 && back.nodes_kind == NQ_MANIFEST_NODES_CPU);
-    T_CHECK(manifest_line_parse(v2, strlen(v2), 3, &back, err, sizeof err) == -1);
-    T_CHECK(strstr(err, "10 field(s), expected 11") != NULL);
+    T_CHECK(manifest_line_format(&l, buf, sizeof buf) == 0);
     const char *k2 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 7 2";
-    T_CHECK(manifest_line_parse(k2, strlen(k2), 3, &back, err, sizeof err) == -1);
+    T_CHECK(manifest_line_parse(k2, strlen(k2), &back, err, sizeof err) == -1);
     T_CHECK(strstr(err, "nodes_kind") != NULL);
+    const char *v2 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2 7";
+    T_CHECK(manifest_line_parse(v2, strlen(v2), &back, err, sizeof err) == -1);
+    T_CHECK(strstr(err, "10 field(s), expected 11") != NULL);
+    const char *v1 = "42 02ab00 18446744073709551615 0 1234567 2 0 host:12:ab 2";
+    T_CHECK(manifest_line_parse(v1, strlen(v1), &back, err, sizeof err) == -1);
+    T_CHECK(strstr(err, "9 field(s), expected 11") != NULL);
     nq_manifest_head_t h;
-    const char *head = "nq-manifest 3 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0";
+    const char *head = "nq-manifest 3 count n=8 depth=1 encoding=5 shards=1 total=0 unique=0 nodes=0";
     T_CHECK(manifest_head_parse(head, strlen(head), &h, err, sizeof err) == 0 && h.version == 3);
-    head = "nq-manifest 2 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0";
-    T_CHECK(manifest_head_parse(head, strlen(head), &h, err, sizeof err) == 0 && h.version == 2);
+    head = "nq-manifest 2 count n=8 depth=1 encoding=5 shards=1 total=0 unique=0 nodes=0";
+    T_CHECK(manifest_head_parse(head, strlen(head), &h, err, sizeof err) == -1);
+    T_CHECK(strstr(err, "version") != NULL);
 }
 
 T_TEST(test_head_round_trip_with_128_bit_sums)
 {
     char buf[NQ_MANIFEST_LINE_MAX], err[256];
-    nq_manifest_head_t h = { .n = 27, .depth = 3, .encoding = 2, .shards = 13500000,
+    nq_manifest_head_t h = { .n = 27, .depth = 3, .encoding = NQ_SHARD_ENCODING, .shards = 13500000,
                              .total = (nq_u128)UINT64_MAX * 1000, .unique = 5, .nodes = 7 }, back;
     size_t n = manifest_head_format(&h, buf, sizeof buf);
-    T_EQ_STR(buf, "nq-manifest 3 count n=27 depth=3 encoding=2 shards=13500000 total=18446744073709551615000"
+    T_EQ_STR(buf, "nq-manifest 3 count n=27 depth=3 encoding=5 shards=13500000 total=18446744073709551615000"
                   " unique=5 nodes=7");
     T_CHECK(manifest_head_parse(buf, n, &back, err, sizeof err) == 0);
     T_CHECK(back.total == h.total && back.n == 27 && back.shards == 13500000);
@@ -106,26 +88,26 @@ T_TEST(test_head_round_trip_with_128_bit_sums)
 T_TEST(test_line_parse_refuses_every_other_spelling)
 {
     static const struct { const char *line, *names; } bad[] = {
-        { "42 02ab00 18446744073709551616 0 1 2 0 w 2 0", "total" },            /* 2^64 */
-        { "42 02ab00 01 0 1 1 1 w 2 0", "total" },                              /* leading zero */
-        { "42 02ab00 +1 0 1 1 1 w 2 0", "total" },
-        { "42 02AB00 1 0 1 1 1 w 2 0", "hex" },
-        { "42 02ab0 1 0 1 1 1 w 2 0", "even" },
-        { "42  02ab00 1 0 1 1 1 w 2", "empty field" },
-        { " 42 02ab00 1 0 1 1 1 w 2", "empty field" },
-        { "42 02ab00 1 0 1 1 1 w 2 ", "empty field" },
-        { "42 02ab00 1 0 1 13 1 w 2 0", "res13" },
-        { "42 02ab00 1 0 1 1 15 w 2 0", "res15" },
-        { "42 02ab00 1 0 1 1 1 w 2", "9 field(s), expected 10" },
-        { "42 02ab00 1 0 1 1 1 w 2 3 4", "more than 10" },
-        { "42 02ab00 1 0 1 1 1 w 2 01", "evidence" },
-        { "x 02ab00 1 0 1 1 1 w 2 0", "shard index" },
+        { "42 02ab00 18446744073709551616 0 1 2 0 w 2 0 0", "total" },          /* 2^64 */
+        { "42 02ab00 01 0 1 1 1 w 2 0 0", "total" },                            /* leading zero */
+        { "42 02ab00 +1 0 1 1 1 w 2 0 0", "total" },
+        { "42 02AB00 1 0 1 1 1 w 2 0 0", "hex" },
+        { "42 02ab0 1 0 1 1 1 w 2 0 0", "even" },
+        { "42  02ab00 1 0 1 1 1 w 2 0", "empty field" },
+        { " 42 02ab00 1 0 1 1 1 w 2 0", "empty field" },
+        { "42 02ab00 1 0 1 1 1 w 2 0 ", "empty field" },
+        { "42 02ab00 1 0 1 13 1 w 2 0 0", "res13" },
+        { "42 02ab00 1 0 1 1 15 w 2 0 0", "res15" },
+        { "42 02ab00 1 0 1 1 1 w 2 0", "10 field(s), expected 11" },
+        { "42 02ab00 1 0 1 1 1 w 2 3 0 4", "more than 11" },
+        { "42 02ab00 1 0 1 1 1 w 2 01 0", "evidence" },
+        { "x 02ab00 1 0 1 1 1 w 2 0 0", "shard index" },
         { "", "empty field" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         nq_manifest_line_t l;
         char err[256] = "";
-        T_CHECK(manifest_line_parse(bad[i].line, strlen(bad[i].line), 2, &l, err, sizeof err) == -1);
+        T_CHECK(manifest_line_parse(bad[i].line, strlen(bad[i].line), &l, err, sizeof err) == -1);
         if (!strstr(err, bad[i].names))
             fprintf(stderr, "  '%s': '%s' lacks '%s'\n", bad[i].line, err, bad[i].names);
         T_CHECK(strstr(err, bad[i].names) != NULL);
@@ -135,15 +117,17 @@ T_TEST(test_line_parse_refuses_every_other_spelling)
 T_TEST(test_head_parse_refuses_other_kinds_versions_and_ranges)
 {
     static const struct { const char *line, *names; } bad[] = {
-        { "nq-manifest 1 solve n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "count jobs only" },
-        { "nq-manifest 4 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "version" },
-        { "nq-manifest 0 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "version" },
-        { "nq-manifesto 1 count n=8 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "not a manifest" },
-        { "nq-manifest 1 count n=33 depth=1 encoding=2 shards=1 total=0 unique=0 nodes=0", "n " },
-        { "nq-manifest 1 count n=8 depth=1 encoding=9 shards=1 total=0 unique=0 nodes=0", "encoding" },
-        { "nq-manifest 1 count depth=1 n=8 encoding=2 shards=1 total=0 unique=0 nodes=0", "expected n=" },
-        { "nq-manifest 1 count n=8 depth=1 encoding=2 shards=0 total=0 unique=0 nodes=0", "at least" },
-        { "nq-manifest 1 count n=8 depth=1 encoding=2 shards=1 total=1e3 unique=0 nodes=0", "total" },
+        { "nq-manifest 3 solve n=8 depth=1 encoding=5 shards=1 total=0 unique=0 nodes=0", "count jobs only" },
+        { "nq-manifest 2 count n=8 depth=1 encoding=5 shards=1 total=0 unique=0 nodes=0", "version" },
+        { "nq-manifest 4 count n=8 depth=1 encoding=5 shards=1 total=0 unique=0 nodes=0", "version" },
+        { "nq-manifest 0 count n=8 depth=1 encoding=5 shards=1 total=0 unique=0 nodes=0", "version" },
+        { "nq-manifesto 3 count n=8 depth=1 encoding=5 shards=1 total=0 unique=0 nodes=0", "not a manifest" },
+        { "nq-manifest 3 count n=33 depth=1 encoding=5 shards=1 total=0 unique=0 nodes=0", "n " },
+        { "nq-manifest 3 count n=8 depth=1 encoding=4 shards=1 total=0 unique=0 nodes=0", "encoding" },
+        { "nq-manifest 3 count n=8 depth=1 encoding=9 shards=1 total=0 unique=0 nodes=0", "encoding" },
+        { "nq-manifest 3 count depth=1 n=8 encoding=5 shards=1 total=0 unique=0 nodes=0", "expected n=" },
+        { "nq-manifest 3 count n=8 depth=1 encoding=5 shards=0 total=0 unique=0 nodes=0", "at least" },
+        { "nq-manifest 3 count n=8 depth=1 encoding=5 shards=1 total=1e3 unique=0 nodes=0", "total" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         nq_manifest_head_t h;
@@ -160,12 +144,12 @@ T_TEST(test_format_refuses_what_it_could_not_read_back)
     char buf[NQ_MANIFEST_LINE_MAX];
     nq_manifest_line_t l = sample_line();
     snprintf(l.worker, sizeof l.worker, "has space");
-    T_CHECK(manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, sizeof buf) == 0);
+    T_CHECK(manifest_line_format(&l, buf, sizeof buf) == 0);
     l = sample_line();
     l.res13 = 13;
-    T_CHECK(manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, sizeof buf) == 0);
+    T_CHECK(manifest_line_format(&l, buf, sizeof buf) == 0);
     l = sample_line();
-    T_CHECK(manifest_line_format(&l, NQ_MANIFEST_VERSION, buf, 10) == 0);       /* does not fit */
+    T_CHECK(manifest_line_format(&l, buf, 10) == 0);       /* does not fit */
 }
 
 /* A true manifest of N=8 made here: every shard counted, lines formatted, the tree built.
@@ -199,10 +183,10 @@ static char *make_manifest_ex(long change, int fast, size_t *len)
     merkle_add(&tree, buf, n);
     fprintf(f, "%s\n", buf);
     for (uint64_t i = 0; i < h.shards; i++) {
-        n = manifest_line_format(&l[i], NQ_MANIFEST_VERSION, buf, sizeof buf);
+        n = manifest_line_format(&l[i], buf, sizeof buf);
         merkle_add(&tree, buf, n);
         if ((long)i == change)
-            l[i].total += 1, n = manifest_line_format(&l[i], NQ_MANIFEST_VERSION, buf, sizeof buf);
+            l[i].total += 1, n = manifest_line_format(&l[i], buf, sizeof buf);
         fprintf(f, "%s\n", buf);
     }
     uint8_t root[NQ_MERKLE_BYTES];
@@ -310,7 +294,7 @@ static int scan_claim(const char *head, uint64_t lines, nq_manifest_scan_t *s, c
     FILE *m = open_memstream(&text, &len);
     fprintf(m, "%s\n", head);
     for (uint64_t i = 0; i < lines; i++)
-        fprintf(m, "%llu 00 0 0 0 0 0 - 0\n", (unsigned long long)i);
+        fprintf(m, "%llu 00 0 0 0 0 0 - 0 0 0\n", (unsigned long long)i);
     fprintf(m, "root %064d\n", 0);
     fclose(m);
     *s = (nq_manifest_scan_t){ .f = fmemopen(text, len, "r") };
@@ -330,26 +314,26 @@ T_TEST(test_scan_makes_no_list_before_the_lines_and_bounds_it_by_them)
 {
     nq_manifest_scan_t *s = calloc(1, sizeof *s);
     char err[512] = "";
-    T_CHECK(scan_claim("nq-manifest 1 count n=18 depth=12 encoding=5 shards=268435456 total=0 unique=0"
+    T_CHECK(scan_claim("nq-manifest 3 count n=18 depth=12 encoding=5 shards=268435456 total=0 unique=0"
                        " nodes=0", 0, s, err, sizeof err) == -1);
     T_CHECK(strstr(err, "line 2: the root line comes after 0 of 268435456 shard lines") != NULL);
     T_CHECK(s->list == NULL);
-    T_CHECK(scan_claim("nq-manifest 1 count n=29 depth=7 encoding=1 shards=3 total=0 unique=0 nodes=0", 3,
+    T_CHECK(scan_claim("nq-manifest 3 count n=29 depth=7 encoding=5 shards=3 total=0 unique=0 nodes=0", 3,
                        s, err, sizeof err) == -1);
-    T_CHECK(strstr(err, "line 1: shards=3, but no list of n=29 depth=7 encoding=1 has that many: "
+    T_CHECK(strstr(err, "line 1: shards=3, but no list of n=29 depth=7 encoding=5 has that many: "
                         "more than 3 shards") != NULL);
     manifest_scan_free(s);
-    T_CHECK(scan_claim("nq-manifest 1 count n=32 depth=30 encoding=2 shards=1 total=0 unique=0 nodes=0", 1,
+    T_CHECK(scan_claim("nq-manifest 3 count n=32 depth=30 encoding=5 shards=1 total=0 unique=0 nodes=0", 1,
                        s, err, sizeof err) == -1);
     T_CHECK(strstr(err, "listing takes more than") != NULL);
     manifest_scan_free(s);
     /* a claim short of the true length names it */
-    T_CHECK(scan_claim("nq-manifest 1 count n=8 depth=1 encoding=2 shards=32 total=0 unique=0 nodes=0", 32,
+    T_CHECK(scan_claim("nq-manifest 3 count n=8 depth=1 encoding=5 shards=32 total=0 unique=0 nodes=0", 32,
                        s, err, sizeof err) == -1);
-    T_CHECK(strstr(err, "line 1: shards=32, but the list of n=8 depth=1 encoding=2 has 31") != NULL);
+    T_CHECK(strstr(err, "line 1: shards=32, but the list of n=8 depth=1 encoding=5 has 31") != NULL);
     manifest_scan_free(s);
     /* a true length passes, and each line's descriptor (00 here) is named as not the list's */
-    T_CHECK(scan_claim("nq-manifest 1 count n=8 depth=1 encoding=2 shards=31 total=0 unique=0 nodes=0", 31,
+    T_CHECK(scan_claim("nq-manifest 3 count n=8 depth=1 encoding=5 shards=31 total=0 unique=0 nodes=0", 31,
                        s, err, sizeof err) == 0);
     T_EQ_U64(s->problems, 31 + 1);          /* and the root line, which is not the lines' */
     manifest_scan_free(s);
@@ -362,7 +346,7 @@ T_TEST(test_scan_head_refuses_a_claim_its_file_cannot_hold)
     char path[512], err[512] = "";
     snprintf(path, sizeof path, "%s/manifest-claim.txt", t_tmpdir());
     FILE *f = fopen(path, "w");
-    fprintf(f, "nq-manifest 1 count n=18 depth=12 encoding=5 shards=268435456 total=0 unique=0 nodes=0\n");
+    fprintf(f, "nq-manifest 3 count n=18 depth=12 encoding=5 shards=268435456 total=0 unique=0 nodes=0\n");
     fclose(f);
     nq_manifest_scan_t *s = calloc(1, sizeof *s);
     *s = (nq_manifest_scan_t){ .f = fopen(path, "r") };
@@ -380,13 +364,13 @@ T_TEST(test_scan_head_refuses_a_depth_or_count_no_job_has)
 {
     nq_manifest_scan_t *s = calloc(1, sizeof *s);
     char err[512] = "";
-    T_CHECK(scan_claim("nq-manifest 1 count n=10 depth=9 encoding=5 shards=1 total=0 unique=0 nodes=0", 1,
+    T_CHECK(scan_claim("nq-manifest 3 count n=10 depth=9 encoding=5 shards=1 total=0 unique=0 nodes=0", 1,
                        s, err, sizeof err) == -1);
     T_CHECK(strstr(err, "line 1: depth=9, but a count of n=10 has depths 1 to 8") != NULL);
-    T_CHECK(scan_claim("nq-manifest 1 count n=3 depth=1 encoding=5 shards=1 total=0 unique=0 nodes=0", 1,
+    T_CHECK(scan_claim("nq-manifest 3 count n=3 depth=1 encoding=5 shards=1 total=0 unique=0 nodes=0", 1,
                        s, err, sizeof err) == -1);
     T_CHECK(strstr(err, "line 1: depth=1, but a count of n=3 has one shard, of depth 0") != NULL);
-    T_CHECK(scan_claim("nq-manifest 1 count n=2 depth=0 encoding=5 shards=2 total=0 unique=0 nodes=0", 2,
+    T_CHECK(scan_claim("nq-manifest 3 count n=2 depth=0 encoding=5 shards=2 total=0 unique=0 nodes=0", 2,
                        s, err, sizeof err) == -1);
     T_CHECK(strstr(err, "line 1: shards=2, but a count of n=2 has one shard") != NULL);
     free(s);
@@ -396,8 +380,8 @@ T_TEST(test_scan_head_refuses_a_depth_or_count_no_job_has)
 T_TEST(test_scan_names_a_header_count_out_of_its_unique_range)
 {
     static const char *const heads[] = {
-        "nq-manifest 1 count n=8 depth=1 encoding=2 shards=31 total=97 unique=12 nodes=0",
-        "nq-manifest 1 count n=8 depth=1 encoding=2 shards=31 total=23 unique=12 nodes=0",
+        "nq-manifest 3 count n=8 depth=1 encoding=5 shards=31 total=97 unique=12 nodes=0",
+        "nq-manifest 3 count n=8 depth=1 encoding=5 shards=31 total=23 unique=12 nodes=0",
     };
     for (int i = 0; i < 2; i++) {
         nq_manifest_scan_t *s = calloc(1, sizeof *s);

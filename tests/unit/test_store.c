@@ -7,6 +7,7 @@
 #include "store.h"
 #include "store_spotcheck.h"
 #include "migrations.h"
+#include "query.h"
 #include "rng.h"
 
 #include <sys/stat.h>
@@ -88,7 +89,7 @@ static nq_job_spec_t job_spec(int kind, uint64_t n)
     j.kind = kind;
     j.n = n;
     j.depth = 3;
-    j.encoding = 1;
+    j.encoding = NQ_SHARD_ENCODING;
     j.max_attempts = 3;
     j.quorum = 1;
     if (kind == NQ_KIND_SOLVE) {       /* seeds x methods, as submit cuts it (store_check.h) */
@@ -473,7 +474,7 @@ T_TEST(test_job_roundtrip_1e5)
     T_CHECK(store_job_get(s, id, &row) == 0);
     T_EQ_U64(row.id, id);
     T_CHECK(row.spec.kind == NQ_KIND_COUNT && row.spec.n == 17 && row.spec.priority == 5);
-    T_CHECK(row.spec.depth == 3 && row.spec.encoding == 1 && row.spec.max_attempts == 4);
+    T_CHECK(row.spec.depth == 3 && row.spec.encoding == NQ_SHARD_ENCODING && row.spec.max_attempts == 4);
     T_CHECK(row.state == NQ_JOB_PENDING && row.created_at > 1e9 && row.started_at == 0);
     T_EQ_U64(row.shards_total, N);
     T_EQ_U64(row.shards_done, 0);
@@ -1360,3 +1361,39 @@ T_TEST(test_measure)
 }
 
 T_RUN_ALL()
+
+/* A job's progress chart: every few seconds for ~58 days (a campaign), written in groups as the
+   broker does, stays within the cap, keeps the job's start and its newest point, and its values
+   are shares of the work that only grow; it survives a reopen (a broker restart). */
+T_TEST(test_progress_stays_bounded_over_a_long_job)
+{
+    const char *path = db_path("progress");
+    nq_store_t *s = open_ok(path, 0);
+    if (!s)
+        return;
+    uint64_t id = make_job(s, NQ_KIND_COUNT, 10, 4, 3);
+    const int points = 20000;
+    char err[256] = "";
+    for (int i = 0; i < points; i++) {
+        if (i % 500 == 0)
+            T_CHECK(store_begin(s) == 0);
+        T_CHECK(store_progress_add(s, id, 1000.0 + 250.0 * i, (double)i / points, 2.0) == 0);
+        if (i % 500 == 499 || i == points - 1)
+            T_CHECK(store_commit(s, err, sizeof err) == 0);
+    }
+    store_destroy(&s);
+    s = open_ok(path, 0);
+    if (!s)
+        return;
+    static query_point_t p[STORE_PROGRESS_CAP + 1];
+    size_t n = 0;
+    T_CHECK(query_progress(store_db(s), id, p, STORE_PROGRESS_CAP + 1, &n, err, sizeof err) == 0);
+    T_CHECK(n > STORE_PROGRESS_CAP / 4 && n <= STORE_PROGRESS_CAP);
+    T_CHECK(p[0].t == 1000.0 && p[0].done == 0);                          /* the start is kept */
+    T_CHECK(p[n - 1].t == 1000.0 + 250.0 * (points - 1));                 /* and the newest */
+    T_CHECK(p[n - 1].done == (double)(points - 1) / points);
+    for (size_t i = 1; i < n; i++)
+        T_CHECK(p[i].t > p[i - 1].t && p[i].done >= p[i - 1].done && p[i].done <= 1);
+    T_CHECK(query_progress(store_db(s), id + 1, p, STORE_PROGRESS_CAP, &n, err, sizeof err) == 0 && n == 0);
+    store_destroy(&s);
+}

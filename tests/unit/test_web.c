@@ -1,6 +1,7 @@
 /*
  * The web view's pure parts: HTML escaping of values from the wire, strict job ids from
- * URLs, the per-job history ring (thinning keeps the whole run in HIST_CAP points), the
+ * URLs, the broker's history ring (thinning keeps the whole run in HIST_CAP points), a job's
+ * progress chart in shares of its work, the
  * page cache, the token file, the per-job Prometheus series, and which connection the reaper
  * cuts when the listener is full.
  */
@@ -59,47 +60,42 @@ T_TEST(test_job_ids_parse_strictly)
     T_CHECK(web_parse_id("42/result", 2, &id) == 0 && id == 42);   /* n bounds it */
 }
 
-static nq_metrics_snapshot_t one_job(nq_metrics_job_t *j, uint64_t id, uint64_t done, double t)
-{
-    memset(j, 0, sizeof *j);
-    j->id = id;
-    j->shards_done = done;
-    j->shards_total = 1000000;
-    nq_metrics_snapshot_t s = { .wall = t, .njobs = 1, .jobs = j };
-    return s;
-}
-
 T_TEST(test_history_thins_but_spans_the_whole_run)
 {
     static nq_history_t h;
     static hist_sample_t out[HIST_CAP];
-    nq_metrics_job_t j;
     const int seconds = 100000;                 /* 28 hours at one snapshot a second */
     for (int i = 0; i <= seconds; i++) {
-        nq_metrics_snapshot_t s = one_job(&j, 7, (uint64_t)i, 1000.0 + i);
+        nq_metrics_snapshot_t s = { .wall = 1000.0 + i, .results_total = (uint64_t)i, .workers_alive = 2 };
         history_add(&h, &s);
     }
-    size_t n = history_get(&h, 7, out, HIST_CAP);
+    size_t n = history_get_broker(&h, out, HIST_CAP);
     T_CHECK(n > HIST_CAP / 2 && n <= HIST_CAP);
     T_CHECK(out[0].t == 1000.0 && out[0].done == 0);               /* the start is kept */
     T_CHECK(out[n - 1].t > 1000.0 + seconds - 1000.0);             /* and the recent end */
     for (size_t i = 1; i < n; i++)
-        T_CHECK(out[i].t > out[i - 1].t && out[i].done >= out[i - 1].done);
-    T_CHECK(history_get(&h, 8, out, HIST_CAP) == 0);
+        T_CHECK(out[i].t > out[i - 1].t && out[i].done >= out[i - 1].done && out[i].workers == 2);
 }
 
-T_TEST(test_history_forgets_the_least_recent_job)
+/* A job's chart draws shares of its work: the left axis in %, the points' shares listed as
+   they are, the line at their height (a point at 0.5 is half way up the plot). */
+T_TEST(test_progress_chart_draws_shares_of_the_work)
 {
-    static nq_history_t h;
-    static hist_sample_t out[HIST_CAP];
-    nq_metrics_job_t j;
-    for (uint64_t id = 1; id <= HIST_JOBS + 1; id++) {
-        nq_metrics_snapshot_t s = one_job(&j, id, 1, (double)id);
-        history_add(&h, &s);
-    }
-    T_CHECK(history_get(&h, 1, out, HIST_CAP) == 0);               /* job 1 made room */
-    T_CHECK(history_get(&h, 2, out, HIST_CAP) == 1);
-    T_CHECK(history_get(&h, HIST_JOBS + 1, out, HIST_CAP) == 1);
+    hist_sample_t s[3] = { { 1000, 0, 0 }, { 1060, 0.5, 0 }, { 1120, 0.75, 0 } };
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    chart_progress(f, s, 3, 1);
+    fclose(f);
+    T_CHECK(strstr(buf, "<desc id=\"chart-shares\">0.000000 0.500000 0.750000</desc>") != NULL);
+    T_CHECK(strstr(buf, "work done (%) (left axis)") != NULL);
+    T_CHECK(strstr(buf, ">100</text>") != NULL);                   /* the left axis' top: 100 % */
+    const char *line = strstr(buf, "id=\"chart-done\"");
+    T_CHECK(line != NULL);
+    double x0, y0, x1, y1;
+    T_CHECK(line && sscanf(strstr(line, "points=\"") + 8, "%lf,%lf %lf,%lf", &x0, &y0, &x1, &y1) == 4);
+    T_CHECK(y1 < y0 && y1 > 0);
+    free(buf);
 }
 
 T_TEST(test_cache_keeps_copies_by_path)
