@@ -106,12 +106,21 @@ typedef struct nq_job {
     struct nq_job *due_next;
 } nq_job_t;
 
+/* What a lease is, set when it is made (leases_add) and changed only by leases_set_kind: its kind
+   says whether it holds its shard's row, so whether it counts in its job's work left (leases.c). */
+typedef enum {
+    NQ_LEASE_FIRST,                    /* the shard's own lease: the row is leased to it */
+    NQ_LEASE_CHECK,                    /* a spot-check copy: the shard's row stays done */
+    NQ_LEASE_COPY,                     /* a tail copy of another lease (dispatch.c): the row is not its */
+    NQ_LEASE_COPIED                    /* a shard's own lease whose copy delivered first: its own
+                                          result is a check vote, and it gets no further copy */
+} nq_lease_kind_t;
+
 /* A shard out on a worker. */
 typedef struct nq_lease {
     uint64_t id, job, shard;
     uint32_t attempt;
-    int check;                         /* a spot-check copy: the shard's row stays done */
-    int copy;                          /* a tail copy of another lease (dispatch.c): its row is not its */
+    nq_lease_kind_t kind;
     struct nq_lease *twin;             /* the other lease of a tail copy pair while both are out */
     double cost;                       /* its shard's cost estimate (jobq_cost), in the job's units */
     nq_peer_t *peer;                   /* NULL: re-armed after restart, owner not yet back */
@@ -119,7 +128,6 @@ typedef struct nq_lease {
     double progress_at;                /* when progress last moved */
     double sent_at, started_at;        /* when it was sent; when the broker first saw it move (0: not
                                           yet): its holder's speed as the broker sees it (leases.c) */
-    int copied;                        /* a copy of it delivered first: its own result is a check vote */
     uint64_t sync;                     /* its peer's sync_sent when it was sent (see leases_heartbeat) */
     uint32_t listed;                   /* the hb_stamp of the last heartbeat that listed it */
     struct nq_lease *next_in_peer;
@@ -492,7 +500,13 @@ void peers_devices(nq_peer_t *p, const nq_heartbeat_t *hb);
 
 /* ---- leases.c ---- */
 nq_lease_t *leases_find(nq_broker_t *b, uint64_t id);
-nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id);
+/* A new lease of j's shard, counted in j (and in p when p is not NULL: NULL is a lease re-armed
+   at start, its holder not yet back). */
+nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard, uint32_t attempt, uint64_t id,
+                       nq_lease_kind_t kind);
+/* A tail copy whose holder is gone becomes the shard's own lease; a holder whose copy delivered
+   first becomes NQ_LEASE_COPIED. What l costs is counted anew. */
+void leases_set_kind(nq_broker_t *b, nq_lease_t *l, nq_lease_kind_t kind);
 void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p);
 /* A worker's heartbeat: progress, re-armed leases, and the leases it never received. */
 void leases_heartbeat(nq_broker_t *b, nq_peer_t *p, const nq_heartbeat_t *hb);

@@ -68,7 +68,8 @@ static int task_shard(nq_broker_t *b, nq_job_t *j, uint64_t shard, int fresh, in
 }
 
 /* The TASK for a lease of shard (row) of job j to p, queued; the lease, or NULL. */
-static nq_lease_t *task_out(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard, const nq_shard_row_t *row)
+static nq_lease_t *task_out(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard, const nq_shard_row_t *row,
+                           nq_lease_kind_t kind)
 {
     nq_msg_t m = { .type = NQ_MSG_TASK };
     nq_task_t *t = &m.u.task;
@@ -86,9 +87,7 @@ static nq_lease_t *task_out(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t 
     t->max_steps = j->spec.max_steps;
     if (outbox_send(b, p, &m) != 0)
         return NULL;
-    nq_lease_t *l = leases_add(b, p, j->id, shard, row->attempts, t->lease);
-    j->leases_out++;
-    return l;
+    return leases_add(b, p, j, shard, row->attempts, t->lease, kind);
 }
 
 /* 0 sent, 1 nothing to send (see task_shard), -1 failed. A spot-check copy (check) is leased in
@@ -102,10 +101,9 @@ static int send_task(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, const jobq_taken
         return rc;
     if (check && j->spec.kind == NQ_KIND_COUNT && spotcheck_wants_cpu(b, j, tk->shard))
         snprintf(row.algo, sizeof row.algo, "%s", NQ_TASK_CPU);
-    nq_lease_t *l = task_out(b, p, j, tk->shard, &row);
+    nq_lease_t *l = task_out(b, p, j, tk->shard, &row, check ? NQ_LEASE_CHECK : NQ_LEASE_FIRST);
     if (!l)
         return -1;
-    l->check = check;
     leases_price(b, l, jobq_cost(j, tk->shard));
     if (!check)
         store_shard_lease_at(b->store, j->id, tk->shard, l->id, p->hello.worker_id, tk->frontier, tk->back);
@@ -207,7 +205,7 @@ static int cand_cmp(const void *x, const void *y)
 static int copyable(nq_broker_t *b, const nq_lease_t *l)
 {
     const nq_job_t *j;
-    return !l->check && !l->copy && !l->twin && !l->copied && l->peer &&
+    return l->kind == NQ_LEASE_FIRST && !l->twin && l->peer &&
            (j = jobq_find(b, l->job)) != NULL &&
            j->spec.kind != NQ_KIND_SOLVE;
 }
@@ -261,10 +259,9 @@ static int tail_copy(nq_broker_t *b, nq_peer_t *p)
         nq_shard_row_t row;
         if (task_shard(b, j, l->shard, 0, 0, &row) != 0 || row.state != NQ_SHARD_LEASED)
             continue;
-        nq_lease_t *c = task_out(b, p, j, l->shard, &row);
+        nq_lease_t *c = task_out(b, p, j, l->shard, &row, NQ_LEASE_COPY);
         if (!c)
             return 0;
-        c->copy = 1;
         c->twin = l;
         l->twin = c;
         leases_price(b, c, l->cost);

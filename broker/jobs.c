@@ -49,13 +49,12 @@ static int load_shard(void *ud, const nq_shard_row_t *r)
         return LOAD_REFUSED;
     if (r->state == NQ_SHARD_LEASED && c->j->spec.quorum < 2) {
         /* Re-armed: the worker that held it may still deliver, so wait a grace window. */
-        leases_add(c->b, NULL, r->job, r->idx, r->attempts, r->lease);
+        leases_add(c->b, NULL, c->j, r->idx, r->attempts, r->lease, NQ_LEASE_FIRST);
         uint64_t *g = realloc(c->j->grace, (c->j->ngrace + 1) * sizeof *g);
         if (!g)
             return -1;
         c->j->grace = g;
         c->j->grace[c->j->ngrace++] = r->lease;
-        c->j->leases_out++;
         return 0;
     }
     if (c->n == c->cap) {

@@ -26,6 +26,32 @@ nq_lease_t *leases_find(nq_broker_t *b, uint64_t id)
     return NULL;
 }
 
+/* Whether a lease of this kind holds its shard's row, so counts in its job's work left. */
+static int lease_holds_row(nq_lease_kind_t kind)
+{
+    return kind == NQ_LEASE_FIRST || kind == NQ_LEASE_COPIED;
+}
+
+/*
+ * The one place a lease's cost is counted (sign 1 counts l in, -1 takes it out): in its holder p
+ * (leases outstanding and their cost, dispatch's budget) and in its job j (leases out; and, for a
+ * lease that holds its shard's row, the job's work left: a spot-check or tail copy adds no work).
+ * A sum whose last term goes is set to 0, so the additions and subtractions leave no drift.
+ */
+static void lease_count(const nq_lease_t *l, nq_peer_t *p, nq_job_t *j, int sign)
+{
+    if (p) {
+        p->outstanding += sign;
+        p->out_cost = p->outstanding == 0 ? 0 : p->out_cost + sign * l->cost;
+    }
+    if (!j)
+        return;
+    if (lease_holds_row(l->kind))
+        j->leased_cost = sign < 0 && j->leases_out <= 1 ? 0 : j->leased_cost + sign * l->cost;
+    if (sign > 0 || j->leases_out > 0)
+        j->leases_out += sign;
+}
+
 static void peer_unlink_lease(nq_lease_t *l)
 {
     nq_peer_t *p = l->peer;
@@ -36,10 +62,7 @@ static void peer_unlink_lease(nq_lease_t *l)
             *pp = l->next_in_peer;
             break;
         }
-    p->outstanding--;
-    p->out_cost -= l->cost;
-    if (p->outstanding == 0)
-        p->out_cost = 0;                /* no drift from the additions and subtractions */
+    lease_count(l, p, NULL, -1);
     l->peer = NULL;
 }
 
@@ -52,27 +75,29 @@ void leases_attach(nq_broker_t *b, nq_lease_t *l, nq_peer_t *p)
     l->peer = p;
     l->next_in_peer = p->leases;
     p->leases = l;
-    p->outstanding++;
-    p->out_cost += l->cost;
+    lease_count(l, p, NULL, 1);
     l->progress_at = b->now;
     l->sync = p->sync_sent;             /* only a later token can prove it lost */
     hungry_update(b, p);
 }
 
-nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shard, uint32_t attempt, uint64_t id)
+nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, nq_job_t *j, uint64_t shard, uint32_t attempt, uint64_t id,
+                       nq_lease_kind_t kind)
 {
     nq_lease_t *l = calloc(1, sizeof *l);
     if (!l)
         return NULL;
     l->id = id;
-    l->job = job;
+    l->job = j->id;
     l->shard = shard;
     l->attempt = attempt;
+    l->kind = kind;
     l->progress_at = l->sent_at = b->now;
     size_t h = lease_bucket(b, id);
     l->hnext = b->lease_tab[h];
     b->lease_tab[h] = l;
     b->nleases++;
+    lease_count(l, NULL, j, 1);
     if (p)
         leases_attach(b, l, p);
     return l;
@@ -80,13 +105,22 @@ nq_lease_t *leases_add(nq_broker_t *b, nq_peer_t *p, uint64_t job, uint64_t shar
 
 void leases_price(nq_broker_t *b, nq_lease_t *l, double cost)
 {
-    nq_peer_t *p = l->peer;
-    if (p)
-        p->out_cost += cost - l->cost;
     nq_job_t *j = jobq_find(b, l->job);
-    if (j && !l->copy && !l->check)
-        j->leased_cost += cost - l->cost;
+    lease_count(l, l->peer, j, -1);
     l->cost = cost;
+    lease_count(l, l->peer, j, 1);
+}
+
+void leases_set_kind(nq_broker_t *b, nq_lease_t *l, nq_lease_kind_t kind)
+{
+    if (lease_holds_row(kind) == lease_holds_row(l->kind)) {
+        l->kind = kind;                 /* costs the same */
+        return;
+    }
+    nq_job_t *j = jobq_find(b, l->job);
+    lease_count(l, NULL, j, -1);
+    l->kind = kind;
+    lease_count(l, NULL, j, 1);
 }
 
 void leases_remove(nq_broker_t *b, nq_lease_t *l)
@@ -100,17 +134,12 @@ void leases_remove(nq_broker_t *b, nq_lease_t *l)
             *pp = l->hnext;
             break;
         }
-    nq_job_t *j = jobq_find(b, l->job);
-    if (j && !l->copy && !l->check)
-        j->leased_cost = j->leases_out > 1 ? j->leased_cost - l->cost : 0;
+    lease_count(l, NULL, jobq_find(b, l->job), -1);
     if (l->twin) {                      /* the copy carries on alone: it is the shard's lease now */
         l->twin->twin = NULL;
-        if (l->twin->copy && !l->copy && j)
-            j->leased_cost += l->twin->cost;
-        l->twin->copy = 0;
+        if (l->twin->kind == NQ_LEASE_COPY)
+            leases_set_kind(b, l->twin, NQ_LEASE_FIRST);
     }
-    if (j && j->leases_out > 0)
-        j->leases_out--;
     b->nleases--;
     free(l);
 }
@@ -151,7 +180,7 @@ static void copy_alone(nq_broker_t *b, uint64_t job, uint64_t shard)
 void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char *why)
 {
     uint64_t job = l->job, shard = l->shard;
-    int check = l->check;
+    nq_lease_kind_t kind = l->kind;
     if (l->twin) {
         if (why)
             nq_log(NQ_LOG_INFO, "lease.release", "job=%llu shard=%llu reason=\"%s\" twin=out",
@@ -160,13 +189,12 @@ void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char
         return;
     }
     int64_t who = count_attempt && l->peer ? idents_who(b, l->peer) : 0;   /* charged once per identity */
-    int copied = l->copied;
     leases_remove(b, l);
-    if (copied) {                       /* a copy's result holds the shard: it stands alone now */
+    if (kind == NQ_LEASE_COPIED) {                       /* a copy's result holds the shard: it stands alone now */
         copy_alone(b, job, shard);
         return;
     }
-    if (check) {                        /* a spot-check copy: the shard is done, the copy waits again */
+    if (kind == NQ_LEASE_CHECK) {       /* a spot-check copy: the shard is done, the copy waits again */
         nq_job_t *j = jobq_find(b, job);
         if (j)
             jobq_push_check(j, shard);

@@ -300,9 +300,9 @@ static int copy_first(nq_broker_t *b, nq_lease_t *l)
 {
     nq_job_t *j = jobq_find(b, l->job);
     nq_lease_t *holder = l->twin;
-    if (!l->copy || !holder || !j || j->spec.quorum > 1)
+    if (l->kind != NQ_LEASE_COPY || !holder || !j || j->spec.quorum > 1)
         return 0;
-    holder->copied = 1;                 /* no further copy of it: its result is a check vote now */
+    leases_set_kind(b, holder, NQ_LEASE_COPIED);   /* its result is a check vote now */
     return 1;
 }
 
@@ -316,7 +316,7 @@ static void result_accept(nq_broker_t *b, nq_peer_t *p, nq_pending_result_t *e, 
     if (l) {
         nq_lease_t *twin = l->twin;
         by_copy = copy_first(b, l);
-        copied = l->copied;
+        copied = l->kind == NQ_LEASE_COPIED;
         results_learn(b, p, l, r);
         leases_remove(b, l);            /* its credit is free again at once */
         if (twin && !by_copy)           /* the holder delivered first: the copy stops */
