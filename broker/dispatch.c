@@ -180,14 +180,18 @@ static int from_back(const nq_broker_t *b, const nq_peer_t *p, const nq_job_t *j
 /* ---- the tail: copies of the leases that would finish last ---- */
 
 /* When l's holder would finish it, from its lane and the lease's progress (its nodes over the
-   job's learnt nodes per cost unit). */
+   job's learnt nodes per cost unit). A lease still out after its lane's time since it started is
+   late by the difference, whatever progress it reports: progress past the shard's estimate says
+   "done any moment" for ever, so a worker creeping its progress would never be copied. */
 static double lease_left_s(nq_broker_t *b, const nq_lease_t *l)
 {
     const nq_job_t *j = jobq_find(b, l->job);
     if (!l->peer || l->peer->lane <= 0 || !j)
         return UNKNOWN_S;
     double scale = jobq_scale(j), left = l->cost - (scale > 0 ? (double)l->progress / scale : 0);
-    return (left > 0 ? left : 0) / l->peer->lane;
+    double left_s = (left > 0 ? left : 0) / l->peer->lane;
+    double late_s = l->started_at > 0 ? b->now - l->started_at - l->cost / l->peer->lane : 0;
+    return late_s > left_s ? late_s : left_s;
 }
 
 static int cand_cmp(const void *x, const void *y)

@@ -80,7 +80,7 @@ int jobq_any_pending(const nq_broker_t *b)
 /* ---- what shards cost ---- */
 
 /* A shard's cost in the list's estimate (shard.h: expected nodes of the CPU kernels, from random
-   paths down the shard's search tree; per root for a job of lease order 1); a solve job's shards
+   paths down the shard's search tree); a solve job's shards
    cost 1 each. */
 static double list_cost(const nq_shards_t *l, uint64_t idx) { return shards_cost(l, idx); }
 static double list_cost_at(const nq_shards_t *l, uint64_t pos) { return shards_cost_at(l, pos); }

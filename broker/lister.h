@@ -24,7 +24,7 @@ typedef struct nq_lister_req {
     int kind, n, depth, encoding;
     uint64_t max_shards, max_steps;
     double seconds;                    /* > 0: the depth is shards_new_for_seconds' (count only) */
-    int order;                         /* the lease order: NQ_ORDER_*, 0 = NQ_ORDER_ROOTS */
+    int order;                         /* the lease order: NQ_ORDER_COST (0: the same) */
     int unordered;                     /* 1: without the order (its estimates): see shards_ordered */
 } nq_lister_req_t;
 

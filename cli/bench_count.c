@@ -97,13 +97,11 @@ static void *bench_thread(void *arg)
     return NULL;
 }
 
-/* NQ_ORDER=1|2: the lease order the threads take shards in (a benchmark knob: docs/benchmarks.md
-   compares them); unset, index order, with no estimates built (0). */
+/* NQ_ORDER=2: the threads take shards in the lease order (a benchmark knob: docs/benchmarks.md
+   compares it with index order); unset, index order, with no estimates built (0). */
 static int bench_order(void)
 {
     const char *e = getenv("NQ_ORDER");
-    if (e && strcmp(e, "1") == 0)
-        return NQ_ORDER_ROOTS;
     return e && strcmp(e, "2") == 0 ? NQ_ORDER_COST : 0;
 }
 

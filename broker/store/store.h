@@ -61,10 +61,9 @@ int store_kind_parse(const char *s);                      /* NQ_KIND_* or -1 */
    stored job's list is made again: 0.2 s (N=32) to 0.9 s (N=18) on one core (see submit.c). */
 #define NQ_JOB_LIST_STEPS   (1ull << 22)
 
-/* The newest lease order a stored job may name (shard.h's NQ_ORDER_*: 1 roots, 2 estimated cost),
-   and the one a new job gets. */
-#define NQ_LEASE_ORDER_MAX NQ_ORDER_COST
-#define NQ_LEASE_ORDER_NEW NQ_ORDER_CURRENT
+/* The one lease order a stored job may name and a new job gets (shard.h's NQ_ORDER_COST); the
+   version stays in the row so that a release can migrate it. */
+#define NQ_LEASE_ORDER NQ_ORDER_CURRENT
 
 /* What a job asks for (the jobs row's parameters). */
 typedef struct {

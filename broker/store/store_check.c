@@ -305,7 +305,7 @@ static void job_progress(row_t *r, nq_job_row_t *o)
     o->fast_shards = (uint64_t)col_int(r, J_FAST_SHARDS, "fast_shards", 0, (int64_t)o->shards_done);
     o->frontier = (uint64_t)col_int(r, J_FRONTIER, "frontier", 0, total);
     o->back = (uint64_t)col_int(r, J_BACK, "back", (int64_t)o->frontier, total);   /* [frontier, back): no rows */
-    o->spec.lease_order = (uint32_t)col_int(r, J_LEASE_ORDER, "lease_order", 1, NQ_LEASE_ORDER_MAX);
+    o->spec.lease_order = (uint32_t)col_int(r, J_LEASE_ORDER, "lease_order", NQ_LEASE_ORDER, NQ_LEASE_ORDER);
     o->checks = (uint64_t)col_int(r, J_CHECKS, "checks", 0, INT64_MAX);
     o->disagreed = (uint64_t)col_int(r, J_DISAGREED, "disagreed", 0, (int64_t)o->checks);
     o->evidence = (uint64_t)col_int(r, J_EVIDENCE, "evidence", 0, INT64_MAX);

@@ -105,7 +105,7 @@ static int job_insert(nq_store_t *s, const nq_job_spec_t *j, uint64_t nshards, u
     sqlite3_bind_double(q, 14, nq_wall());
     sqlite3_bind_int64(q, 15, i64(frontier));
     sqlite3_bind_int64(q, 16, j->verify_ppm);
-    sqlite3_bind_int64(q, 17, j->lease_order ? j->lease_order : NQ_LEASE_ORDER_NEW);
+    sqlite3_bind_int64(q, 17, j->lease_order ? j->lease_order : NQ_LEASE_ORDER);
     int rc = store_step_done(q);
     if (rc)
         return store_fail(s, "job.insert", rc);

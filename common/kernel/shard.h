@@ -56,15 +56,12 @@
  * construction one pass over the top levels.
  *
  * The lease order (shards_at) is the order a job hands its shards out in, and a stored job's
- * frontier is a position in it, so a job keeps the order version it was created with, as it
- * keeps its encoding:
- *   NQ_ORDER_ROOTS (1): roots (a, c, d) by a rough log tree size, largest first, a root's
- *     shards in list order (every job stored before order 2 existed).
+ * frontier is a position in it, so a job stores the version of its order (one today, as for
+ * the encoding; a release that changes it migrates stored jobs):
  *   NQ_ORDER_COST (2): shards by estimated nodes, largest first, ties by index; lists of more
  *     than NQ_ORDER_BLOCKS_FROM shards order their blocks by their estimate a shard, a block's
  *     shards in list order.
- * Both give every shard an estimate of count_shard's nodes (order 1 shares a root's among its
- * shards), from seeded random paths through the list's and the kernel's levels
+ * It gives every shard an estimate of count_shard's nodes, from seeded random paths through the list's and the kernel's levels
  * (shard_list_cost.c, shard_cost.h): the same on every machine and at every rebuild.
  */
 #ifndef NQ_SHARD_H
@@ -79,7 +76,6 @@
 #define NQ_SHARD_ENCODING 5       /* the one encoding listed and read; a job stores it */
 #define NQ_SHARD_BORDER_MIN_N 4      /* below: the plain mode */
 #define NQ_SHARD_MAX_LIST (1ull << 28) /* shards_new refuses to list more than this */
-#define NQ_ORDER_ROOTS 1          /* roots by a log tree size, a root's shards in list order */
 #define NQ_ORDER_COST 2           /* shards (blocks past NQ_ORDER_BLOCKS_FROM shards) by estimated
                                      nodes a shard, largest first */
 #define NQ_ORDER_CURRENT NQ_ORDER_COST
@@ -107,7 +103,7 @@ typedef struct nq_shard_desc {
 typedef struct nq_shards nq_shards_t;
 
 /* depth 0 = auto from n. NULL with a reason in err when kind, n or depth is out of range.
-   shards_new, shards_new_ex and shards_new_bounded give lease order NQ_ORDER_ROOTS. */
+   shards_new, shards_new_ex and shards_new_bounded give lease order NQ_ORDER_COST. */
 nq_shards_t *shards_new(int kind, int n, int depth, char *err, size_t errlen);
 /* The same for a stored job's encoding (refused unless NQ_SHARD_ENCODING). */
 nq_shards_t *shards_new_ex(int kind, int n, int depth, int encoding, char *err, size_t errlen);
@@ -125,7 +121,7 @@ typedef struct {
                                          step and every root: a list built on a thread of a process
                                          that is told to stop; the cost estimates check it at
                                          every unit too) */
-    int order;                        /* the lease order: NQ_ORDER_*, 0 = NQ_ORDER_ROOTS */
+    int order;                        /* the lease order: NQ_ORDER_COST, or 0 for the same */
     int unordered;                    /* 1: the list without its lease order, whose cost estimates
                                          are most of a large list's time (N=27: seconds); see
                                          shards_ordered */
@@ -165,8 +161,7 @@ int shards_order(const nq_shards_t *s);
    needs no order: a job's row, a one-pass benchmark. */
 int shards_ordered(const nq_shards_t *s);
 /* Estimated nodes of count_shard on shard idx (by list index), and on the shard at lease position
-   pos: > 0 for every shard (0 past the end). Order 1 shares each root's estimate evenly among
-   its shards: a scheduler works with it, only less well. In nodes of the job's encoding; an
+   pos: > 0 for every shard (0 past the end). In nodes of the job's encoding; an
    estimate, whose scale a scheduler should calibrate from real results. */
 double shards_cost(const nq_shards_t *s, uint64_t idx);
 double shards_cost_at(const nq_shards_t *s, uint64_t pos);

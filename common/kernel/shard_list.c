@@ -320,13 +320,13 @@ nq_shards_t *list_new_unordered(int kind, int n, int depth, int encoding, nq_sha
 int list_order_set(nq_shards_t *s, nq_shards_limits_t *lim, char *err, size_t errlen)
 {
     int stopped = 0;
-    if (lim->order < 0 || lim->order > NQ_ORDER_CURRENT) {
+    if (lim->order != 0 && lim->order != NQ_ORDER_COST) {
         lim->why = NQ_SHARDS_REFUSED;
-        return nq_errf(err, errlen, "lease order %d not supported (this build knows %d..%d)", lim->order,
-                       NQ_ORDER_ROOTS, NQ_ORDER_CURRENT);
+        return nq_errf(err, errlen, "lease order %d not supported (this build knows %d only)", lim->order,
+                       NQ_ORDER_COST);
     }
     order_free(s);
-    s->order = lim->order ? lim->order : NQ_ORDER_ROOTS;
+    s->order = NQ_ORDER_COST;
     if (lim->unordered)
         return 0;
     if (order_build(s, lim->stop, &stopped) == 0)

@@ -30,13 +30,10 @@
 #define PATHS_PER_LIST (1u << 21)
 #define PATHS_MIN 1
 #define PATHS_MAX 64
-#define ROOT_PATHS 16
 
 
-static uint32_t unit_paths(int unit, size_t nunits)
+static uint32_t unit_paths(size_t nunits)
 {
-    if (unit == UNIT_ROOT)
-        return ROOT_PATHS;
     uint64_t p = PATHS_PER_LIST / (nunits ? nunits : 1);
     return p < PATHS_MIN ? PATHS_MIN : p > PATHS_MAX ? PATHS_MAX : (uint32_t)p;
 }
@@ -86,10 +83,10 @@ static nq_cost_u128 prefix_paths(const nq_shards_t *s, const root_t *rt, const w
     return cost_scale(sum, &kids);
 }
 
-/* A root's or a block's estimate. */
+/* A block's estimate. */
 static nq_cost_u128 group_paths(const nq_shards_t *s, int unit, size_t u, uint32_t budget, nq_rng_t *rng)
 {
-    size_t root = unit == UNIT_ROOT ? u : s->block_root[u];
+    size_t root = s->block_root[u];
     walk_t w = s->walks[root];
     uint8_t cols[NQ_SHARD_MAX_N];
     int lv = 0;
@@ -156,8 +153,8 @@ static int shard_key(void *ud, uint64_t i, const uint8_t *spec, size_t len)
 
 int costs_compute(const nq_shards_t *s, int unit, uint32_t *keys, const atomic_int *stop, int *stopped)
 {
-    size_t nunits = unit == UNIT_ROOT ? s->nroots : unit == UNIT_BLOCK ? s->nblocks : shards_count(s);
-    uint32_t paths = unit_paths(unit, nunits);
+    size_t nunits = unit == UNIT_BLOCK ? s->nblocks : shards_count(s);
+    uint32_t paths = unit_paths(nunits);
     uint64_t seed = list_seed(s, unit);
     *stopped = 0;
     if (unit == UNIT_SHARD) {

@@ -31,7 +31,7 @@ typedef struct {
 
 /* What a lease order is made of: "units" of consecutive shards (list indices), each with one
    estimated cost that its shards share evenly. */
-enum { UNIT_ROOT, UNIT_BLOCK, UNIT_SHARD };
+enum { UNIT_BLOCK = 1, UNIT_SHARD };
 
 struct nq_shards {
     int kind, n, depth, encoding, mode;
@@ -46,7 +46,7 @@ struct nq_shards {
     size_t nblocks, bcap;
     /* the lease order (shard_order.c): a sequence of slots, each one unit */
     int order;                     /* NQ_ORDER_* */
-    int unit;                      /* UNIT_*: roots (order 1), shards or blocks (order 2) */
+    int unit;                      /* UNIT_*: the lease order goes by shard or by block */
     size_t nunits;
     uint32_t *cost_key;            /* per unit, by its index: estimated nodes, packed (costs_pack) */
     uint32_t *perm;                /* per slot: its unit */

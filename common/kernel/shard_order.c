@@ -1,19 +1,16 @@
 /*
  * The lease orders of a shard list (shard.h), and the estimated cost of every position in them.
  *
- * An order is a sequence of slots, each a unit of consecutive shards (shard_list_impl.h):
- *   NQ_ORDER_ROOTS  roots by a rough log tree size, largest first; a root's shards in list order.
- *                   Each root also gets an estimate (shard_list_cost.c) that its shards share.
- *   NQ_ORDER_COST   shards by estimated nodes, largest first (ties by index); past
- *                   NQ_ORDER_BLOCKS_FROM shards, blocks by estimated nodes a shard, a block's
- *                   shards in list order, each with its block's estimate over its count.
+ * The order (NQ_ORDER_COST) is a sequence of slots, each a unit of consecutive shards
+ * (shard_list_impl.h): shards by estimated nodes, largest first (ties by index); past
+ * NQ_ORDER_BLOCKS_FROM shards, blocks by estimated nodes a shard, a block's shards in list
+ * order, each with its block's estimate over its count.
  * Memory: per slot a unit (4 bytes), its packed estimate (4), the estimate before it (8), and
- * for roots and blocks the shards before it (8): 16 bytes a shard up to NQ_ORDER_BLOCKS_FROM,
+ * for blocks the shards before it (8): 16 bytes a shard up to NQ_ORDER_BLOCKS_FROM,
  * 24 a block beyond (N=28, depth 4: 17.3 M shards in 51,885 blocks; docs/scheduling-costs.md).
  */
 #include "shard_list_impl.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 static uint64_t blocks_from = NQ_ORDER_BLOCKS_FROM;
@@ -25,49 +22,7 @@ void shards_test_blocks_from(uint64_t shards)
 }
 #endif
 
-/* ---- order 1: largest roots first ---- */
-
-/* A rough search-tree size, as a log: the product over free rows of the cells the fixed
-   queens leave open (row n-1: only canonical b). Only the order it gives matters. */
-static double log_tree_size(const board_t *p, uint32_t b_allowed)
-{
-    double logc = 0;
-    for (int r = 0; r < p->n; r++)
-        if (p->row_col[r] < 0)
-            logc += log(__builtin_popcount(board_row_open(p, r, b_allowed)) + 0.5);
-    return logc;
-}
-
-typedef struct { double cost; uint32_t root; } ranked_root_t;
-
-static int cmp_root_cost(const void *x, const void *y)
-{
-    const ranked_root_t *a = x, *b = y;
-    if (a->cost != b->cost)
-        return a->cost > b->cost ? -1 : 1;
-    return a->root < b->root ? -1 : a->root > b->root;
-}
-
-/*
- * Campaigns end with their smallest shards when the big ones go first. A full sort of 10^8
- * shards is what this avoided: roots (a few thousand) are sorted by their cost, and a root's
- * shards follow in list order. Stored jobs of order 1 keep exactly this order.
- */
-static int order_roots(const nq_shards_t *s, uint32_t *perm)
-{
-    ranked_root_t *rk = malloc((s->nroots ? s->nroots : 1) * sizeof *rk);
-    if (!rk)
-        return -1;
-    for (uint32_t r = 0; r < s->nroots; r++)
-        rk[r] = (ranked_root_t){ log_tree_size(&s->walks[r].board, s->roots[r].b_allowed), r };
-    qsort(rk, s->nroots, sizeof *rk, cmp_root_cost);
-    for (size_t k = 0; k < s->nroots; k++)
-        perm[k] = rk[k].root;
-    free(rk);
-    return 0;
-}
-
-/* ---- order 2: largest estimates first ---- */
+/* ---- largest estimates first ---- */
 
 typedef struct { uint32_t key, unit; } ranked_unit_t;
 
@@ -122,8 +77,8 @@ int order_build(nq_shards_t *s, const atomic_int *stop, int *stopped)
 {
     uint64_t count = shards_count(s);
     *stopped = 0;
-    s->unit = s->order == NQ_ORDER_ROOTS ? UNIT_ROOT : count > blocks_from ? UNIT_BLOCK : UNIT_SHARD;
-    s->nunits = s->unit == UNIT_ROOT ? s->nroots : s->unit == UNIT_BLOCK ? s->nblocks : count;
+    s->unit = count > blocks_from ? UNIT_BLOCK : UNIT_SHARD;
+    s->nunits = s->unit == UNIT_BLOCK ? s->nblocks : count;
     size_t n = s->nunits ? s->nunits : 1;
     s->cost_key = malloc(n * sizeof *s->cost_key);
     s->perm = malloc(n * sizeof *s->perm);
@@ -134,7 +89,7 @@ int order_build(nq_shards_t *s, const atomic_int *stop, int *stopped)
         return -1;
     if (costs_compute(s, s->unit, s->cost_key, stop, stopped) != 0)
         return -1;
-    if ((s->order == NQ_ORDER_ROOTS ? order_roots(s, s->perm) : order_costs(s, s->perm)) != 0)
+    if (order_costs(s, s->perm) != 0)
         return -1;
     order_sums(s);
     return 0;
@@ -153,7 +108,7 @@ void order_free(nq_shards_t *s)
 
 /* ---- positions ---- */
 
-/* The slot holding position pos (< count): pos itself, or the last slot starting at or before it. */
+/* The slot holding position pos (< count): pos itself, or the last block starting at or before it. */
 static size_t slot_of(const nq_shards_t *s, uint64_t pos)
 {
     if (s->unit == UNIT_SHARD)
@@ -179,7 +134,7 @@ uint64_t shards_at(const nq_shards_t *s, uint64_t pos)
     return list_unit_first(s, s->unit, s->perm[k]) + (pos - slot_start(s, k));
 }
 
-/* The index range of a run of the lease order from pos: a slot's rest, or for single shards the
+/* The index range of a run of the lease order from pos: a block's rest, or for single shards the
    consecutive indices that follow (a walk of their block once, not once each). */
 int shards_each_at(const nq_shards_t *s, uint64_t pos, uint64_t count, shards_each_fn fn, void *ud)
 {
@@ -215,8 +170,8 @@ double shards_cost(const nq_shards_t *s, uint64_t idx)
         return 1;
     if (s->unit == UNIT_SHARD)
         return costs_unpack(s->cost_key[idx]);
-    size_t b = list_block_of(s, idx), u = s->unit == UNIT_BLOCK ? b : s->block_root[b];
-    return costs_unpack(s->cost_key[u]) / (double)list_unit_count(s, s->unit, u);
+    size_t b = list_block_of(s, idx);
+    return costs_unpack(s->cost_key[b]) / (double)list_unit_count(s, s->unit, b);
 }
 
 double shards_cost_at(const nq_shards_t *s, uint64_t pos)

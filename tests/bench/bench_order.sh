@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Does the lease order by estimated cost (order 2) end a count sooner than the order by roots
-# (order 1)? For each N, rounds of `nq bench count N --threads T` with NQ_ORDER=1 and
+# Does the lease order by estimated cost (order 2) end a count sooner than the list's index
+# order? For each N, rounds of `nq bench count N --threads T` with NQ_ORDER=0 (index order) and
 # NQ_ORDER=2 alternating (the knob of cli/bench_count.c): wall seconds (the list included)
 # and the list's own seconds, medians, and order 2's ratio. With --run-nq PATH, the same
 # rounds of `PATH run count N --fresh` (a build whose broker lists new jobs in NQ_ORDER's
@@ -27,11 +27,11 @@ fi
 field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-printf '| N | command | threads | order 1: s (list s) | order 2: s (list s) | order 2 / order 1 |\n'
+printf '| N | command | threads | index order: s (list s) | order 2: s (list s) | order 2 / index order |\n'
 printf '|---|---|---|---|---|---|\n'
 for n in $NS; do
     for i in $(seq "$R"); do
-        for o in 1 2; do
+        for o in 0 2; do
             NQ_ORDER=$o "$NQ" bench count "$n" --threads "$T" --json >"$tmp/b"
             field seconds <"$tmp/b" >>"$tmp/b.$n.$o"
             field list_seconds <"$tmp/b" >>"$tmp/l.$n.$o"

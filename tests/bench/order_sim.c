@@ -4,7 +4,7 @@
  * plus NQ_SHARD_COST_FLOOR each; each worker takes the next position of the order when it is
  * free, as a broker's workers and `nq bench count`'s threads do. Load-free, where wall-clock
  * runs on a shared 2-vCPU host are not: it prints each order's makespan over the bound
- * max(total / W, largest shard), and order 2's over order 1's.
+ * max(total / W, largest shard), and the lease order's (2) over the list's index order.
  *
  *   nq_order_sim N [DEPTH] [THREADS]
  */
@@ -63,8 +63,8 @@ int main(int argc, char **argv)
         return 2;
     }
     int n = atoi(argv[1]), depth = argc > 2 ? atoi(argv[2]) : 0, threads = argc > 3 ? atoi(argv[3]) : 1;
-    nq_shards_t *o1 = shards_new_ordered(NQ_KIND_COUNT, n, depth, NQ_SHARD_ENCODING, NQ_ORDER_ROOTS, err,
-                                         sizeof err);
+    nq_shards_limits_t lim = { .max_shards = NQ_SHARD_MAX_LIST, .max_steps = UINT64_MAX, .unordered = 1 };
+    nq_shards_t *o1 = shards_new_limited(NQ_KIND_COUNT, n, depth, NQ_SHARD_ENCODING, &lim, err, sizeof err);
     nq_shards_t *o2 = shards_new_ordered(NQ_KIND_COUNT, n, depth, NQ_SHARD_ENCODING, NQ_ORDER_COST, err,
                                          sizeof err);
     if (!o1 || !o2 || threads < 1 || threads > 64) {
@@ -83,7 +83,7 @@ int main(int argc, char **argv)
         total += j.nodes[i];
         largest = j.nodes[i] > largest ? j.nodes[i] : largest;
     }
-    printf("| N | depth | shards | workers | order 1 / bound | order 2 / bound | order 2 / order 1 |\n");
+    printf("| N | depth | shards | workers | index order / bound | order 2 / bound | order 2 / index order |\n");
     printf("|---|---|---|---|---|---|---|\n");
     int ws[] = { 2, 4, 16, 64, 256, 1024 };
     for (size_t k = 0; k < sizeof ws / sizeof ws[0]; k++) {

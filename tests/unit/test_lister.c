@@ -117,7 +117,7 @@ T_TEST(test_lister_limits_and_seconds)
 }
 
 /* The order asked for is the list's, for a depth and for --shard-seconds: order 2's positions then
-   run from the largest estimate down, and order 0 is today's order 1; an unknown order says why. */
+   run from the largest estimate down, and order 0 is the same; another order (1, deleted) says why. */
 T_TEST(test_lister_passes_the_order)
 {
     nq_lister_t *l = start();
@@ -125,7 +125,7 @@ T_TEST(test_lister_passes_the_order)
     nq_lister_req_t old = req(3, NQ_KIND_COUNT, 12, 2), bad = req(4, NQ_KIND_COUNT, 12, 2);
     cost.order = secs.order = NQ_ORDER_COST;
     secs.seconds = 1e-6;
-    bad.order = NQ_ORDER_CURRENT + 1;
+    bad.order = NQ_ORDER_COST - 1;
     nq_lister_req_t *asks[] = { &cost, &secs, &old, &bad };
     for (int i = 0; i < 4; i++)
         T_EQ_U64(lister_ask(l, asks[i]), 0);
@@ -138,7 +138,7 @@ T_TEST(test_lister_passes_the_order)
         shards_destroy(&d.list);
     }
     T_EQ_U64(next_answer(l, &d), 0);
-    T_CHECK(d.list != NULL && shards_order(d.list) == NQ_ORDER_ROOTS);
+    T_CHECK(d.list != NULL && shards_order(d.list) == NQ_ORDER_COST);
     shards_destroy(&d.list);
     T_EQ_U64(next_answer(l, &d), 0);
     T_CHECK(d.list == NULL && d.why == NQ_SHARDS_REFUSED && strstr(d.err, "lease order") != NULL);

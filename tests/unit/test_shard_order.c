@@ -1,6 +1,6 @@
 /*
- * Lease orders and cost estimates (shard_order.c, shard_list_cost.c, shard_cost.c): order 1 is
- * today's to the bit; order 2 is a deterministic permutation by estimate with consistent sums,
+ * The lease order and cost estimates (shard_order.c, shard_list_cost.c, shard_cost.c): order 2
+ * is a deterministic permutation by estimate with consistent sums,
  * by shard and (forced by the test hook) by block; the estimator walks exactly count_shard's
  * tree; its estimates rank shards as count_shard's nodes do; a stop flag ends the estimates.
  */
@@ -14,73 +14,6 @@
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
-
-/* FNV-1a of every position's shard index: the whole order in 64 bits. */
-static uint64_t order_digest(const nq_shards_t *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (uint64_t p = 0; p < shards_count(s); p++)
-        for (int i = 0; i < 8; i++) {
-            h ^= (shards_at(s, p) >> (8 * i)) & 255;
-            h *= 1099511628211ull;
-        }
-    return h;
-}
-
-/*
- * Stored jobs of order 1 keep their frontier only if the order is the very same: these digests
- * are the orders shards_at gave before order 2 existed (kind, N, depth, encoding, shards,
- * digest), for count N=8..18 at depths 1-3, deeper lists, N=19-20
- * (directions from probes), plain mode and enumerate. Lists built with order 0 (shards_new_ex)
- * and, every third case, with NQ_ORDER_ROOTS named must match.
- */
-T_TEST(test_order_roots_unchanged)
-{
-    static const struct { int kind, n, depth, enc; uint64_t count, digest; } want[] = {
-    { 1, 8, 1, 5, 31, 0x2f0a5c61710b121cull }, { 1, 8, 2, 5, 62, 0xb864a795859c7d62ull },
-    { 1, 8, 3, 5, 55, 0xf90fcb5a693a6bd4ull }, { 1, 9, 1, 5, 49, 0x8a72d9e94f7477b3ull },
-    { 1, 9, 2, 5, 148, 0xdbfcf0a20f947423ull }, { 1, 9, 3, 5, 242, 0x97351a3203986e62ull },
-    { 1, 10, 1, 5, 75, 0x80becad51893e488ull }, { 1, 10, 2, 5, 289, 0x23194c6f1963f470ull },
-    { 1, 10, 3, 5, 752, 0xfa423c8d9d7489e3ull }, { 1, 11, 1, 5, 107, 0x9eb5cf341ae4c9e8ull },
-    { 1, 11, 2, 5, 492, 0xe9bda8d5a3a328f7ull }, { 1, 11, 3, 5, 1759, 0xc0a16236bfe3bd5aull },
-    { 1, 12, 1, 5, 149, 0x98d6255baa075937ull }, { 1, 12, 2, 5, 812, 0x8332ff9a6bd9aeb7ull },
-    { 1, 12, 3, 5, 3629, 0x53909e51f008c569ull }, { 1, 13, 1, 5, 199, 0x84387bc66b4cbb84ull },
-    { 1, 13, 2, 5, 1241, 0x2380beb2664fa4f7ull }, { 1, 13, 3, 5, 6621, 0xfef976230a1a358cull },
-    { 1, 14, 1, 5, 261, 0x8198d46c1650f21cull }, { 1, 14, 2, 5, 1855, 0x55adf7234c97dec1ull },
-    { 1, 14, 3, 5, 11546, 0x7fa1d2e97c69668aull }, { 1, 15, 1, 5, 333, 0xab8a034a2b70083cull },
-    { 1, 15, 2, 5, 2636, 0x5b0ea0dda99c78a7ull }, { 1, 15, 3, 5, 18774, 0xe2448bd96d865f56ull },
-    { 1, 16, 1, 5, 419, 0x2b2b6a9f7ecabcf7ull }, { 1, 16, 2, 5, 3686, 0x568cfa4433704d32ull },
-    { 1, 16, 3, 5, 29641, 0x7582d944cab59766ull }, { 1, 17, 1, 5, 517, 0x3b8cd42e21ad4e45ull },
-    { 1, 17, 2, 5, 4973, 0x3462b611e793ea86ull }, { 1, 17, 3, 5, 44573, 0x90aa5d10c37a27b1ull },
-    { 1, 18, 1, 5, 631, 0x8037cb0c40a1f2b6ull }, { 1, 18, 2, 5, 6629, 0xdec02e5240d29898ull },
-    { 1, 18, 3, 5, 65638, 0x8688c174cf8e7baeull }, { 1, 12, 4, 5, 10374, 0x892053a03959ab12ull },
-    { 1, 12, 5, 5, 18197, 0x9373197cccf8d522ull }, { 1, 13, 4, 5, 24549, 0x8f506e622819f1d6ull },
-    { 1, 13, 5, 5, 60688, 0xa8cae0307af9239full }, { 1, 14, 4, 5, 52118, 0x452e2b0ce2e70c1aull },
-    { 1, 14, 5, 5, 170130, 0x38071c1d781c6b0aull }, { 1, 19, 1, 5, 759, 0x4eac92427256ad7aull },
-    { 1, 19, 2, 5, 8101, 0x3e115941feef1032ull }, { 1, 20, 2, 5, 10537, 0x202b2ba478f1d750ull },
-    { 1, 3, 0, 5, 1, 0x47fe0d7eaf8e51e3ull }, { 1, 5, 0, 5, 3, 0x4b5f38de527b6620ull },
-    { 3, 8, 2, 5, 42, 0xbf28d872dc8f6ee2ull }, { 3, 8, 3, 5, 140, 0xb0bb5456248f7b83ull },
-    { 3, 9, 2, 5, 56, 0x05328d54e7fe1603ull }, { 3, 9, 3, 5, 234, 0x09a91c0bf96abde2ull },
-    { 3, 10, 2, 5, 72, 0x2ccf8f48eed3a983ull }, { 3, 10, 3, 5, 364, 0x8645750c779b8e97ull },
-    { 3, 11, 2, 5, 90, 0x13cade791d6577a2ull }, { 3, 11, 3, 5, 536, 0x866fdc7e8c4cebebull },
-    { 3, 12, 2, 5, 110, 0x0b6d8794cc677ca2ull }, { 3, 12, 3, 5, 756, 0x28c36a6d18256f2bull },
-    };
-    char err[256];
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        int kind = want[i].kind, n = want[i].n, depth = want[i].depth, enc = want[i].enc;
-        nq_shards_t *a = i % 3 ? shards_new_ex(kind, n, depth, enc, err, sizeof err)
-                               : shards_new_ordered(kind, n, depth, enc, NQ_ORDER_ROOTS, err, sizeof err);
-        T_CHECK(a != NULL);
-        if (!a)
-            continue;
-        T_EQ_U64(shards_order(a), NQ_ORDER_ROOTS);
-        T_EQ_U64(shards_count(a), want[i].count);
-        if (order_digest(a) != want[i].digest)
-            fprintf(stderr, "  order 1 changed: kind %d N=%d depth %d encoding %d\n", kind, n, depth, enc);
-        T_EQ_U64(order_digest(a), want[i].digest);
-        shards_destroy(&a);
-    }
-}
 
 /* What every order must give: a permutation, positive costs, cost_at = cost of at, sums that add
    up, and shards_each_at walking the same positions. Returns the failures (0 = consistent). */
@@ -142,7 +75,8 @@ static const int lists[][4] = {   /* kind, N, depth, encoding */
     { NQ_KIND_ENUMERATE, 9, 3, 5 }, { NQ_KIND_COUNT, 19, 1, 5 },
 };
 
-/* Order 2 by shard: deterministic, consistent, and largest estimate first; order 1 consistent too. */
+/* Order 2 by shard: deterministic, consistent, and largest estimate first, whether named or the
+   default of shards_new_ex; any other order is refused by name. */
 T_TEST(test_order_cost_by_shard)
 {
     char err[256];
@@ -156,7 +90,8 @@ T_TEST(test_order_cost_by_shard)
             continue;
         T_EQ_U64(shards_order(a), NQ_ORDER_COST);
         T_EQ_U64(order_check(a), 0);
-        T_EQ_U64(order_check(old), 0);
+        T_EQ_U64(shards_order(old), NQ_ORDER_COST);
+        T_EQ_U64(order_differences(a, old), 0);
         T_EQ_U64(order_differences(a, b), 0);
         uint64_t rises = 0;
         for (uint64_t p = 1; p < shards_count(a); p++)
@@ -165,6 +100,10 @@ T_TEST(test_order_cost_by_shard)
         shards_destroy(&a);
         shards_destroy(&b);
         shards_destroy(&old);
+    }
+    for (int order = 1; order <= 3; order += 2) {
+        nq_shards_t *other = shards_new_ordered(NQ_KIND_COUNT, 8, 1, NQ_SHARD_ENCODING, order, err, sizeof err);
+        T_CHECK(other == NULL && strstr(err, "lease order") != NULL);
     }
     nq_shards_limits_t lim = { .max_shards = NQ_SHARD_MAX_LIST, .max_steps = UINT64_MAX, .order = 3 };
     T_CHECK(shards_new_limited(NQ_KIND_COUNT, 10, 1, 5, &lim, err, sizeof err) == NULL);
@@ -343,8 +282,7 @@ static double spearman(const double *a, const double *b, uint64_t n)
 /*
  * Quality: over every shard of count N=14..16 (default depth), the estimates rank shards as
  * count_shard's nodes do (measured 0.97 each; the floor leaves room for another seed's luck),
- * and sum, less each shard's NQ_SHARD_COST_FLOOR, to within 3 % of the nodes counted. Order 1's
- * lease positions, for comparison, rank them at 0.1-0.4.
+ * and sum, less each shard's NQ_SHARD_COST_FLOOR, to within 3 % of the nodes counted.
  */
 T_TEST(test_cost_ranks_like_true_nodes)
 {
@@ -352,36 +290,31 @@ T_TEST(test_cost_ranks_like_true_nodes)
     for (int n = 14; n <= 16; n++) {
         nq_shards_t *s = shards_new_ordered(NQ_KIND_COUNT, n, 0, NQ_SHARD_ENCODING, NQ_ORDER_COST, err,
                                             sizeof err);
-        nq_shards_t *old = shards_new(NQ_KIND_COUNT, n, 0, err, sizeof err);
-        T_CHECK(s && old);
-        if (!s || !old)
+        T_CHECK(s != NULL);
+        if (!s)
             continue;
         uint64_t S = shards_count(s);
         double *truth = malloc(S * sizeof *truth), *est = malloc(S * sizeof *est);
-        double *old_rank = malloc(S * sizeof *old_rank);
         double counted = 0;
         for (uint64_t p = 0; p < S; p++) {
             uint8_t spec[NQ_MAX_SPEC];
             nq_count_result_t r;
-            uint64_t i = shards_at(old, p);
-            size_t len = shards_get(old, i, spec);
+            uint64_t i = p;
+            size_t len = shards_get(s, i, spec);
             T_CHECK(count_shard(spec, len, &r, NULL, err, sizeof err) == 0);
             truth[i] = (double)r.nodes;
             counted += truth[i];
             est[i] = shards_cost(s, i);
-            old_rank[i] = (double)(S - p);
         }
-        double rho = spearman(truth, est, S), rho_old = spearman(truth, old_rank, S);
+        double rho = spearman(truth, est, S);
         double ratio = (shards_cost_total(s) - (double)S * NQ_SHARD_COST_FLOOR) / counted;
-        fprintf(stderr, "  N=%d, %llu shards: rank correlation %.3f (order 1's positions %.3f), total "
-                "%.4f of the nodes counted\n", n, (unsigned long long)S, rho, rho_old, ratio);
+        fprintf(stderr, "  N=%d, %llu shards: rank correlation %.3f, total %.4f of the nodes counted\n", n,
+                (unsigned long long)S, rho, ratio);
         T_CHECK(rho >= 0.93);
         T_CHECK(ratio > 0.97 && ratio < 1.03);
         free(truth);
         free(est);
-        free(old_rank);
         shards_destroy(&s);
-        shards_destroy(&old);
     }
 }
 
@@ -409,10 +342,11 @@ T_TEST(test_cost_estimates_stop)
 {
     char err[256];
     atomic_int stop = 0;
-    nq_shards_t *warm = shards_new(NQ_KIND_COUNT, 22, 3, err, sizeof err);   /* the directions, cached */
-    double t0 = mono();
+    nq_shards_limits_t bare = { .max_shards = NQ_SHARD_MAX_LIST, .max_steps = UINT64_MAX, .unordered = 1 };
+    nq_shards_t *warm = shards_new_limited(NQ_KIND_COUNT, 22, 3, NQ_SHARD_ENCODING, &bare, err, sizeof err);
+    double t0 = mono();                         /* the directions, cached: the listing alone */
     shards_destroy(&warm);
-    warm = shards_new(NQ_KIND_COUNT, 22, 3, err, sizeof err);
+    warm = shards_new_limited(NQ_KIND_COUNT, 22, 3, NQ_SHARD_ENCODING, &bare, err, sizeof err);
     double listing = mono() - t0;
     shards_destroy(&warm);
     /* well past the listing (a sanitizer build lists slower), well before order 2's estimates end */

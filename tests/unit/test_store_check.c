@@ -125,6 +125,8 @@ T_TEST(test_job_values_nq_could_not_write_are_refused)
                       "column depth holds 9 (allowed 1..8 for count N=10)");
     job_refused(s, 1, "UPDATE jobs SET encoding = 6 WHERE id = 1", "column encoding holds 6");
     job_refused(s, 1, "UPDATE jobs SET encoding = 4 WHERE id = 1", "column encoding holds 4 (allowed 5");
+    job_refused(s, 1, "UPDATE jobs SET lease_order = 1 WHERE id = 1", "column lease_order holds 1 (allowed 2..2)");
+    job_refused(s, 1, "UPDATE jobs SET lease_order = 3 WHERE id = 1", "column lease_order holds 3");
     job_refused(s, 1, "UPDATE jobs SET max_attempts = 0 WHERE id = 1",
                       "column max_attempts holds 0 (allowed 1..100)");
     job_refused(s, 1, "UPDATE jobs SET priority = -1 WHERE id = 1", "column priority holds -1");
