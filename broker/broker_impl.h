@@ -126,6 +126,7 @@ typedef struct nq_lease {
     nq_peer_t *peer;                   /* NULL: re-armed after restart, owner not yet back */
     uint64_t progress;
     double progress_at;                /* when progress last moved */
+    double copied_at;                  /* NQ_LEASE_COPIED: when its copy's result came */
     double sent_at, started_at;        /* when it was sent; when the broker first saw it move (0: not
                                           yet): its holder's speed as the broker sees it (leases.c) */
     uint64_t sync;                     /* its peer's sync_sent when it was sent (see leases_heartbeat) */

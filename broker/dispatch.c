@@ -239,18 +239,24 @@ static void tail_refresh(nq_broker_t *b)
     qsort(b->tail, b->ntail, sizeof *b->tail, cand_cmp);
 }
 
-/* Sends p a copy of the lease that would finish last, when p would finish it sooner: 1 sent. */
+/* Sends p a copy of the lease that would finish last, when p would finish it sooner: 1 sent. A p
+   whose speed is not known yet is taken to be as fast as the holder says it is: so it copies only a
+   lease late past its holder's own time, and a hoarder that took every lease before any honest
+   worker delivered (none of them measured) cannot stall the job for want of a measured copier. */
 static int tail_copy(nq_broker_t *b, nq_peer_t *p)
 {
-    if (p->lane <= 0 || sched_plain())
-        return 0;                       /* its speed is not known */
+    if (sched_plain())
+        return 0;
     tail_refresh(b);
     for (size_t i = 0; i < b->ntail; i++) {
         nq_lease_t *l = leases_find(b, b->tail[i].lease);
         if (!l || !copyable(b, l) || l->peer == p)
             continue;
+        double lane = p->lane > 0 ? p->lane : l->peer->lane;
+        if (lane <= 0)
+            continue;                   /* neither speed is known */
         nq_job_t *j = jobq_find(b, l->job);
-        double mine = l->cost / p->lane;
+        double mine = l->cost / lane;
         if (!sched_copy_worth(mine, lease_left_s(b, l)))
             continue;                   /* not worth it; one further down may be (its holder slower) */
         if (peers_ident_holds(b, p, l->job, l->shard) ||

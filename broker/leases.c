@@ -113,6 +113,8 @@ void leases_price(nq_broker_t *b, nq_lease_t *l, double cost)
 
 void leases_set_kind(nq_broker_t *b, nq_lease_t *l, nq_lease_kind_t kind)
 {
+    if (kind == NQ_LEASE_COPIED)
+        l->copied_at = b->now;
     if (lease_holds_row(kind) == lease_holds_row(l->kind)) {
         l->kind = kind;                 /* costs the same */
         return;

@@ -255,6 +255,23 @@ int peers_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_t
  * for. Excusing its whole credit let a worker that says threads=1, asks 2,048 and moves one
  * lease sit on 48 idle ones for ever. One stall of a sweep is one loss of its identity.
  */
+/*
+ * A holder whose copy delivered first has stall_s (and its link) to deliver too. Past that its lease
+ * goes, uncharged (being slower than a copy is no fault), and the copy's result stands alone as when
+ * a holder is lost (leases_release): a holder that moved its progress a node a heartbeat and never
+ * delivered held the shard undecided for ever, and with no third identity the job never ended.
+ */
+static void peer_release_outrun(nq_broker_t *b, nq_peer_t *p, double now, double stall_s)
+{
+    for (nq_lease_t *l = p->leases, *next; l; l = next) {
+        next = l->next_in_peer;
+        if (l->kind == NQ_LEASE_COPIED && now - l->copied_at > stall_s) {
+            leases_release(b, l, 0, "its copy delivered long ago");
+            return;                     /* one a tick: the list may have changed under us */
+        }
+    }
+}
+
 static void peer_release_stalled(nq_broker_t *b, nq_peer_t *p, double now)
 {
     enum { BATCH = 64 };
@@ -262,6 +279,7 @@ static void peer_release_stalled(nq_broker_t *b, nq_peer_t *p, double now)
     size_t n = 0;
     uint32_t moving = 0, threads = p->hello.threads ? p->hello.threads : 1;
     double stall_s = b->cfg.stall_s + link_allowance(&p->link);   /* progress crosses its link */
+    peer_release_outrun(b, p, now, stall_s);
     for (nq_lease_t *l = p->leases; l; l = l->next_in_peer)
         moving += l->progress > 0 && now - l->progress_at <= stall_s;
     uint32_t excused = moving > 0 ? threads : 0;

@@ -674,6 +674,53 @@ T_TEST(test_hoarder_cannot_stall_the_job)
     teardown();
 }
 
+/*
+ * The same hoarder, first to join: it takes every shard of the job before an honest worker delivers
+ * anything, so no honest worker has a measured speed. The idle honest worker copies the leases once
+ * they are late past the hoarder's own claimed time, and the job ends exact. (Before: a worker with
+ * no measured speed never got a copy, and the job never ended.)
+ */
+T_TEST(test_hoarder_first_cannot_stall_the_job)
+{
+    setup();
+    uint64_t job = submit(6, 1);
+    nq_job_t *j = jobq_find(b, job);
+    T_CHECK(j != NULL && j->shards_total > 3 && j->shards_total <= 16);
+    uint64_t nshards = j ? j->shards_total : 0;
+    fake_t hoarder, h1;
+    fake_hello(&hoarder, "hoarder", 71, 16);
+    run_with(0.2, 0.05, (fake_t *[]){ &hoarder, NULL });
+    T_EQ_U64(hoarder.ntasks, nshards);                  /* every shard */
+    for (int answered = 0; answered < 3; answered++) {
+        fake_fast(&hoarder, &hoarder.tasks[hoarder.ntasks - 1]);
+        hoarder.ntasks--;
+    }
+    fake_hello(&h1, "honest-1", 72, 2);
+    fake_t *all[] = { &hoarder, &h1 };
+    for (uint64_t step = 0; step < 2400 && jobq_find(b, job); step++) {   /* 120 s of fake time at most */
+        fake_now += 0.05;
+        fake_heartbeat(&hoarder, 1 + step / 20);         /* one node a second */
+        fake_heartbeat(&h1, 1 + step * 1000);
+        usleep(2000);
+        broker_round(b, 5);
+        for (int i = 0; i < 2; i++)
+            fake_read(all[i]);
+        if (step % 4 == 3)
+            answer_all(&h1);
+        results_flush(b);
+    }
+    nq_job_row_t row;
+    T_CHECK(store_job_get(b->store, job, &row) == 0);
+    T_CHECK(row.state == NQ_JOB_DONE);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT total_hi * 4294967296 + total_lo FROM jobs WHERE id = %llu",
+             (unsigned long long)job);
+    T_EQ_U64(sql_int(sql, NULL), 4);                      /* N=6 */
+    for (int i = 0; i < 2; i++)
+        fake_close(all[i]);
+    teardown();
+}
+
 /* How a scripted voter answers: true counts, with CPU nodes off by `extra`, or the fast GPU kernel's. */
 typedef enum { VOTE_TRUE, VOTE_NODES1, VOTE_GPU } vote_how_t;
 
