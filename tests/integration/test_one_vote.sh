@@ -72,21 +72,31 @@ ok "a liar measured fast answering $(grep -c '^lie ' liar.out) tail copies of th
    "with wrong totals: the job ends exact ($total), the holder is not flagged, the liar is"
 stop "$liar" "$third" "$BROKER_PID"
 
-# An honest checker outvoted: every result checked (--verify-rate 1). The liar (true counts, CPU
-# nodes + 1) and an honest CPU checker first, until their nodes disagree; then an honest fast-GPU
-# peer, whose own nodes cannot settle that dispute, but whose CPU count, when asked, does.
+# An honest checker outvoted: every result checked (--verify-rate 1), three identities. The checker
+# (CPU, honest) and the fast-GPU peer (honest) first, the GPU peer pausing after 5 answers, so that
+# the checker checks those: two honest votes whose nodes are of different kinds, which must agree
+# (were nodes compared across kinds, the liar's same nodes would outvote the checker there). Then
+# the liar (true counts, CPU nodes + 1), which checks the checker's results: nodes disputes. Then
+# the GPU peer again: its own nodes cannot settle those, its CPU count, asked for, does.
 BROKER_N=_c start_broker c.db
 id=$("$NQ" submit count $N --verify-rate 1) || fail "submit --verify-rate 1"
 honest checker 2000; checker=$LAST_PID
+$V fast_gpu "$WEP" ref.db 120 5 resume >fast_gpu.out 2>&1 &
+gpu=$!
+first_votes() {
+    [ "$(sql c.db "SELECT count(*) FROM shards WHERE job = $id AND state = 'done'")" = 75 ] &&
+    [ "$(sql c.db "SELECT count(*) FROM shards WHERE job = $id AND worker = 'fast-gpu' AND verify = 1")" = 0 ]
+}
+wait_for 60 first_votes || fail "the checker did not vote on every shard: $(cat fast_gpu.out)"
+grep -q "^paused after" fast_gpu.out || fail "the GPU peer did not pause: $(cat fast_gpu.out)"
 $V nodes_liar "$WEP" ref.db 120 >nodes_liar.out 2>&1 &
 nliar=$!
-wait_for 60 grep -q "event=spotcheck.disagree .* nodes=1" broker_c.log \
+wait_for 60 grep -q "event=spotcheck.disagree .* worker=nodes-liar nodes=1" broker_c.log \
     || fail "no nodes dispute between the liar and the checker: $("$NQ" status "$id" --json)"
-$V fast_gpu "$WEP" ref.db 120 >fast_gpu.out 2>&1 &
-gpu=$!
+touch resume
 wait_for 90 job_done "$id" || fail "outvoted checker: the job did not end: $("$NQ" status "$id" --json)"
 [ "$(job_field "$id" total)" = "$total" ] || fail "outvoted checker: total $(job_field "$id" total), expected $total"
-grep -q "^cpu " fast_gpu.out || fail "the GPU peer was never asked for a CPU count"
+grep -q "^cpu " fast_gpu.out || fail "the GPU peer was never asked for a CPU count: $(cat fast_gpu.out)"
 never_against checker broker_c.log || fail "the honest CPU checker was outvoted or quarantined"
 flagged checker && fail "the honest CPU checker is flagged: $("$NQ" workers --json)"
 flagged fast-gpu && fail "the honest GPU peer is flagged: $("$NQ" workers --json)"

@@ -7,6 +7,7 @@ REF_DB is the store of an `nq run` of the same job (same N and depth): its shard
 which an honest peer sends and a liar bends. Built on hostile.py's Peer. Each peer prints a line
 (flushed) for every answer a test may want to count: `lie ...`, `cpu ...`.
 """
+import os
 import sqlite3
 import sys
 import time
@@ -17,6 +18,7 @@ from hostile import CREDIT, HEARTBEAT, Peer, RESULT, RES_OK
 
 NODES_CPU, NODES_GPU_FAST = 0, 1      # RESULT.nodes_kind: the CPU kernels', the fast GPU kernel's own
 TASK_CPU = "cpu"                        # TASK.algo of a count: the CPU kernels' nodes are wanted
+CREDIT_GPU = 4
 
 
 def truth(ref_db):
@@ -66,14 +68,16 @@ def hoarder(ctx, ep, ref_db, seconds):
     p.close()
 
 
-def serve(p, seconds, reply):
-    """Answers every TASK at once with reply(t), for `seconds`."""
+def serve(p, seconds, reply, tick=None):
+    """Answers every TASK at once with reply(t), for `seconds`; tick() after each read."""
     end = time.monotonic() + float(seconds)
     while time.monotonic() < end:
         p.pump(0.05)
         tasks, p.tasks = p.tasks, []
         for t in tasks:
             reply(t)
+        if tick:
+            tick()
     p.close()
 
 
@@ -110,13 +114,16 @@ def nodes_liar(ctx, ep, ref_db, seconds):
     serve(p, seconds, reply)
 
 
-def fast_gpu(ctx, ep, ref_db, seconds):
+def fast_gpu(ctx, ep, ref_db, seconds, pause_after="0", flag=""):
     """Issue 43's third scenario, the honest fast-GPU worker: true counts at once, nodes of the fast
     GPU kernel's own; but a TASK whose algo asks for the CPU kernels' count (a nodes dispute between
     two CPU counts) gets the true CPU node count, as a GPU worker counts it on a CPU thread. Its own
-    nodes are the liar's (true + 1): a broker that compared nodes across kinds would pair them."""
+    nodes are the liar's (true + 1): a broker that compared nodes across kinds would pair them.
+    With pause_after > 0 it asks for nothing more (CREDIT 0) after that many answers, until the
+    file `flag` exists: a test orders who votes first on which shards."""
     real = truth(ref_db)
-    p = Peer(ctx, ep, "fast-gpu", credit=4)
+    p = Peer(ctx, ep, "fast-gpu", credit=CREDIT_GPU)
+    st = dict(answered=0, paused=False)
 
     def reply(t):
         total, unique, nodes = real[t["shard"]]
@@ -125,7 +132,18 @@ def fast_gpu(ctx, ep, ref_db, seconds):
             print(f"cpu shard={t['shard']} nodes={nodes}", flush=True)
         else:
             answer(p, t, total, unique, nodes + 1, NODES_GPU_FAST)
-    serve(p, seconds, reply)
+        st["answered"] += 1
+        if st["answered"] == int(pause_after) and not os.path.exists(flag):
+            p.send(CREDIT, 0)
+            st["paused"] = True
+            print(f"paused after {st['answered']}", flush=True)
+
+    def tick():
+        if st["paused"] and os.path.exists(flag):
+            p.send(CREDIT, CREDIT_GPU)
+            st["paused"] = False
+            print("resumed", flush=True)
+    serve(p, seconds, reply, tick)
 
 
 SCENARIOS = {f.__name__: f for f in (hoarder, copy_liar, nodes_liar, fast_gpu)}
