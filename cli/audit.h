@@ -10,9 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Why a shard is counted again: drawn at random, or suspect (refuted by the checks, or with
-   evidence against a late result), on top of the draw. */
-typedef enum { AUDIT_DRAWN = 0, AUDIT_REFUTED, AUDIT_EVIDENCE } audit_why_t;
+/* Why a shard is counted again: drawn at random, or suspect (refuted by the checks, with
+   evidence against a late result, or decided by a tail copy without its holder), before the draw. */
+typedef enum { AUDIT_DRAWN = 0, AUDIT_REFUTED, AUDIT_EVIDENCE, AUDIT_COPY } audit_why_t;
 
 typedef struct {
     uint64_t idx;
@@ -21,6 +21,7 @@ typedef struct {
     int claimed;                  /* the manifest's line for it was read */
     nq_count_result_t claim;      /* what the manifest says */
     unsigned nodes_kind;          /* whose nodes the claim's are: only the CPU kernels' are recounted */
+    unsigned by_copy;             /* the line says a tail copy decided it */
     nq_count_result_t got;        /* what the kernel says */
     int rc;                       /* count_shard's: 0 ok */
     char err[128];

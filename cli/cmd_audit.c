@@ -5,10 +5,11 @@
  * against its total and its numbers against what a count of its shard can give
  * (count_bounds.h), the sums against the header; then each descriptor against the job's list;
  * then shards are counted again with the kernel: a sample drawn with a seed from the system's
- * secure random source, printed so that the audit can be repeated (--seed S), and on top of it
- * the lines the checks refuted and those with evidence against a late result. A forger who
- * knew the seed would know which shards are safe to change. A line whose nodes are the fast GPU
- * kernel's own (manifest version 3, NODES_KIND 1) is held to its total, unique and residues: its
+ * secure random source, printed so that the audit can be repeated (--seed S), and before it
+ * the marked lines: those the checks refuted, those with evidence against a late result and
+ * those a tail copy decided without its holder. A forger who knew the seed would know which
+ * shards are safe to change. A line whose nodes are the fast GPU
+ * kernel's own (NODES_KIND 1) is held to its total, unique and residues: its
  * nodes are bounded and recounted only where they are the CPU kernels'.
  * Exit 0 everything agrees, 1 a disagreement or a malformed file (each named by line),
  * 2 usage, 3 the file cannot be read.
@@ -118,14 +119,17 @@ static int audit_args(int argc, char **argv, audit_args_t *o)
 
 /*
  * The shards to count again. Sample: the draw, made when the header gives the shard count (want
- * shards, whatever the file says), and ON TOP of it the suspect lines: refuted by the checks, or
- * marked with evidence against a late result, up to want of each kind, chosen at random among
- * them. Suspect lines once took the draw's places: a forger who marked evidence on ten honest
- * lines passed every default audit, its wrong lines never drawn. Range: the lines in it, kept as
- * they are read, so a header's claim allocates nothing.
+ * shards, whatever the file says), and ON TOP of it the suspect lines: refuted by the checks,
+ * marked with evidence against a late result, or marked as decided by a tail copy, up to want of
+ * each kind, chosen at random among them (a line with several marks is one of the first kind it
+ * has, in that order). Suspect lines once took the draw's places: a forger who marked evidence on
+ * ten honest lines passed every default audit, its wrong lines never drawn. They are counted
+ * before the draw: a copy's result had no second identity behind it. Range: the lines in it,
+ * kept as they are read, so a header's claim allocates nothing.
  */
 #define RNG_STREAM_REFUTED 0x726566u      /* "ref": the reservoirs' draws are their own */
 #define RNG_STREAM_EVIDENCE 0x657669u     /* "evi" */
+#define RNG_STREAM_COPY 0x636f70u         /* "cop" */
 
 typedef struct {
     const audit_args_t *o;
@@ -133,8 +137,10 @@ typedef struct {
     size_t n, cap;
     size_t want;
     uint64_t shards;                  /* the header's */
-    audit_reservoir_t refuted, evidence;
-    size_t drawn_refuted, drawn_evidence;   /* suspect lines the draw took anyway */
+    audit_reservoir_t refuted, evidence, copied;
+    size_t drawn_refuted, drawn_evidence, drawn_copied;   /* suspect lines the draw took anyway */
+    size_t drawn;                     /* the draw's picks, once the suspect lines are beside them */
+    uint64_t copy_lines, drawn_copy;  /* lines marked BY_COPY; of them, those the draw took */
 } picks_t;
 
 static void on_problem(void *ud, uint64_t line, const char *what)
@@ -163,6 +169,7 @@ static void pick_claim(audit_pick_t *p, const nq_manifest_line_t *l)
     p->claimed = 1;
     p->claim = (nq_count_result_t){ l->total, l->unique, l->nodes, (uint8_t)l->res13, (uint8_t)l->res15 };
     p->nodes_kind = l->nodes_kind;
+    p->by_copy = l->by_copy;
 }
 
 /* Keeps what the manifest claims for a shard that will be counted again. */
@@ -181,19 +188,25 @@ static int on_line(void *ud, const nq_manifest_line_t *l, int refuted, char *err
     audit_pick_t *p = audit_find(k->p, k->n, l->idx);
     if (p)
         pick_claim(p, l);
-    /* a shard whose decided result a later sender disputed (evidence, manifest version 2) is
-       suspect: the store kept the first answer, a recount says which was right */
-    if (!refuted && l->evidence == 0)
+    k->copy_lines += l->by_copy;
+    k->drawn_copy += p && l->by_copy;
+    /* a shard whose decided result a later sender disputed (evidence) is suspect: the store kept
+       the first answer, a recount says which was right; one a tail copy decided had no second
+       identity behind it (BY_COPY) */
+    if (!refuted && l->evidence == 0 && !l->by_copy)
         return 0;
+    audit_why_t why = refuted ? AUDIT_REFUTED : l->evidence ? AUDIT_EVIDENCE : AUDIT_COPY;
     if (p) {                          /* drawn anyway: counted once, as drawn */
-        k->drawn_refuted += refuted != 0;
-        k->drawn_evidence += !refuted;
+        k->drawn_refuted += why == AUDIT_REFUTED;
+        k->drawn_evidence += why == AUDIT_EVIDENCE;
+        k->drawn_copied += why == AUDIT_COPY;
         return 0;
     }
-    audit_reservoir_t *r = refuted ? &k->refuted : &k->evidence;
+    audit_reservoir_t *r = why == AUDIT_REFUTED    ? &k->refuted
+                         : why == AUDIT_EVIDENCE ? &k->evidence : &k->copied;
     audit_pick_t *slot = audit_reservoir_offer(r);
     if (slot) {
-        *slot = (audit_pick_t){ .idx = l->idx, .why = refuted ? AUDIT_REFUTED : AUDIT_EVIDENCE };
+        *slot = (audit_pick_t){ .idx = l->idx, .why = why };
         pick_claim(slot, l);
     }
     return 0;
@@ -212,47 +225,83 @@ static int choose(const audit_args_t *o, const nq_manifest_head_t *h, picks_t *k
     k->n = k->want;
     k->p = audit_sample(h->shards, k->want, o->seed);
     if (!k->p || audit_reservoir_init(&k->refuted, k->want, o->seed, RNG_STREAM_REFUTED) != 0 ||
-        audit_reservoir_init(&k->evidence, k->want, o->seed, RNG_STREAM_EVIDENCE) != 0)
+        audit_reservoir_init(&k->evidence, k->want, o->seed, RNG_STREAM_EVIDENCE) != 0 ||
+        audit_reservoir_init(&k->copied, k->want, o->seed, RNG_STREAM_COPY) != 0)
         return cli_error("audit", "out of memory for %zu shards", k->want);
     return 0;
 }
 
 /* What the draw proves (audit_power.c): the smallest share of wrong lines it catches with
-   probability 0.99. The suspect lines on top of it only add to that. */
-static void power_line(const picks_t *k)
+   probability 0.99. The marked lines counted before it are chosen, not drawn: they only add to
+   that, and are not part of the figure. */
+static void power_line(const picks_t *k, size_t marked)
 {
-    if (k->shards > 0 && k->n >= k->shards) {
+    char besides[160] = "";
+    if (marked)
+        snprintf(besides, sizeof besides, "; the %zu marked line(s) counted first are not part of the draw"
+                 " and only add to it", marked);
+    if (k->shards > 0 && k->drawn >= k->shards) {
         printf("audit: power: every line is counted again: a manifest with any line wrong fails this audit\n");
         return;
     }
-    if (k->n == 0) {
-        printf("audit: power: no line is drawn: the sample proves nothing (--catch P%% draws one that does)\n");
+    if (k->drawn == 0) {
+        printf("audit: power: no line is drawn: the sample proves nothing (--catch P%% draws one that"
+               " does)%s\n", besides);
         return;
     }
-    double f = audit_power_share(k->n) * 100;
+    double f = audit_power_share(k->drawn) * 100;
     printf("audit: power: a manifest with %.3g %% of its lines wrong would fail this audit with probability"
-           " 0.99 at --sample %zu (--catch P%% draws the sample that catches P %%)\n", f, k->n);
+           " 0.99 at --sample %zu (--catch P%% draws the sample that catches P %%)%s\n", f, k->drawn,
+           besides);
 }
 
-/* Sample: the draw in its order, then the suspect lines on top of it; the seed is printed before
-   any is counted, so an audit cut short can be repeated. */
+/* The lines a tail copy decided, whatever reservoir they went to: how many were counted first
+   because of the mark, and whether that was all of them (each kind's budget is the sample's). */
+static void copy_line(const picks_t *k, size_t marked)
+{
+    size_t first = 0;
+    for (size_t i = 0; i < marked; i++)
+        first += k->p[i].by_copy != 0;
+    if (k->copy_lines == 0)
+        return;
+    unsigned long long all = (unsigned long long)k->copy_lines, drawn = (unsigned long long)k->drawn_copy;
+    if (first + k->drawn_copy == k->copy_lines)
+        printf("audit: copies: all %llu line(s) decided by a tail copy without its holder are counted again:"
+               " %zu first, chosen because a copy decided them, %llu drawn in the sample\n", all, first,
+               drawn);
+    else
+        printf("audit: copies: %zu of the %llu line(s) decided by a tail copy without its holder are counted"
+               " first, chosen because a copy decided them (at random among them: at most %zu of each mark,"
+               " the sample's size), %llu drawn in the sample, %llu not counted again\n", first, all, k->want,
+               drawn, all - first - drawn);
+}
+
+/* Sample: the marked lines first (refuted, with evidence, decided by a copy), then the draw in
+   its order; the seed is printed before any is counted, so an audit cut short can be repeated. */
 static int finish_sample(picks_t *k)
 {
     unsigned long long seed = (unsigned long long)k->o->seed;
-    size_t n = k->n + k->refuted.n + k->evidence.n;
-    audit_pick_t *all = realloc(k->p, (n ? n : 1) * sizeof *all);
+    size_t marked = k->refuted.n + k->evidence.n + k->copied.n, n = k->n + marked;
+    audit_pick_t *all = malloc((n ? n : 1) * sizeof *all);
     if (!all)
         return cli_error("audit", "out of memory for %zu shards", n);
-    k->p = all;
     audit_by_rank(k->p, k->n);
-    memcpy(k->p + k->n, k->refuted.p, k->refuted.n * sizeof *k->p);
-    memcpy(k->p + k->n + k->refuted.n, k->evidence.p, k->evidence.n * sizeof *k->p);
+    memcpy(all, k->refuted.p, k->refuted.n * sizeof *all);
+    memcpy(all + k->refuted.n, k->evidence.p, k->evidence.n * sizeof *all);
+    memcpy(all + k->refuted.n + k->evidence.n, k->copied.p, k->copied.n * sizeof *all);
+    memcpy(all + marked, k->p, k->n * sizeof *all);
+    free(k->p);
+    k->p = all;
+    k->drawn = k->n;
     if (n)
-        printf("audit: counting %zu shard(s) again: %zu of %llu line(s) refuted by the checks and %zu of %llu"
-               " with evidence against a late result, on top of %zu drawn with seed %llu (--seed %llu draws"
-               " the same)\n", n, k->refuted.n, (unsigned long long)(k->refuted.seen + k->drawn_refuted),
-               k->evidence.n, (unsigned long long)(k->evidence.seen + k->drawn_evidence), k->n, seed, seed);
-    power_line(k);
+        printf("audit: counting %zu shard(s) again, the marked lines first: %zu of %llu decided by a tail copy,"
+               " %zu of %llu line(s) refuted by the checks and %zu of %llu with evidence against a late result,"
+               " on top of %zu drawn with seed %llu (--seed %llu draws the same)\n", n, k->copied.n,
+               (unsigned long long)(k->copied.seen + k->drawn_copied), k->refuted.n,
+               (unsigned long long)(k->refuted.seen + k->drawn_refuted), k->evidence.n,
+               (unsigned long long)(k->evidence.seen + k->drawn_evidence), k->drawn, seed, seed);
+    copy_line(k, marked);
+    power_line(k, marked);
     k->n = n;
     return 0;
 }
@@ -270,13 +319,16 @@ static int claim_agrees(const audit_pick_t *p)
 static uint64_t report_recount(const picks_t *k)
 {
     static const char *const why[] = { [AUDIT_DRAWN] = "", [AUDIT_REFUTED] = " (refuted by the checks)",
-                                       [AUDIT_EVIDENCE] = " (with evidence)" };
+                                       [AUDIT_EVIDENCE] = " (with evidence)",
+                                       [AUDIT_COPY] = " (decided by a copy)" };
     uint64_t bad = 0;
     for (size_t i = 0; i < k->n; i++) {
         const audit_pick_t *p = &k->p[i];
         const nq_count_result_t *c = &p->claim, *g = &p->got;
         unsigned long long line = (unsigned long long)p->idx + 2, idx = (unsigned long long)p->idx;
-        const char *w = why[p->why];
+        char w[64];                   /* a line counted for another reason may carry the copy mark too */
+        snprintf(w, sizeof w, "%s%s", why[p->why],
+                 p->by_copy && p->why != AUDIT_COPY ? why[AUDIT_COPY] : "");
         if (p->rc != 0) {
             printf("line %llu: shard %llu: the kernel could not count it: %s%s\n", line, idx, p->err, w);
             bad++;
@@ -306,12 +358,13 @@ static void describe(const audit_args_t *o, const picks_t *k, char *how, size_t 
         snprintf(how, len, "shards %llu-%llu", (unsigned long long)o->a, (unsigned long long)o->b);
         return;
     }
-    size_t drawn = k->n - k->refuted.n - k->evidence.n;
-    int w = snprintf(how, len, "%zu drawn with seed %llu", drawn, (unsigned long long)o->seed);
+    int w = snprintf(how, len, "%zu drawn with seed %llu", k->drawn, (unsigned long long)o->seed);
     if (k->refuted.n && w > 0 && (size_t)w < len)
         w += snprintf(how + w, len - (size_t)w, ", %zu refuted by the checks", k->refuted.n);
     if (k->evidence.n && w > 0 && (size_t)w < len)
-        snprintf(how + w, len - (size_t)w, ", %zu with evidence", k->evidence.n);
+        w += snprintf(how + w, len - (size_t)w, ", %zu with evidence", k->evidence.n);
+    if (k->copied.n && w > 0 && (size_t)w < len)
+        snprintf(how + w, len - (size_t)w, ", %zu decided by a copy", k->copied.n);
 }
 
 static int summary(const nq_manifest_scan_t *s, const audit_args_t *o, const picks_t *k, uint64_t bad)
@@ -372,6 +425,7 @@ int cmd_audit(int argc, char **argv)
     free(k.p);
     audit_reservoir_free(&k.refuted);
     audit_reservoir_free(&k.evidence);
+    audit_reservoir_free(&k.copied);
     fclose(f);
     return rc;
 }

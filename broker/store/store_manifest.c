@@ -94,6 +94,11 @@ static int row_line(sqlite3_stmt *q, const nq_shards_t *list, uint64_t idx, nq_m
         return nq_errf(err, errlen, "damaged store: shard %llu's nodes_kind is not %d or %d",
                        (unsigned long long)idx, NQ_NODES_CPU, NQ_NODES_GPU_FAST), -2;
     l->nodes_kind = (unsigned)kind;
+    int64_t copy = sqlite3_column_int64(q, 12);
+    if (sqlite3_column_type(q, 12) != SQLITE_INTEGER || copy < 0 || copy > 1)
+        return nq_errf(err, errlen, "damaged store: shard %llu's by_copy is not 0 or 1",
+                       (unsigned long long)idx), -2;
+    l->by_copy = (unsigned)copy;
     return 0;
 }
 
@@ -108,7 +113,7 @@ static int shard_lines(sqlite3 *db, uint64_t job, const nq_shards_t *list, const
     /* evidence: a range of its primary key per shard, and nearly always empty */
     if (sqlite3_prepare_v2(db, "SELECT idx, state, spec, total, uniq, nodes, res13, res15, worker, confirmations,"
                                " (SELECT count(*) FROM evidence e WHERE e.job = s.job AND e.idx = s.idx),"
-                               " nodes_kind FROM shards s WHERE job = ?1 ORDER BY idx",
+                               " nodes_kind, by_copy FROM shards s WHERE job = ?1 ORDER BY idx",
                            -1, &q, NULL) != SQLITE_OK)
         return nq_errf(err, errlen, "shards: %s", sqlite3_errmsg(db)), -2;
     sqlite3_bind_int64(q, 1, (sqlite3_int64)job);

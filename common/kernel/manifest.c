@@ -13,7 +13,7 @@
 #include <string.h>
 
 #define HEAD_FIELDS 10
-#define LINE_FIELDS 11   /* version 3; version 2 has 10, version 1 has 9 */
+#define LINE_FIELDS 12   /* version 4; version 3 has 11 */
 #define ROOT_FIELDS 2
 #define U64_DIGITS 20      /* 18446744073709551615 */
 #define U128_DIGITS 39
@@ -114,17 +114,18 @@ size_t manifest_line_format(const nq_manifest_line_t *l, char *buf, size_t cap)
     char hex[2 * NQ_MAX_SPEC + 1];
     size_t wl = strnlen(l->worker, sizeof l->worker);
     if (l->spec_len == 0 || l->spec_len > NQ_MAX_SPEC || l->res13 >= 13 || l->res15 >= 15 ||
-        !worker_ok(l->worker, wl) || l->nodes_kind > NQ_MANIFEST_NODES_GPU_FAST)
+        !worker_ok(l->worker, wl) || l->nodes_kind > NQ_MANIFEST_NODES_GPU_FAST || l->by_copy > 1)
         return 0;
     for (size_t i = 0; i < l->spec_len; i++) {
         hex[2 * i] = digits[l->spec[i] >> 4];
         hex[2 * i + 1] = digits[l->spec[i] & 15];
     }
     hex[2 * l->spec_len] = '\0';
-    int n = snprintf(buf, cap, "%llu %s %llu %llu %llu %u %u %s %llu %llu %u", (unsigned long long)l->idx, hex,
-                     (unsigned long long)l->total, (unsigned long long)l->unique,
+    int n = snprintf(buf, cap, "%llu %s %llu %llu %llu %u %u %s %llu %llu %u %u", (unsigned long long)l->idx,
+                     hex, (unsigned long long)l->total, (unsigned long long)l->unique,
                      (unsigned long long)l->nodes, l->res13, l->res15, l->worker,
-                     (unsigned long long)l->confirmations, (unsigned long long)l->evidence, l->nodes_kind);
+                     (unsigned long long)l->confirmations, (unsigned long long)l->evidence, l->nodes_kind,
+                     l->by_copy);
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
@@ -142,8 +143,12 @@ static int head_preamble(const tok_t *t, char *err, size_t errlen)
 {
     if (!tok_is(&t[0], "nq-manifest"))
         return nq_errf(err, errlen, "not a manifest: the first line must start with 'nq-manifest'");
-    if (!tok_is(&t[1], "3"))
-        return nq_errf(err, errlen, "manifest version '%.*s' is not the one this build reads (3)",
+    if (tok_is(&t[1], "3"))
+        return nq_errf(err, errlen, "manifest version 3 is not read by this build, which reads version 4"
+                       " only (a shard line says whether a tail copy decided it): export the job again"
+                       " with this nq");
+    if (!tok_is(&t[1], "4"))
+        return nq_errf(err, errlen, "manifest version '%.*s' is not the one this build reads (4)",
                        (int)(t[1].len > 20 ? 20 : t[1].len), t[1].p);
     if (tok_is(&t[2], "solve") || tok_is(&t[2], "enumerate"))
         return nq_errf(err, errlen, "manifest: count jobs only");
@@ -201,7 +206,7 @@ static int spec_field(const tok_t *t, nq_manifest_line_t *l, char *err, size_t e
 int manifest_line_parse(const char *s, size_t len, nq_manifest_line_t *l, char *err, size_t errlen)
 {
     tok_t t[LINE_FIELDS];
-    uint64_t r13 = 0, r15 = 0, kind = NQ_MANIFEST_NODES_CPU;
+    uint64_t r13 = 0, r15 = 0, kind = NQ_MANIFEST_NODES_CPU, copy = 0;
     l->evidence = 0;
     if (split(s, len, t, LINE_FIELDS, err, errlen) != 0 ||
         u64_field(&t[0], "the shard index", UINT64_MAX, &l->idx, err, errlen) != 0 ||
@@ -213,7 +218,8 @@ int manifest_line_parse(const char *s, size_t len, nq_manifest_line_t *l, char *
         u64_field(&t[6], "res15", 14, &r15, err, errlen) != 0 ||
         u64_field(&t[8], "confirmations", UINT64_MAX, &l->confirmations, err, errlen) != 0 ||
         u64_field(&t[9], "evidence", UINT64_MAX, &l->evidence, err, errlen) != 0 ||
-        u64_field(&t[10], "nodes_kind", NQ_MANIFEST_NODES_GPU_FAST, &kind, err, errlen) != 0)
+        u64_field(&t[10], "nodes_kind", NQ_MANIFEST_NODES_GPU_FAST, &kind, err, errlen) != 0 ||
+        u64_field(&t[11], "by_copy", 1, &copy, err, errlen) != 0)
         return -1;
     if (!worker_ok(t[7].p, t[7].len))
         return nq_errf(err, errlen, "the worker must be 1 to %d bytes without spaces or control bytes",
@@ -223,6 +229,7 @@ int manifest_line_parse(const char *s, size_t len, nq_manifest_line_t *l, char *
     l->res13 = (unsigned)r13;
     l->res15 = (unsigned)r15;
     l->nodes_kind = (unsigned)kind;
+    l->by_copy = (unsigned)copy;
     return 0;
 }
 

@@ -7,11 +7,11 @@
  * ("0" is zero); hex is lowercase. Nothing else is accepted: a line has exactly one
  * spelling, so its bytes are what the hash tree commits to.
  *
- *   line 1        nq-manifest 3 count n=N depth=D encoding=E shards=S total=T unique=U nodes=X
+ *   line 1        nq-manifest 4 count n=N depth=D encoding=E shards=S total=T unique=U nodes=X
  *                 the job's parameters (its shard list is shards_new_ex(count, N, D, E); E is 5),
  *                 its number of shards and the claimed 128-bit sums of the lines below (nodes:
  *                 of the lines of NODES_KIND 0 alone, as the job's row sums them)
- *   lines 2..S+1  IDX SPEC TOTAL UNIQUE NODES RES13 RES15 WORKER CONFIRMATIONS EVIDENCE NODES_KIND
+ *   lines 2..S+1  IDX SPEC TOTAL UNIQUE NODES RES13 RES15 WORKER CONFIRMATIONS EVIDENCE NODES_KIND BY_COPY
  *                 shard IDX = 0..S-1 in order: its descriptor (hex of shards_get's bytes),
  *                 its total, unique and nodes (64-bit), its residues mod 13 and mod 15 as the
  *                 kernel counted them, the worker whose result was stored ("-" when the store
@@ -19,7 +19,9 @@
  *                 how many identities sent a later result that disagreed with it (evidence
  *                 against them: the decided result stands; an auditor recounts these first),
  *                 and whose nodes NODES are: 0 the CPU kernels' (a recount gives them again),
- *                 1 the fast GPU kernel's own (a recount checks total, unique and residues).
+ *                 1 the fast GPU kernel's own (a recount checks total, unique and residues),
+ *                 and whether the stored result was a tail copy's, decided without its holder
+ *                 (1; 0 not): an auditor recounts these first, beside those with evidence.
  *   line S+2      root HEX
  *                 the hash tree (common/core/merkle.h, BLAKE2b-256) over S+1 leaves: the
  *                 header line's bytes, then each shard line's bytes, without the "\n"
@@ -36,10 +38,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NQ_MANIFEST_VERSION 3     /* the one version written and read */
+/* The one version written and read: 4 added BY_COPY. The number stays in the file so that a
+   release can tell an older file and migrate it; this build refuses every other version. */
+#define NQ_MANIFEST_VERSION 4
 #define NQ_MANIFEST_WORKER_MAX (NQ_STR_MAX - 1)   /* a worker id's bytes (proto_check_worker_id) */
 /* Longest valid line: 20-digit index, 512 hex digits, three 20-digit numbers, two residues,
-   a 255-byte worker id, two 20-digit counts, a kind and 10 spaces come to 904; header and root
+   a 255-byte worker id, two 20-digit counts, a kind, a copy mark and 11 spaces come to 906; header and root
    are shorter. */
 #define NQ_MANIFEST_LINE_MAX 1024
 
@@ -60,6 +64,7 @@ typedef struct {
     uint64_t confirmations;
     uint64_t evidence;
     unsigned nodes_kind;                /* NQ_MANIFEST_NODES_* */
+    unsigned by_copy;                   /* 1: decided by a tail copy's result, without its holder */
 } nq_manifest_line_t;
 
 /* Whose nodes a line carries (the wire's RESULT.nodes_kind, as the store kept it). */
@@ -68,7 +73,7 @@ typedef struct {
 
 /* Each writes one line without its "\n" into buf and returns its length; 0 when it does not fit
    in cap, or the record cannot be written (a worker id with a space or control byte, an empty
-   descriptor, a residue or a nodes kind out of range). */
+   descriptor, a residue, a nodes kind or a copy mark out of range). */
 size_t manifest_head_format(const nq_manifest_head_t *h, char *buf, size_t cap);
 size_t manifest_line_format(const nq_manifest_line_t *l, char *buf, size_t cap);
 size_t manifest_root_format(const uint8_t root[32], char *buf, size_t cap);

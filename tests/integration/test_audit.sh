@@ -13,7 +13,7 @@ ED="python3 $SRC/tests/tools/manifest_edit.py"
 shards=$(sql a.db "SELECT shards_total FROM jobs WHERE id = 1")
 encoding=$(sql a.db "SELECT encoding FROM jobs WHERE id = 1")   # the job's, whatever is current
 [ "$(wc -l <m.txt)" = $((shards + 2)) ] || fail "manifest has $(wc -l <m.txt) lines for $shards shards"
-head -1 m.txt | grep -qx "nq-manifest 3 count n=10 depth=[0-9]* encoding=$encoding shards=$shards total=$(oeis_total 10) unique=92 nodes=[0-9]*" \
+head -1 m.txt | grep -qx "nq-manifest 4 count n=10 depth=[0-9]* encoding=$encoding shards=$shards total=$(oeis_total 10) unique=92 nodes=[0-9]*" \
     || fail "header: $(head -1 m.txt)"
 root=$(tail -1 m.txt | sed -n 's/^root \([0-9a-f]\{64\}\)$/\1/p')
 [ -n "$root" ] || fail "root line: $(tail -1 m.txt)"
@@ -49,6 +49,50 @@ for bad in 0 0% 100% 1 abc -1% 1%% nan 5e-1x ''; do
 done
 "$NQ" audit m.txt --catch 1% --sample 5 >out 2>&1; [ $? = 2 ] || fail "--catch with --sample accepted"
 ok "audit prints the share of wrong lines its sample catches at 0.99; --catch P% draws for it; bad ones refused"
+
+# Shards a tail copy decided (shards.by_copy, set here as broker/results.c stores it) are marked in
+# the manifest, under its root, and nq audit counts them before its draw, chosen for the mark: all
+# of them when its budget (the sample's size, per mark) allows, and it says when it does not.
+cp a.db c.db
+sqlite3 c.db "UPDATE shards SET by_copy = 1 WHERE job = 1 AND idx IN (2, 5, 7)"
+"$NQ" export 1 --db c.db --manifest c.txt >out 2>&1 || fail "export of a job with copies: $(cat out)"
+marks=$(awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $12 == 1 { printf "%s ", $1 }' c.txt)
+[ "$marks" = "2 5 7 " ] || fail "the manifest marks shards '$marks' as decided by a copy, not '2 5 7 '"
+[ "$(tail -1 c.txt)" != "$(tail -1 m.txt)" ] && [ "root $($ED root c.txt)" = "$(tail -1 c.txt)" ] \
+    || fail "the copy marks are not under the root"
+miss_seed() {   # a seed whose draw of $1 lines takes none of the marked shards
+    for s in $(seq 1 100); do
+        "$NQ" audit m.txt --sample "$1" --seed "$s" | grep -q '^shard [257]: agrees' || { echo "$s"; return; }
+    done
+}
+s3=$(miss_seed 3) s2=$(miss_seed 2)
+[ -n "$s3" ] && [ -n "$s2" ] || fail "no seed of 1..100 draws around shards 2, 5 and 7"
+"$NQ" audit c.txt --sample 3 --seed "$s3" >out 2>&1 || fail "audit of a true manifest with copies: $(cat out)"
+[ "$(sed -n 's/^shard \([0-9]*\): agrees.*/\1/p' out | head -3 | tr '\n' ' ')" = "2 5 7 " ] \
+    && [ "$(grep -c '^shard [257]: agrees (.*) (decided by a copy)$' out)" = 3 ] \
+    || fail "the copies' shards were not counted first, named for their mark: $(cat out)"
+grep -q "^audit: copies: all 3 line(s) decided by a tail copy without its holder are counted again: 3 first, chosen because a copy decided them, 0 drawn in the sample$" out \
+    && grep -q "^audit: power: .* at --sample 3 (.*); the 3 marked line(s) counted first are not part of the draw" out \
+    && grep -q "(3 drawn with seed $s3, 3 decided by a copy) counted again, all agree" out \
+    || fail "the audit does not say what it counted for the copies: $(cat out)"
+"$NQ" audit c.txt --sample 2 --seed "$s2" >out 2>&1 || fail "audit with a budget of 2: $(cat out)"
+grep -q "^audit: copies: 2 of the 3 line(s) decided by a tail copy without its holder are counted first, chosen because a copy decided them (at random among them: at most 2 of each mark, the sample's size), 0 drawn in the sample, 1 not counted again$" out \
+    && [ "$(grep -c ': agrees (.*) (decided by a copy)$' out)" = 2 ] || fail "a budget of 2 for 3 copies: $(cat out)"
+# a line forged within every bound (one more solution of weight 8, residues, sums and root made
+# to match) where a copy decided it: found by the mark though the draw misses it; unmarked, not
+x=
+for d in 2 5 7; do
+    read -r _ _ t u n _ <<<"$(sed -n "$((d + 2))p" c.txt)"
+    $ED edit c.txt fc.txt "$d" total $((t + 8)) unique $((u + 1)) nodes $((n + 9)) --residues --header --reroot
+    "$NQ" audit fc.txt --sample 0 >out 2>&1 && { x=$d; break; }
+done
+[ -n "$x" ] || fail "no marked shard could be forged within its bounds"
+"$NQ" audit fc.txt --sample 3 --seed "$s3" >out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "^line $((x + 2)): shard $x: DISAGREES: .* (decided by a copy)$" out \
+    || fail "a forged line a copy decided was not found: exit $rc: $(cat out)"
+$ED edit fc.txt fu.txt "$x" by_copy 0 --reroot
+"$NQ" audit fu.txt --sample 3 --seed "$s3" >out 2>&1 || fail "unmarked, the draw of seed $s3 was to miss shard $x: $(cat out)"
+ok "copies' shards (2, 5, 7) marked under the root, counted first (all at --sample 3, 2 of 3 at --sample 2), a forgery on one found"
 
 # Shard 1 of N=10 depth 1 has a total; +195 keeps both residues (195 = 13 * 15).
 t1=$(sed -n 3p m.txt | cut -d' ' -f3)
@@ -122,11 +166,11 @@ bad mshards.txt 1 "line $((shards + 2)): the root line comes after $shards of $(
 # (it ran for minutes): refused once the lines are read, by the list's length or its cost
 { sed '1s/shards=[0-9]*/shards=7/' m.txt | head -8; tail -1 m.txt; } >short.txt
 bad short.txt 1 "line 1: shards=7, but no list of n=10 .* has that many: more than 7 shards"
-{ sed "1s/shards=[0-9]*/shards=$((shards + 1))/" m.txt | head -n $((shards + 1)); echo "$shards 00 0 0 0 0 0 - 0 0 0"
+{ sed "1s/shards=[0-9]*/shards=$((shards + 1))/" m.txt | head -n $((shards + 1)); echo "$shards 00 0 0 0 0 0 - 0 0 0 0"
   tail -1 m.txt; } >lshards.txt
 bad lshards.txt 1 "line 1: shards=$((shards + 1)), but the list of n=10 .* has $shards$"
-printf '%s\n%s\n%s\n' "nq-manifest 3 count n=32 depth=30 encoding=5 shards=1 total=0 unique=0 nodes=0" \
-    "0 00 0 0 0 0 0 - 0 0 0" "$(tail -1 m.txt)" >deep.txt
+printf '%s\n%s\n%s\n' "nq-manifest 4 count n=32 depth=30 encoding=5 shards=1 total=0 unique=0 nodes=0" \
+    "0 00 0 0 0 0 0 - 0 0 0 0" "$(tail -1 m.txt)" >deep.txt
 bad deep.txt 1 "line 1: shards=1, but no list of n=32 depth=30 encoding=5 has that many: listing takes"
 : >empty.txt;                                       bad empty.txt 1 "line 1: the file ends where the header should be"
 bad missing.txt 3 "missing.txt"

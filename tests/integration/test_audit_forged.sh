@@ -86,7 +86,7 @@ ok "a forged line among the drawn and evidence on 5 others: found, the marked li
 
 # A header that claims 2^28 shards costs nothing until lines back it: a file's size refuses it at
 # once; a pipe is read to its end first. (`timeout`: the code before took 44 s here.)
-echo "nq-manifest 3 count n=18 depth=12 encoding=5 shards=268435456 total=0 unique=0 nodes=0" >h.txt
+echo "nq-manifest 4 count n=18 depth=12 encoding=5 shards=268435456 total=0 unique=0 nodes=0" >h.txt
 timeout 60 "$NQ" audit h.txt >out 2>&1; rc=$?
 [ $rc = 1 ] && grep -q "^h.txt: line 1: shards=268435456, but the 0 bytes after it hold 0 shard lines at most" out \
     || fail "a 72-byte header of 2^28 shards: exit $rc: $(cat out)"

@@ -45,7 +45,7 @@ for q in 1 2; do
     stays_final "$id" "former holder, quorum $q"
     "$NQ" workers | grep "hostile-rewriter" | grep -q FLAGGED || fail "the rewriter is not flagged: $("$NQ" workers)"
     "$NQ" export "$id" --manifest ev$q.txt --db "$DB" >/dev/null || fail "export --manifest"
-    marked=$(awk 'NR > 1 && NF == 11 && $10 > 0' ev$q.txt | wc -l)
+    marked=$(awk 'NR > 1 && NF == 12 && $10 > 0' ev$q.txt | wc -l)
     [ "$marked" -ge 1 ] || fail "the manifest does not mark the shards with evidence"
     "$NQ" audit ev$q.txt --sample 3 >audit.txt || fail "audit of the manifest: $(cat audit.txt)"
     grep -q "0 of 0 line(s) refuted by the checks and 3 of [0-9]* with evidence against a late result, on top of 3 drawn" audit.txt \

@@ -3,7 +3,7 @@
 # like is compared with like: a --verify-rate 1 job checked across a fast GPU worker and a CPU
 # worker ends exact with every check agreeing, no evidence and nobody flagged; a job counted on
 # the fast GPU alone keeps its nodes apart from the CPU kernels' (nq status, nq check), exports a
-# version 3 manifest whose lines say kind 1, and nq audit passes it, recounting totals but not
+# manifest whose lines say kind 1, and nq audit passes it, recounting totals but not
 # those nodes, and fails it when a total is forged. Through OpenCL (pocl in CI).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/lib_gpu.sh"
@@ -56,17 +56,17 @@ ok "a job on the fast GPU: nodes 0 of the CPU kernels', $(echo "$st" | json_get 
    "over $shards shards; nq check agrees"
 
 "$NQ" export "$id2" --manifest m.txt --db v.db >/dev/null || fail "export --manifest"
-head -1 m.txt | grep -q '^nq-manifest 3 count n=12 .* nodes=0$' || fail "manifest header: $(head -1 m.txt)"
+head -1 m.txt | grep -q '^nq-manifest 4 count n=12 .* nodes=0$' || fail "manifest header: $(head -1 m.txt)"
 lines=$(awk 'NR > 1 && $1 ~ /^[0-9]+$/' m.txt | wc -l)
 [ "$lines" = "$shards" ] || fail "manifest has $lines shard lines, want $shards"
-awk 'NR > 1 && $1 ~ /^[0-9]+$/ && (NF != 11 || $11 != 1) { bad = 1 } END { exit bad }' m.txt \
+awk 'NR > 1 && $1 ~ /^[0-9]+$/ && (NF != 12 || $11 != 1) { bad = 1 } END { exit bad }' m.txt \
     || fail "a shard line does not say kind 1: $(sed -n 2p m.txt)"
 "$NQ" audit m.txt --shards 0-$((shards - 1)) >audit.out \
     || fail "audit of the fast GPU's manifest: $(cat audit.out)"
 grep -q "^audit: $shards of $shards line(s) carry the fast GPU kernel's own nodes" audit.out \
     || fail "audit does not say the nodes are the fast kernel's: $(tail -2 audit.out)"
 grep -q "^audit: OK" audit.out || fail "audit: $(tail -1 audit.out)"
-ok "manifest version 3, every line of kind 1; nq audit recounts all $shards shards and passes"
+ok "manifest version 4, every line of kind 1; nq audit recounts all $shards shards and passes"
 
 # a shard whose solutions are all of weight 8 (total = 8 x unique > 0): its forged count keeps
 # every bound (one more solution), so only the recount can catch it

@@ -30,13 +30,19 @@ cp "$OUT/ok-n8" "$W/v"
 for i in $(awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $1 % 3 == 1 { print $1 }' "$OUT/ok-n8"); do
     $ED edit "$W/v" "$W/v" "$i" nodes $(($(field "$W/v" "$i" 5) * 3 + 1)) nodes_kind 1 --header --reroot
 done
-cp "$W/v" "$OUT/ok-v3-fast"
+cp "$W/v" "$OUT/ok-fast"
+# every fourth line decided by a tail copy: the mark is part of the line, so of the root
+cp "$OUT/ok-n8" "$W/c"
+for i in $(awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $1 % 4 == 2 { print $1 }' "$OUT/ok-n8"); do
+    $ED edit "$W/c" "$W/c" "$i" by_copy 1 --reroot
+done
+cp "$W/c" "$OUT/ok-copy"
 
-n5=$OUT/ok-n5 n8=$OUT/ok-n8 v3=$OUT/ok-v3-fast
-s8=$(first_counted "$n8") s5=$(first_counted "$n5") s3=$(first_counted "$v3")
+n5=$OUT/ok-n5 n8=$OUT/ok-n8 fast=$OUT/ok-fast c8=$OUT/ok-copy
+s8=$(first_counted "$n8") s5=$(first_counted "$n5") s3=$(first_counted "$fast")
 # a total no count of its shard gives (8 more: its weights' multiple), residues and sums agreeing
 $ED edit "$n8" "$OUT/bad-bounds" "$s8" total $(($(field "$n8" "$s8" 3) + 8)) --residues --header --reroot
-$ED edit "$v3" "$OUT/bad-v3-fast-total" "$s3" total $(($(field "$v3" "$s3" 3) + 8)) \
+$ED edit "$fast" "$OUT/bad-fast-total" "$s3" total $(($(field "$fast" "$s3" 3) + 8)) \
     --residues --header --reroot
 sed '1s/shards=[0-9]*/shards=268435456/' "$n8" >"$OUT/bad-claim-2e28"
 $ED edit "$n8" "$OUT/bad-descriptor" 3 spec "$(field "$n8" 5 2)" --reroot      # another shard's
@@ -50,8 +56,13 @@ sed '$s/^root \(.*\)/root \U\1/' "$n5" >"$OUT/bad-root-upper"
 # 195 more: the same residues mod 13 and 15, so only the header's sum can tell
 $ED edit "$n5" "$OUT/bad-sum" "$s5" total $(($(field "$n5" "$s5" 3) + 195)) --reroot
 head -3 "$n5" >"$OUT/bad-truncated"
+# a copy mark cleared and one set, the root left as it was
+$ED edit "$c8" "$W/c" 2 by_copy 0
+$ED edit "$W/c" "$OUT/bad-copy-flipped" 3 by_copy 1
+# the same lines under the version before the copy mark
+sed '1s/^nq-manifest 4 /nq-manifest 3 /; 2,$s/ [01]$//' "$n5" >"$OUT/bad-version-3"
 # a header whose nodes add the fast lines' too
-nodes=$(awk 'NR > 1 && $1 ~ /^[0-9]+$/ { s += $5 } END { print s }' "$v3")
-sed "1s/nodes=[0-9]*/nodes=$nodes/" "$v3" >"$W/h"
-$ED edit "$W/h" "$OUT/bad-v3-sum-fast-nodes" 0 total "$(field "$W/h" 0 3)" --reroot
+nodes=$(awk 'NR > 1 && $1 ~ /^[0-9]+$/ { s += $5 } END { print s }' "$fast")
+sed "1s/nodes=[0-9]*/nodes=$nodes/" "$fast" >"$W/h"
+$ED edit "$W/h" "$OUT/bad-sum-fast-nodes" 0 total "$(field "$W/h" 0 3)" --reroot
 ls "$OUT"

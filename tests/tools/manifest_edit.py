@@ -6,20 +6,21 @@ to catch what the ones before it were made blind to.
 
   manifest_edit.py root FILE                  prints the root of FILE's lines (hashlib.blake2b)
   manifest_edit.py edit IN OUT SHARD FIELD VALUE [FIELD VALUE ...] [--residues] [--header] [--reroot]
-      FIELD: spec, total, unique, nodes, res13, res15, worker, confirmations, evidence, nodes_kind
+      FIELD: spec, total, unique, nodes, res13, res15, worker, confirmations, evidence, nodes_kind,
+             by_copy
       --header: the header's total, unique and nodes follow the edit (nodes: of the lines of
-                nodes_kind 0 alone, as in version 3)
+                nodes_kind 0 alone)
 """
 import sys
 from hashlib import blake2b
 
 FIELDS = ["idx", "spec", "total", "unique", "nodes", "res13", "res15", "worker", "confirmations", "evidence",
-          "nodes_kind"]
+          "nodes_kind", "by_copy"]
 
 
 def cpu_nodes(f):
     """A line's nodes as the header sums them: 0 for a line of the fast GPU kernel's own."""
-    return int(f[4]) if len(f) < 11 or f[10] == b"0" else 0
+    return int(f[4]) if f[10] == b"0" else 0
 
 
 def h(b):
