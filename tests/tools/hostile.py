@@ -68,7 +68,7 @@ class Peer:
             m = msgpack.unpackb(self.sock.recv(), raw=False)
             if m[1] == TASK:
                 job, shard, lease, attempt, kind, n, spec, seed, algo, max_steps, proof = m[2:]
-                self.tasks.append(dict(job=job, shard=shard, lease=lease, kind=kind, proof=proof))
+                self.tasks.append(dict(job=job, shard=shard, lease=lease, kind=kind, algo=algo, proof=proof))
             elif m[1] == ACK:
                 self.acks += 1
             elif m[1] == HEARTBEAT:
