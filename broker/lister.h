@@ -1,15 +1,14 @@
 /*
  * Shard lists built on a thread of their own (lister.c). A count list can take
- * seconds of CPU: the direction probes of every root (1.6 s at N=28 the first
- * time a process lists that N), or tens of millions of shards before a list is
- * known to be over a cap. The broker's loop answers within milliseconds
- * throughout, so it never builds one: it asks, this thread builds, and the loop
- * takes the answer when the thread has poked its wake socket.
+ * seconds of CPU: the cost estimates of its lease order (2.5 s at N=27), or tens
+ * of millions of shards before a list is known to be over a cap. The broker's loop
+ * answers within milliseconds throughout, so it never builds one: it asks, this
+ * thread builds, and the loop takes the answer when the thread has poked its wake
+ * socket.
  *
  * The thread shares nothing with the broker: a request is parameters, an answer
  * is a list (which the loop then owns) or a reason. One list at a time, in the
- * order asked: lists compete for CPU with the workers of a small machine, and the
- * direction probes of one N are cached for the next list of that N.
+ * order asked: lists compete for CPU with the workers of a small machine.
  */
 #ifndef NQ_LISTER_H
 #define NQ_LISTER_H

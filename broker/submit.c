@@ -132,17 +132,17 @@ static int check_caps(nq_store_t *st, uint64_t nshards, const nq_shard_caps_t *c
  * deep one can search for minutes before it finds out that it is too long (N=18 at depth 10: 78 s)
  * or its first shard (N=32 at depth 30). 2^22 steps take 0.2 s (N=32) to 0.9 s (N=18, each step
  * walking the last two levels) on one core; past them the list is refused with a reason: use a
- * smaller depth. From N=19 a list also estimates each root's search direction
- * (common/kernel/shard_flip.c), 1.6 s at N=28 and 3 s at N=32 the first time a process lists that
- * N. The lister builds it (never the loop), and stops at the per-job cap: a list of 46 million
+ * smaller depth. From N=19 a list reads each root's search direction from a table
+ * (common/kernel/shard_flip.c): its probes, 1.3 s at N=27, would otherwise come before the answer.
+ * The lister builds it (never the loop), and stops at the per-job cap: a list of 46 million
  * shards is refused when it passes 20 million, not after it was built.
  */
 #define SUBMIT_LIST_STEPS NQ_JOB_LIST_STEPS   /* store.h: a stored job's list is made within it too */
 
 /* How many clients' submits may wait for their lists; the next is refused as busy. Each waits for
-   the lists asked before its own, one at a time (each at most ~1 s of steps plus the direction
-   probes: 3 s at N=32 the first time): 8 bound a client's wait to tens of seconds, under the 60 s
-   that `nq submit` waits, while nobody scripting submits one after another ever meets the bound. */
+   the lists asked before its own, one at a time (each at most ~1 s of steps): 8 bound a client's
+   wait to about ten seconds, under the 60 s that `nq submit` waits, while nobody scripting
+   submits one after another ever meets the bound. */
 #define SUBMIT_MAX_WAITING 8
 
 static void list_request(const nq_job_spec_t *spec, const nq_shard_caps_t *caps, nq_lister_req_t *r)

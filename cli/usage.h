@@ -198,9 +198,11 @@
       "its hash tree against its root line, every descriptor against the job's shard list,\n" \
       "every shard's residues against its total and its total, unique and nodes against what\n" \
       "a count of its shard can give, the 128-bit sums against the header; then counts shards\n" \
-      "again with the kernel, those the checks refuted first, and says which agree.\n" \
-      "  --sample K         count K shards again, refuted ones first, the rest drawn at random\n" \
-      "                     (default 10; 0 = none)\n" \
+      "again with the kernel, and says which agree: first the marked lines (those the checks\n" \
+      "refuted, those with evidence against a late result and those a tail copy decided\n" \
+      "without its holder, up to K of each mark), then K drawn at random.\n" \
+      "  --sample K         draw K shards at random to count again (default 10; 0 = none), on\n" \
+      "                     top of the marked lines\n" \
       "  --catch P%         draw the sample that catches a manifest with P % of its lines wrong\n" \
       "                     with probability 0.99 (1% draws 459, whatever the file's size); the\n" \
       "                     audit prints that share for every sample it draws\n" \

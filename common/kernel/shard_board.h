@@ -70,8 +70,22 @@ int shard_flip(int n, int c, int d);
 
 /* The direction (shard_flip.c) whose tree random probes estimate smaller, for the
    root (a, c, d) on board `root` (holding just those queens) with row n-1's canonical cells
-   b_allowed, b_rare of them of weight 2 or 4. Deterministic: the same answer on every machine. */
+   b_allowed, b_rare of them of weight 2 or 4; the rule below SHARD_FLIP_MIN_N and for a rare b.
+   Deterministic: the same answer on every machine. Seconds of CPU for all roots of a large n: */
 int shard_flip_probe(int n, int a, int c, int d, const board_t *root, uint32_t b_allowed, uint32_t b_rare);
+/* The same answer, from the table below: for the list, whose nth root (counted from 0 over the
+   roots shard_border_root accepts, in (a, c, d) order) (a, c, d) is. */
+int shard_flip_root(int n, int a, int c, int d, uint32_t nth, const board_t *root, uint32_t b_allowed,
+                    uint32_t b_rare);
+
+/* From n = 19 a root's direction comes from the probes (below, the rule: a root's search is over
+   before the probes are, shard_flip.c). */
+#define SHARD_FLIP_MIN_N 19
+/* shard_flip_table.c, written by nq_flip_table (tests/tools): shard_flip_probe's answer for every
+   root of n = SHARD_FLIP_MIN_N .. NQ_SHARD_MAX_N, one bit each (1: bottom-up), the nth root of n
+   at bit first[n - SHARD_FLIP_MIN_N] + nth of bits (64 a word, lowest first). */
+extern const uint64_t shard_flip_table_bits[];
+extern const uint32_t shard_flip_table_first[NQ_SHARD_MAX_N - SHARD_FLIP_MIN_N + 2];
 
 /* Bytes after a border descriptor's levels: c, d and the direction. */
 #define NQ_SHARD_BORDER_BYTES 3

@@ -8,27 +8,22 @@
  * from the root whose branching factors, multiplied, estimate the nodes of each level. With
  * PROBES paths a direction, N=19 searched 3.4 % fewer nodes (54.01·10^9 against 55.91·10^9)
  * and N=20 3.2 %; N=18 3.6 % (4.1 % with 1,024 paths; 4.0-4.2 % choosing by an exact count of
- * each tree's first 9 levels). Below PROBE_MIN_N the probes cost more than they save (N=18:
+ * each tree's first 9 levels). Below SHARD_FLIP_MIN_N (19) the probes cost more than they save (N=18:
  * 0.19 s of listing, against a 3 s count on one core); there the rule stays.
  *
  * Roots with b of weight 2 or 4 keep the rule: bottom-up counts those solution by solution
  * (count_flipped in count.c), and chosen that way the count measured slower for fewer nodes.
  *
- * The choice goes into the descriptor (a direction byte), so a worker never repeats it; only
- * the list computes it, once a root, and a list must come out the same on every machine and
- * at every restart: the random paths come from a generator seeded by the root, and the
- * estimates are integers (saturating 128-bit sums, no floating point whose rounding a
- * compiler flag could change).
+ * The choice goes into the descriptor (a direction byte), so a worker never repeats it; a list
+ * must come out the same on every machine and at every restart: the random paths come from a
+ * generator seeded by the root, and the estimates are integers (saturating 128-bit sums, no
+ * floating point whose rounding a compiler flag could change). So each root's answer is a
+ * constant, which lists read from a table (shard_flip_root, below).
  */
 #include "shard_board.h"
 #include "shard.h"
 
-#include <stdatomic.h>
-
-enum {
-    PROBES = 256,          /* random paths a direction */
-    PROBE_MIN_N = 19       /* below, the rule: a root's search is over before the probes are */
-};
+enum { PROBES = 256 };     /* random paths a direction */
 
 typedef unsigned __int128 u128;
 
@@ -123,27 +118,33 @@ static int flip_estimate(int n, int a, int c, int d, const board_t *root, uint32
     return est[1] < est[0];
 }
 
-/*
- * The answers, by (n, a, c, d): 0 not yet known, else 1 + the direction. The broker builds a
- * list for each submit and each job it loads (on its lister thread, never in its loop), and the
- * probes of every root cost 1.6 s at N=28 and 3 s at N=32 (0.3 s and 0.6 s before them), so
- * each answer is computed once a process: however often clients submit, the probes cost their
- * CPU once for each N. 1 MB of zeroed memory that is only touched for the N that are listed;
- * the bytes are atomics since lists may be built on several threads (both would store the same
- * answer).
- */
-static _Atomic uint8_t flip_known[NQ_SHARD_MAX_N + 1][NQ_SHARD_MAX_N][NQ_SHARD_MAX_N][NQ_SHARD_MAX_N];
-
+/* The probes of one root, computed: what the table (shard_flip_table.c) holds. */
 int shard_flip_probe(int n, int a, int c, int d, const board_t *root, uint32_t b_allowed, uint32_t b_rare)
 {
     /* rare b (weight 2 or 4) are counted solution by solution bottom-up: keep the rule there */
-    if (n < PROBE_MIN_N || b_rare)
+    if (n < SHARD_FLIP_MIN_N || b_rare)
         return shard_flip(n, c, d);
-    _Atomic uint8_t *known = &flip_known[n][a][c][d];
-    int v = atomic_load_explicit(known, memory_order_relaxed);
-    if (!v) {
-        v = 1 + flip_estimate(n, a, c, d, root, b_allowed);
-        atomic_store_explicit(known, (uint8_t)v, memory_order_relaxed);
-    }
-    return v - 1;
+    return flip_estimate(n, a, c, d, root, b_allowed);
+}
+
+/*
+ * A list's direction for its nth root, from the table. The probes of every root of an N cost
+ * 1.3 s at N=27 and 3 s at N=32 on one core, and a list of N >= 20 needs them for its length
+ * (its levels are the rows of each root's direction, so its shards are not the same either
+ * way), so a submit, answered once its list's length is known, would wait for them. They are a
+ * pure function of the root: computed once, by nq_flip_table (tests/tools), and kept in the table;
+ * test_shard_flip checks it against the probes. Past the table's roots of n (a table that does
+ * not match shard_border_root) the probes answer, so a list stays right, only slower.
+ */
+int shard_flip_root(int n, int a, int c, int d, uint32_t nth, const board_t *root, uint32_t b_allowed,
+                    uint32_t b_rare)
+{
+    if (n < SHARD_FLIP_MIN_N || b_rare)
+        return shard_flip(n, c, d);
+    uint32_t first = shard_flip_table_first[n - SHARD_FLIP_MIN_N];
+    uint32_t end = shard_flip_table_first[n - SHARD_FLIP_MIN_N + 1];
+    if (nth >= end - first)
+        return shard_flip_probe(n, a, c, d, root, b_allowed, b_rare);
+    uint32_t bit = first + nth;
+    return (int)(shard_flip_table_bits[bit / 64] >> bit % 64 & 1);
 }

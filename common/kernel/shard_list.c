@@ -243,6 +243,7 @@ static int build_roots(builder_t *B)
     int n = s->n;
     if (s->mode != NQ_SHARD_BORDER)
         return root_add(B, &(root_t){ 0, 0, 0, 0, s->n == 32 ? 0xffffffffu : (1u << n) - 1, 0 });
+    uint32_t nth = 0;                   /* roots before this one: its place in the directions' table */
     for (int a = 0; a < n; a++)
         for (int c = 0; c < n; c++)
             for (int d = 0; d < n; d++) {
@@ -250,9 +251,9 @@ static int build_roots(builder_t *B)
                 nq_shard_desc_t o;
                 if (shard_border_root(n, a, c, d, &p, &o) == 0)
                     continue;
-                if (build_stopped(B))  /* the probes of one root: under a millisecond at N=32 */
+                if (build_stopped(B))
                     return -1;
-                int flip = shard_flip_probe(n, a, c, d, &p, o.bmask8 | o.bmaskx, o.bmaskx);
+                int flip = shard_flip_root(n, a, c, d, nth++, &p, o.bmask8 | o.bmaskx, o.bmaskx);
                 root_t rt = { (uint8_t)a, (uint8_t)c, (uint8_t)d, (uint8_t)flip, o.bmask8 | o.bmaskx, 0 };
                 if (root_add(B, &rt))
                     return -1;

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # How long `nq submit count N` takes to answer, against how long the broker then spends on the
 # job's lease order (its cost estimates: job.listed's seconds, the job leasing nothing until then).
-# Each round starts a fresh broker on a fresh DB (so the first submit of N also pays the direction
-# probes every list of N needs once a process) and submits twice: the first and a second of the
-# same N. Medians of R rounds; the ratios say what share of the order's time a client waits.
+# Each round starts a fresh broker on a fresh DB and submits twice: the first of the process and a
+# second of the same N. The first used to pay every root's direction probes (a list's length needs
+# them); lists read them from a table now (common/kernel/shard_flip_table.c), so both rows should
+# agree. Medians of R rounds; the ratios say what share of the order's time a client waits.
 # The machine may be shared: compare the ratios, which come from one invocation.
 #   tests/bench/bench_submit.sh [--nq PATH] [--n N] [--runs R]
 set -euo pipefail

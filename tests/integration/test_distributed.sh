@@ -4,10 +4,12 @@
 # broker down.
 . "$(dirname "$0")/lib.sh"
 cd "$T" || exit 1
+# A job whose lease order is built (job.listed), so its shards can go out.
+listed() { grep -q "event=job.listed job=$1 " "$T/broker.log"; }
 
 start_broker d.db
-start_worker w1 --threads 1
-start_worker w2 --threads 1
+start_worker w1 --threads 1; W1=$LAST_PID
+start_worker w2 --threads 1; W2=$LAST_PID
 
 id=$("$NQ" submit count 13) || fail "submit"
 [ "$id" = 1 ] || fail "first job id is '$id'"
@@ -35,11 +37,19 @@ wait_for 60 job_done 2 || fail "count 12 did not finish"
 ok "status, list, workers, submit --json"
 
 # Several jobs at once: the higher priority one is served first, even when submitted later.
+# Both are listed before a worker joins, so the older one cannot take the workers while the newer
+# one's lease order is still being built.
 N=$(long_count_n)   # a count that takes seconds on this build
+kill "$W1" "$W2"; wait "$W1" "$W2" 2>/dev/null
 low=$("$NQ" submit count "$N") || fail "submit low"
 high=$("$NQ" submit count 12 --priority 5) || fail "submit high"
+wait_for 60 listed "$low" || fail "the low-priority job was not listed"
+wait_for 60 listed "$high" || fail "the high-priority job was not listed"
+start_worker w3 --threads 1
+start_worker w4 --threads 1
 wait_for 120 job_done "$high" || fail "high-priority job did not finish"
-[ "$(job_field "$low" state)" != done ] || fail "the low-priority job finished first"
+[ "$(job_field "$low" state)" != done ] ||
+    fail "the low-priority job finished first: $("$NQ" status --json) $("$NQ" workers --json)"
 wait_for 240 job_done "$low" || fail "low-priority job did not finish"
 [ "$(job_field "$low" total)" = "$(oeis_total "$N")" ] || fail "low-priority total"
 ok "two jobs at once: --priority 5 served before an older job, both exact"

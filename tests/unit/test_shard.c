@@ -342,7 +342,7 @@ T_TEST(test_direction)
     }
     T_EQ_U64(bad, 0);
     T_CHECK(s3 && differ > 0 && differ < shards_count(s3) / 2);
-    /* listed again, the directions come from shard_flip.c's answers of the first list */
+    /* listed again, the same directions (a table's, shard_flip_table.c) */
     nq_shards_t *again = shards_new(NQ_KIND_COUNT, 19, 1, err, sizeof err);
     T_CHECK(again && s3 && shards_count(again) == shards_count(s3));
     for (uint64_t i = 0; again && s3 && i < shards_count(s3); i++) {
