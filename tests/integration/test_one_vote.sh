@@ -68,8 +68,8 @@ flagged holder && fail "the honest holder is flagged: $("$NQ" workers --json)"
 grep -E "event=lease\.(cancel .* worker=holder |release .*its copy delivered)" broker_b.log \
     && fail "the honest holder's lease was cancelled or released because of a copy"
 flagged copy-liar || fail "the copy liar is not flagged: $("$NQ" workers --json)"
-ok "a liar measured fast answering $(grep -c '^lie ' liar.out) tail copies of the holder's leases ($held)" \
-   "with wrong totals: the job ends exact ($total), the holder is not flagged, the liar is"
+ok "a liar measured fast, its lies on copies of the holder's leases ($held): $(grep -c '^lie ' liar.out)," \
+   "the job ends exact ($total), the holder is not flagged, the liar is"
 stop "$liar" "$third" "$BROKER_PID"
 
 # An honest checker outvoted: every result checked (--verify-rate 1), three identities. The checker
