@@ -197,6 +197,7 @@ struct nq_peer {
        yet. out_cost: the cost of the leases it holds (dispatch's budget). */
     double rate, rate_at, rate_cum;
     double lane;
+    double lane_shown;                 /* its lane from its results alone, never lowered by progress */
     double cost_done;
     double out_cost;
     struct {                           /* jobs it reported failures on (see PAUSED_JOBS) */

@@ -193,6 +193,9 @@ void leases_release(nq_broker_t *b, nq_lease_t *l, int count_attempt, const char
     int64_t who = count_attempt && l->peer ? idents_who(b, l->peer) : 0;   /* charged once per identity */
     leases_remove(b, l);
     if (kind == NQ_LEASE_COPIED) {                       /* a copy's result holds the shard: it stands alone now */
+        if (why)
+            nq_log(NQ_LOG_INFO, "lease.release", "job=%llu shard=%llu reason=\"%s\" copy=stands",
+                   (unsigned long long)job, (unsigned long long)shard, why);
         copy_alone(b, job, shard);
         return;
     }

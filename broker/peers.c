@@ -256,16 +256,31 @@ int peers_ident_holds(nq_broker_t *b, const nq_peer_t *p, uint64_t job, uint64_t
  * lease sit on 48 idle ones for ever. One stall of a sweep is one loss of its identity.
  */
 /*
- * A holder whose copy delivered first has stall_s (and its link) to deliver too. Past that its lease
- * goes, uncharged (being slower than a copy is no fault), and the copy's result stands alone as when
- * a holder is lost (leases_release): a holder that moved its progress a node a heartbeat and never
- * delivered held the shard undecided for ever, and with no third identity the job never ended.
+ * A holder whose copy delivered first has stall_s (and its link) to deliver too, and longer when
+ * the speed its own results showed (lane_shown) says the shard takes it longer: OUTRUN_PACE times
+ * its time for the shard from when the lease began to move. Past that its lease goes, uncharged
+ * (being slower than a copy is no fault), and the copy's result stands alone as when a holder is
+ * lost (leases_release): a holder that moved its progress a node a heartbeat and never delivered
+ * held the shard undecided for ever, and with no third identity the job never ended. The shown
+ * lane, not the lane its crawling progress brought down: a hoarder that answered three shards at
+ * once has shown a fast one and gets stall_s, while an honest slow holder working at the pace it
+ * has shown is never dropped for a copy's answer (a lying copy would then stand alone).
  */
+#define OUTRUN_PACE 4.0
+
+static int outrun_over(const nq_peer_t *p, const nq_lease_t *l, double now, double stall_s)
+{
+    if (now - l->copied_at <= stall_s)
+        return 0;
+    return p->lane_shown <= 0 || l->started_at <= 0 ||
+           now - l->started_at > OUTRUN_PACE * l->cost / p->lane_shown + stall_s;
+}
+
 static void peer_release_outrun(nq_broker_t *b, nq_peer_t *p, double now, double stall_s)
 {
     for (nq_lease_t *l = p->leases, *next; l; l = next) {
         next = l->next_in_peer;
-        if (l->kind == NQ_LEASE_COPIED && now - l->copied_at > stall_s) {
+        if (l->kind == NQ_LEASE_COPIED && outrun_over(p, l, now, stall_s)) {
             leases_release(b, l, 0, "its copy delivered long ago");
             return;                     /* one a tick: the list may have changed under us */
         }

@@ -179,6 +179,7 @@ static void results_learn(nq_broker_t *b, nq_peer_t *p, const nq_lease_t *l, con
     if (s >= 1e-3) {
         double lane = l->cost / s;
         p->lane = p->lane > 0 ? p->lane + LANE_WEIGHT * (lane - p->lane) : lane;
+        p->lane_shown = p->lane_shown > 0 ? p->lane_shown + LANE_WEIGHT * (lane - p->lane_shown) : lane;
     }
     p->cost_done += l->cost;
     nq_job_t *j = jobq_find(b, r->job);

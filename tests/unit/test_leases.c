@@ -721,6 +721,71 @@ T_TEST(test_hoarder_first_cannot_stall_the_job)
     teardown();
 }
 
+/*
+ * A slow honest holder outrun by a lying copy, in a job without spot-checks: its results showed
+ * it takes seconds a shard, so it keeps its lease past the stall window after the copy's answer
+ * (a lie), delivers, and the dispute goes to a third identity: the job ends exact. (Before: its
+ * lease went stall_s after the copy's answer, the lie stood alone, and N=10 could end wrong.)
+ */
+T_TEST(test_slow_holder_outlasts_its_copy)
+{
+    setup();
+    uint64_t job = submit(10, 1);
+    T_CHECK(jobq_find(b, job) != NULL);
+    fake_t holder, liar, third;
+    fake_hello(&holder, "slow-holder", 81, 1);
+    run_with(4.0, 0.05, (fake_t *[]){ &holder, NULL });
+    answer_all(&holder);                /* one shard in 4 s: the speed it has shown */
+    run_with(0.2, 0.05, (fake_t *[]){ &holder, NULL });
+    for (int i = 0; i < 50 && holder.ntasks == 1 && truth[job][holder.tasks[0].shard].total == 0; i++) {
+        run_with(4.0, 0.05, (fake_t *[]){ &holder, NULL });
+        answer_all(&holder);            /* hold a shard with solutions, so that total 0 is a lie */
+        run_with(0.2, 0.05, (fake_t *[]){ &holder, NULL });
+    }
+    T_EQ_U64(holder.ntasks, 1);
+    nq_task_t held = holder.tasks[0];
+    T_CHECK(truth[job][held.shard].total > 0);
+    fake_hello(&liar, "copy-liar", 82, 4);
+    nq_task_t copy = { 0 };
+    for (int round = 0; round < 200 && copy.lease == 0; round++) {
+        run_with(0.2, 0.05, (fake_t *[]){ &holder, &liar, NULL });
+        for (int i = 0; i < liar.ntasks; i++)
+            if (liar.tasks[i].shard == held.shard)
+                copy = liar.tasks[i];
+        if (copy.lease == 0)
+            answer_all(&liar);
+    }
+    T_CHECK(copy.lease != 0);
+    fake_lie(&liar, &copy);
+    liar.ntasks = 0;
+    fake_credit(&liar, 0);
+    run_with(8.0, 0.05, (fake_t *[]){ &holder, &liar, NULL });   /* past the stall window (5 s) */
+    results_flush(b);
+    T_CHECK(leases_find(b, held.lease) != NULL);   /* still its own: not dropped for the copy */
+    fake_result(&holder, &held, 0);
+    holder.ntasks = 0;
+    fake_credit(&holder, 0);
+    fake_hello(&third, "third", 83, 4);
+    for (int round = 0; round < 200 && jobq_find(b, job); round++) {
+        run_with(0.2, 0.05, (fake_t *[]){ &holder, &liar, &third, NULL });
+        answer_all(&third);
+        results_flush(b);
+    }
+    nq_job_row_t row;
+    T_CHECK(store_job_get(b->store, job, &row) == 0);
+    T_CHECK(row.state == NQ_JOB_DONE);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT total_hi * 4294967296 + total_lo FROM jobs WHERE id = %llu",
+             (unsigned long long)job);
+    T_EQ_U64(sql_int(sql, NULL), 724);  /* N=10 */
+    T_CHECK(!worker_flagged("slow-holder"));
+    T_CHECK(worker_flagged("copy-liar"));
+    fake_close(&holder);
+    fake_close(&liar);
+    fake_close(&third);
+    teardown();
+}
+
 /* How a scripted voter answers: true counts, with CPU nodes off by `extra`, or the fast GPU kernel's. */
 typedef enum { VOTE_TRUE, VOTE_NODES1, VOTE_GPU } vote_how_t;
 
