@@ -538,6 +538,51 @@ static void answer_all(fake_t *w)
     w->ntasks = 0;
 }
 
+/* `liar` joins, answers truly until it is given a copy of `held` (it is measured fast and idle at
+   the tail), answers that copy with a lie and asks for nothing more. */
+static void copy_lied(fake_t *holder, fake_t *liar, const char *id, uint64_t nonce, const nq_task_t *held)
+{
+    fake_hello(liar, id, nonce, 4);
+    nq_task_t copy = { 0 };
+    for (int round = 0; round < 200 && copy.lease == 0; round++) {
+        run_with(0.2, 0.05, (fake_t *[]){ holder, liar, NULL });
+        for (int i = 0; i < liar->ntasks; i++)
+            if (liar->tasks[i].shard == held->shard)
+                copy = liar->tasks[i];
+        if (copy.lease == 0)
+            answer_all(liar);
+    }
+    T_CHECK(copy.lease != 0);
+    fake_lie(liar, &copy);
+    liar->ntasks = 0;
+}
+
+/* A third identity answers truly until the job ends; it ends done with `total`, the holder
+   unflagged and the liar flagged. */
+static void third_settles(fake_t *holder, fake_t *liar, uint64_t nonce, uint64_t job, uint64_t total,
+                          const char *holder_id, const char *liar_id)
+{
+    fake_t third;
+    fake_credit(holder, 0);
+    fake_credit(liar, 0);
+    fake_hello(&third, "third", nonce, 4);
+    for (int round = 0; round < 200 && jobq_find(b, job); round++) {
+        run_with(0.2, 0.05, (fake_t *[]){ holder, liar, &third, NULL });
+        answer_all(&third);
+        results_flush(b);
+    }
+    nq_job_row_t row;
+    T_CHECK(store_job_get(b->store, job, &row) == 0);
+    T_CHECK(row.state == NQ_JOB_DONE);
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT total_hi * 4294967296 + total_lo FROM jobs WHERE id = %llu",
+             (unsigned long long)job);
+    T_EQ_U64(sql_int(sql, NULL), total);
+    T_CHECK(!worker_flagged(holder_id));
+    T_CHECK(worker_flagged(liar_id));
+    fake_close(&third);
+}
+
 /*
  * A tail copy turned against its holder (a hostile review's second scenario): `liar` does its
  * share honestly, so it is measured fast, and is then given a copy of the lease the honest `holder`
@@ -551,7 +596,7 @@ T_TEST(test_tail_copy_cannot_outvote_its_holder)
     setup();
     uint64_t job = submit(10, 1);
     T_CHECK(jobq_find(b, job) != NULL);
-    fake_t holder, liar, third;
+    fake_t holder, liar;
     fake_hello(&holder, "holder", 51, 1);
     run_with(0.2, 0.05, (fake_t *[]){ &holder, NULL });
     for (int i = 0; i < 50 && holder.ntasks == 1 && truth[job][holder.tasks[0].shard].total == 0; i++) {
@@ -561,19 +606,7 @@ T_TEST(test_tail_copy_cannot_outvote_its_holder)
     T_EQ_U64(holder.ntasks, 1);
     nq_task_t held = holder.tasks[0];
     T_CHECK(truth[job][held.shard].total > 0);
-    fake_hello(&liar, "copy-liar", 52, 4);
-    nq_task_t copy = { 0 };
-    for (int round = 0; round < 200 && copy.lease == 0; round++) {
-        run_with(0.2, 0.05, (fake_t *[]){ &holder, &liar, NULL });
-        for (int i = 0; i < liar.ntasks; i++)
-            if (liar.tasks[i].shard == held.shard)
-                copy = liar.tasks[i];
-        if (copy.lease == 0)
-            answer_all(&liar);
-    }
-    T_CHECK(copy.lease != 0);           /* measured and idle at the tail: it got a copy */
-    fake_lie(&liar, &copy);
-    liar.ntasks = 0;
+    copy_lied(&holder, &liar, "copy-liar", 52, &held);
     run_with(0.3, 0.05, (fake_t *[]){ &holder, &liar, NULL });
     results_flush(b);
     T_CHECK(jobq_find(b, job) != NULL);  /* not decided by the copy */
@@ -586,25 +619,9 @@ T_TEST(test_tail_copy_cannot_outvote_its_holder)
     run_with(0.3, 0.05, (fake_t *[]){ &holder, &liar, NULL });
     results_flush(b);
     T_CHECK(jobq_find(b, job) != NULL);  /* one against one: a dispute, not arrival order */
-    fake_credit(&holder, 0);
-    fake_credit(&liar, 0);
-    fake_hello(&third, "third", 53, 4);
-    for (int round = 0; round < 200 && jobq_find(b, job); round++) {
-        run_with(0.2, 0.05, (fake_t *[]){ &holder, &liar, &third, NULL });
-        answer_all(&third);
-        results_flush(b);
-    }
-    nq_job_row_t row;
-    T_CHECK(store_job_get(b->store, job, &row) == 0);
-    T_CHECK(row.state == NQ_JOB_DONE);
-    snprintf(sql, sizeof sql, "SELECT total_hi * 4294967296 + total_lo FROM jobs WHERE id = %llu",
-             (unsigned long long)job);
-    T_EQ_U64(sql_int(sql, NULL), 724);  /* N=10 */
-    T_CHECK(!worker_flagged("holder"));
-    T_CHECK(worker_flagged("copy-liar"));
+    third_settles(&holder, &liar, 53, job, 724, "holder", "copy-liar");   /* N=10 */
     fake_close(&holder);
     fake_close(&liar);
-    fake_close(&third);
     teardown();
 }
 
@@ -732,7 +749,7 @@ T_TEST(test_slow_holder_outlasts_its_copy)
     setup();
     uint64_t job = submit(10, 1);
     T_CHECK(jobq_find(b, job) != NULL);
-    fake_t holder, liar, third;
+    fake_t holder, liar;
     fake_hello(&holder, "slow-holder", 81, 1);
     run_with(4.0, 0.05, (fake_t *[]){ &holder, NULL });
     answer_all(&holder);                /* one shard in 4 s: the speed it has shown */
@@ -745,44 +762,16 @@ T_TEST(test_slow_holder_outlasts_its_copy)
     T_EQ_U64(holder.ntasks, 1);
     nq_task_t held = holder.tasks[0];
     T_CHECK(truth[job][held.shard].total > 0);
-    fake_hello(&liar, "copy-liar", 82, 4);
-    nq_task_t copy = { 0 };
-    for (int round = 0; round < 200 && copy.lease == 0; round++) {
-        run_with(0.2, 0.05, (fake_t *[]){ &holder, &liar, NULL });
-        for (int i = 0; i < liar.ntasks; i++)
-            if (liar.tasks[i].shard == held.shard)
-                copy = liar.tasks[i];
-        if (copy.lease == 0)
-            answer_all(&liar);
-    }
-    T_CHECK(copy.lease != 0);
-    fake_lie(&liar, &copy);
-    liar.ntasks = 0;
+    copy_lied(&holder, &liar, "copy-liar", 82, &held);
     fake_credit(&liar, 0);
     run_with(8.0, 0.05, (fake_t *[]){ &holder, &liar, NULL });   /* past the stall window (5 s) */
     results_flush(b);
     T_CHECK(leases_find(b, held.lease) != NULL);   /* still its own: not dropped for the copy */
     fake_result(&holder, &held, 0);
     holder.ntasks = 0;
-    fake_credit(&holder, 0);
-    fake_hello(&third, "third", 83, 4);
-    for (int round = 0; round < 200 && jobq_find(b, job); round++) {
-        run_with(0.2, 0.05, (fake_t *[]){ &holder, &liar, &third, NULL });
-        answer_all(&third);
-        results_flush(b);
-    }
-    nq_job_row_t row;
-    T_CHECK(store_job_get(b->store, job, &row) == 0);
-    T_CHECK(row.state == NQ_JOB_DONE);
-    char sql[200];
-    snprintf(sql, sizeof sql, "SELECT total_hi * 4294967296 + total_lo FROM jobs WHERE id = %llu",
-             (unsigned long long)job);
-    T_EQ_U64(sql_int(sql, NULL), 724);  /* N=10 */
-    T_CHECK(!worker_flagged("slow-holder"));
-    T_CHECK(worker_flagged("copy-liar"));
+    third_settles(&holder, &liar, 83, job, 724, "slow-holder", "copy-liar");   /* N=10 */
     fake_close(&holder);
     fake_close(&liar);
-    fake_close(&third);
     teardown();
 }
 
